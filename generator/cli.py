@@ -1,0 +1,119 @@
+"""The `pith-mirror` command: parse arguments, call a stage, print, choose the exit code.
+
+Rules:
+- This is the only module that prints to the terminal or picks exit codes:
+  0 all good, 1 something was refused, 2 usage or configuration error.
+- Bad content never produces a traceback; an unexpected exception is a bug and
+  is allowed to surface.
+- Heavy imports happen inside the subcommand that needs them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .errors import BuildError, ConfigError, Rejection
+
+EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pith-mirror",
+        description="Verify Pith records and bundles and publish them as a static mirror.",
+    )
+    parser.add_argument("--version", action="version", version=f"pith-mirror {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    verify = commands.add_parser(
+        "verify", help="check documents against the pinned keys without building"
+    )
+    verify.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="files or folders (recursive)")
+    verify.add_argument("--keys", type=Path, metavar="FILE", help="pinned keys (JSON key object or list)")
+    verify.add_argument("--json", action="store_true", help="print results as JSON on stdout")
+    verify.add_argument("--max-bytes", type=int, metavar="N", help="largest document accepted, in bytes")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.handler(args) if hasattr(args, "handler") else run_verify(args)
+        return code
+    except ConfigError as exc:
+        print(f"pith-mirror: configuration: {exc.key}: {exc.reason}", file=sys.stderr)
+        return EXIT_USAGE
+    except BuildError as exc:
+        print(f"pith-mirror: {exc.path}: {exc.reason}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("pith-mirror: stopped", file=sys.stderr)
+        return 130
+
+
+def load_keys(path: Path | None) -> Any:
+    from .keys import default_keyring, load_keyring
+
+    return load_keyring(path) if path else default_keyring()
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    from .examine import examine
+    from .load import Limits, discover
+
+    keyring = load_keys(args.keys)
+    limits = Limits(max_bytes=args.max_bytes) if args.max_bytes else Limits()
+    targets: list[tuple[Path, str, Path]] = []
+    for path in args.paths:
+        if path.is_dir():
+            targets.extend((p, (path / name).as_posix(), path) for p, name in discover(path))
+        elif path.exists() or path.is_symlink():
+            targets.append((path, path.as_posix(), path.parent))
+        else:
+            raise ConfigError("paths", f"no such file or folder: {path}")
+    results = []
+    for file_path, name, root in targets:
+        verdict, _verified, _source = examine(file_path, name, root, keyring, limits)
+        results.append(verdict)
+    rejected = [v for v in results if not v.ok]
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "results": [
+                        {
+                            "path": v.file,
+                            "kind": v.kind,
+                            "pith_number": v.pith_number,
+                            "ok": v.ok,
+                            "errors": [
+                                Rejection(v.file, p.pointer, p.code, p.message).as_json() for p in v.problems
+                            ],
+                        }
+                        for v in results
+                    ],
+                    "summary": {"checked": len(results), "ok": len(results) - len(rejected), "rejected": len(rejected)},
+                },
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
+    else:
+        for v in results:
+            verdict = "verified" if v.ok else "REJECTED"
+            first = "" if v.ok else f"  {v.problems[0].code.value}: {v.problems[0].message}"
+            print(f"{verdict:<9} {v.kind or '?':<7} {v.pith_number or '-':<38} {v.file}{first}")
+        for v in rejected:
+            for line in sorted(Rejection(v.file, p.pointer, p.code, p.message) for p in v.problems):
+                print(line.line(), file=sys.stderr)
+        print(f"{len(results)} checked, {len(results) - len(rejected)} verified, {len(rejected)} rejected")
+    if not results:
+        print("pith-mirror: no documents found (looked for *.json)", file=sys.stderr)
+    return EXIT_REJECTED if rejected or not results else EXIT_OK

@@ -1,0 +1,179 @@
+"""Every way a document can be refused, and every operational failure.
+
+Rules:
+- A refusal is data (`Rejection`): the file, an RFC 6901 JSON pointer, a stable
+  dotted code and a sentence for a person. Stages collect them; only the CLI
+  formats them and chooses exit codes.
+- The codes below are the public contract: tests, reports and users match on
+  them, so a code is never renamed, only added.
+- `BuildError` and `ConfigError` are operational (I/O, templates, settings),
+  never about the content of a signed document.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Code(str, Enum):
+    """Stable rejection codes. The value is the code; the docstring table in
+    README.md is generated from `CODE_HELP`."""
+
+    # (1) size cap and reading
+    FILE_TOO_LARGE = "file.too_large"
+    FILE_UNREADABLE = "file.unreadable"
+    FILE_OUTSIDE_CONTENT = "file.outside_content"
+    # (2) strict decoding
+    JSON_INVALID_UTF8 = "json.invalid_utf8"
+    JSON_BOM = "json.bom"
+    JSON_INVALID = "json.invalid"
+    JSON_TRAILING_DATA = "json.trailing_data"
+    JSON_DUPLICATE_KEY = "json.duplicate_key"
+    JSON_NON_FINITE = "json.non_finite"
+    JSON_TOO_DEEP = "json.too_deep"
+    JSON_NOT_OBJECT = "json.not_object"
+    DOC_UNKNOWN_KIND = "doc.unknown_kind"
+    # (3) shape
+    SCHEMA_MISSING_FIELD = "schema.missing_field"
+    SCHEMA_WRONG_TYPE = "schema.wrong_type"
+    SCHEMA_BAD_VALUE = "schema.bad_value"
+    # (4) recomputed hashes and derived identifiers
+    PITH_BAD_FORMAT = "pith.bad_format"
+    PITH_MISMATCH = "pith.mismatch"
+    PITH_YEAR_MISMATCH = "pith.year_mismatch"
+    PITH_SHORT_MISMATCH = "pith.short_mismatch"
+    ALIAS_MISMATCH = "alias.mismatch"
+    RECORD_HASH_MISMATCH = "record.hash_mismatch"
+    RECORD_SOURCE_MISMATCH = "record.source_mismatch"
+    TITLE_MISMATCH = "title.mismatch"
+    RECEIPT_HASH_MISMATCH = "receipt.hash_mismatch"
+    EVENT_HASH_MISMATCH = "event.hash_mismatch"
+    EVENT_ID_MISMATCH = "event.id_mismatch"
+    EVENT_WRONG_SUBJECT = "event.wrong_subject"
+    EVENT_PAYLOAD_MISMATCH = "event.payload_mismatch"
+    EVENT_UNKNOWN_TYPE = "event.unknown_type"
+    EVENT_DUPLICATE = "event.duplicate"
+    EVENT_NO_RECORD_CREATED = "event.no_record_created"
+    STATE_MISMATCH = "state.mismatch"
+    STATE_HASH_MISMATCH = "state.hash_mismatch"
+    BUNDLE_HASH_MISMATCH = "bundle.hash_mismatch"
+    # (5) keys
+    KEY_NOT_PINNED = "key.not_pinned"
+    KEY_UNKNOWN = "key.unknown"
+    KEY_FINGERPRINT_MISMATCH = "key.fingerprint_mismatch"
+    KEY_BAD_ALGORITHM = "key.bad_algorithm"
+    # (6) signatures
+    SIGNATURE_MALFORMED = "signature.malformed"
+    RECEIPT_BAD_SIGNATURE = "receipt.bad_signature"
+    EVENT_BAD_SIGNATURE = "event.bad_signature"
+    BUNDLE_BAD_SIGNATURE = "bundle.bad_signature"
+    # (8) across documents and builds
+    BUNDLE_CONFLICT = "bundle.conflict"
+    BUNDLE_ROLLBACK = "bundle.rollback"
+    RECORD_CONFLICT = "record.conflict"
+
+
+CODE_HELP: dict[Code, str] = {
+    Code.FILE_TOO_LARGE: "the file is larger than the configured size limit",
+    Code.FILE_UNREADABLE: "the file could not be read",
+    Code.FILE_OUTSIDE_CONTENT: "a symbolic link points outside the content folder",
+    Code.JSON_INVALID_UTF8: "the bytes are not valid UTF-8",
+    Code.JSON_BOM: "the file starts with a byte-order mark",
+    Code.JSON_INVALID: "the text is not valid JSON",
+    Code.JSON_TRAILING_DATA: "there is data after the JSON value",
+    Code.JSON_DUPLICATE_KEY: "an object repeats a key, so it has no single canonical form",
+    Code.JSON_NON_FINITE: "NaN or Infinity appears; canonical JSON has no such numbers",
+    Code.JSON_TOO_DEEP: "arrays and objects nest deeper than the documented bound",
+    Code.JSON_NOT_OBJECT: "the top level is not a JSON object",
+    Code.DOC_UNKNOWN_KIND: "neither a Pith record nor a Pith bundle (record_type / bundle_type)",
+    Code.SCHEMA_MISSING_FIELD: "a required field is missing",
+    Code.SCHEMA_WRONG_TYPE: "a field has the wrong JSON type",
+    Code.SCHEMA_BAD_VALUE: "a field has a value outside what the format allows",
+    Code.PITH_BAD_FORMAT: "a Pith number is not of the form pith:YYYY:<26 base32 characters>",
+    Code.PITH_MISMATCH: "the Pith number is not the one derived from the canonical hash",
+    Code.PITH_YEAR_MISMATCH: "the Pith number's year is not the year of submitted_at",
+    Code.PITH_SHORT_MISMATCH: "the short Pith number is not derived from the canonical hash",
+    Code.ALIAS_MISMATCH: "an alias does not agree with the canonical record",
+    Code.RECORD_HASH_MISMATCH: "canonical_sha256 is not the hash of the canonical record",
+    Code.RECORD_SOURCE_MISMATCH: "the document's source disagrees with the signed canonical record",
+    Code.TITLE_MISMATCH: "a displayed title does not match title_canon_sha256",
+    Code.RECEIPT_HASH_MISMATCH: "the receipt names a different canonical hash",
+    Code.EVENT_HASH_MISMATCH: "content_sha256 is not the hash of the event",
+    Code.EVENT_ID_MISMATCH: "event_id is not sha256:<content_sha256>",
+    Code.EVENT_WRONG_SUBJECT: "the event names another Pith number",
+    Code.EVENT_PAYLOAD_MISMATCH: "a record_created payload disagrees with the bundle",
+    Code.EVENT_UNKNOWN_TYPE: "an event type this mirror does not know how to merge",
+    Code.EVENT_DUPLICATE: "the same event appears twice",
+    Code.EVENT_NO_RECORD_CREATED: "the bundle has no record_created event",
+    Code.STATE_MISMATCH: "the served state differs from the recomputed merge",
+    Code.STATE_HASH_MISMATCH: "state_sha256 is not the hash of the served state",
+    Code.BUNDLE_HASH_MISMATCH: "bundle_sha256 is not the hash of the bundle",
+    Code.KEY_NOT_PINNED: "an embedded public key is not one of the pinned keys",
+    Code.KEY_UNKNOWN: "a signature names a key id that is not pinned",
+    Code.KEY_FINGERPRINT_MISMATCH: "a key fingerprint does not match the pinned key",
+    Code.KEY_BAD_ALGORITHM: "a signature or key is not Ed25519",
+    Code.SIGNATURE_MALFORMED: "a signature is not 64 bytes of standard base64",
+    Code.RECEIPT_BAD_SIGNATURE: "the receipt signature does not verify with the pinned key",
+    Code.EVENT_BAD_SIGNATURE: "an event signature does not verify with the pinned key",
+    Code.BUNDLE_BAD_SIGNATURE: "the bundle signature does not verify with the pinned key",
+    Code.BUNDLE_CONFLICT: "two bundles for one Pith number where neither extends the other",
+    Code.BUNDLE_ROLLBACK: "a bundle would replace a published one that has events it lacks",
+    Code.RECORD_CONFLICT: "two different record documents for one Pith number",
+}
+
+
+def pointer(*parts: str | int) -> str:
+    """RFC 6901 JSON pointer for a path of keys and indexes ('' is the whole document)."""
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One reason a document is not trusted, before it is tied to a file."""
+
+    code: Code
+    pointer: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Rejection:
+    """A refused document: where (file, pointer), what (code) and why (message)."""
+
+    file: str
+    pointer: str
+    code: Code
+    message: str
+
+    def line(self) -> str:
+        return f"{self.file}: {self.pointer or '/'}: {self.code.value}: {self.message}"
+
+    def as_json(self) -> dict[str, str]:
+        return {"code": self.code.value, "pointer": self.pointer, "message": self.message}
+
+
+class RejectionError(Exception):
+    """Raised where one problem makes the rest of a document unreadable."""
+
+    def __init__(self, problem: Problem) -> None:
+        super().__init__(f"{problem.pointer}: {problem.code.value}: {problem.message}")
+        self.problem = problem
+
+
+class BuildError(Exception):
+    """An operational failure: I/O, a template, a path collision."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class ConfigError(Exception):
+    """A setting or keys file that cannot be used; names the setting."""
+
+    def __init__(self, key: str, reason: str) -> None:
+        super().__init__(f"{key}: {reason}")
+        self.key = key
+        self.reason = reason

@@ -1,0 +1,27 @@
+"""One file in, one verdict out: stages 1-3 for a single document.
+
+This is the unit of work that `verify`, the build's worker processes and the
+build cache share, so that every path to "trusted" is the same code.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .errors import RejectionError
+from .keys import Keyring
+from .load import Limits, SourceDocument, load_document
+from .model import Verdict, Verified
+from .verify import verify_document
+
+
+def examine(
+    path: Path, file: str, content: Path, keyring: Keyring, limits: Limits
+) -> tuple[Verdict, Verified | None, SourceDocument | None]:
+    """Load, decode, parse and verify one file; bad content never raises."""
+    try:
+        source = load_document(path, file, content, limits)
+    except RejectionError as exc:
+        return Verdict(file, None, None, (exc.problem,)), None, None
+    verdict, verified = verify_document(source, keyring)
+    return verdict, verified, source

@@ -1,0 +1,146 @@
+"""The pinned key set: the only root of trust.
+
+Rules:
+- A key that a document carries proves nothing; only keys pinned here are used
+  to verify. The default set is the real resolver key (package data).
+- A keys file holds one key object or a list of them, shaped like an entry of a
+  bundle's `public_keys`: `key_id` and `public_key_b64` at least. Any
+  fingerprint it states must be the one the key really has.
+- Signatures are Ed25519 over the 32 raw bytes of a SHA-256 digest.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from nacl.exceptions import BadSignatureError
+from nacl.signing import VerifyKey
+
+from .canonical import b32
+from .errors import ConfigError
+
+
+@dataclass(frozen=True, slots=True)
+class PinnedKey:
+    key_id: str
+    public_key: bytes
+    entry: dict[str, Any]
+    """The key object as configured, republished as /pith-signing-key.json."""
+
+    @property
+    def public_key_b64(self) -> str:
+        return base64.b64encode(self.public_key).decode("ascii")
+
+    @property
+    def fingerprint_hex(self) -> str:
+        return hashlib.sha256(self.public_key).digest()[:16].hex()
+
+    @property
+    def fingerprint_b32(self) -> str:
+        return b32(hashlib.sha256(self.public_key).digest())[:26]
+
+
+@dataclass(frozen=True, slots=True)
+class Keyring:
+    keys: tuple[PinnedKey, ...]
+    source: str
+
+    def get(self, key_id: object) -> PinnedKey | None:
+        for key in self.keys:
+            if key.key_id == key_id:
+                return key
+        return None
+
+    @property
+    def fingerprint(self) -> str:
+        """Identifies the trust configuration, for cache keys."""
+        material = "\n".join(f"{k.key_id}={k.public_key.hex()}" for k in self.keys)
+        return hashlib.sha256(material.encode()).hexdigest()
+
+
+def verify_signature(key: PinnedKey, digest: bytes, signature: bytes) -> bool:
+    """True when `signature` is the key's Ed25519 signature of `digest`."""
+    try:
+        _verify_key(key.public_key).verify(digest, signature)
+    except (BadSignatureError, ValueError):
+        return False
+    return True
+
+
+@lru_cache(maxsize=64)
+def _verify_key(public_key: bytes) -> VerifyKey:
+    return VerifyKey(public_key)
+
+
+def decode_signature(text: object) -> bytes | None:
+    """Standard base64 of exactly 64 bytes, or None."""
+    if not isinstance(text, str):
+        return None
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return raw if len(raw) == 64 else None
+
+
+def default_keyring() -> Keyring:
+    text = resources.files("generator").joinpath("data/pinned-keys.json").read_text("utf-8")
+    return keyring_from_json(json.loads(text), "built-in resolver key")
+
+
+def load_keyring(path: Path) -> Keyring:
+    """Read a keys file; any problem is a ConfigError naming the file."""
+    try:
+        data = json.loads(path.read_bytes())
+    except OSError as exc:
+        raise ConfigError("keys", f"cannot read {path}: {exc.strerror}") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ConfigError("keys", f"{path} is not valid JSON: {exc}") from None
+    return keyring_from_json(data, str(path))
+
+
+def keyring_from_json(data: Any, source: str) -> Keyring:
+    entries = data if isinstance(data, list) else [data]
+    if not entries:
+        raise ConfigError("keys", f"{source} pins no key")
+    keys: list[PinnedKey] = []
+    for index, entry in enumerate(entries):
+        key = _parse_entry(entry, f"{source}[{index}]")
+        if any(k.key_id == key.key_id for k in keys):
+            raise ConfigError("keys", f"{source} pins key id {key.key_id!r} twice")
+        keys.append(key)
+    return Keyring(keys=tuple(keys), source=source)
+
+
+def _parse_entry(entry: Any, where: str) -> PinnedKey:
+    if not isinstance(entry, dict):
+        raise ConfigError("keys", f"{where} is not a key object")
+    key_id = entry.get("key_id")
+    if not isinstance(key_id, str) or not key_id:
+        raise ConfigError("keys", f"{where} has no key_id")
+    if entry.get("algorithm", "ed25519") != "ed25519":
+        raise ConfigError("keys", f"{where} ({key_id}) is not an ed25519 key")
+    try:
+        public_key = base64.b64decode(str(entry.get("public_key_b64", "")), validate=True)
+    except (binascii.Error, ValueError):
+        public_key = b""
+    if len(public_key) != 32:
+        raise ConfigError("keys", f"{where} ({key_id}) public_key_b64 is not 32 bytes of base64")
+    key = PinnedKey(key_id=key_id, public_key=public_key, entry=dict(entry))
+    stated = {
+        "public_key_hex": public_key.hex(),
+        "fingerprint_sha256_hex": key.fingerprint_hex,
+        "fingerprint_sha256_b32_first128bits": key.fingerprint_b32,
+    }
+    for field, actual in stated.items():
+        if field in entry and entry[field] != actual:
+            raise ConfigError("keys", f"{where} ({key_id}) {field} is not the key's own: {actual}")
+    return key

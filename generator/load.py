@@ -1,0 +1,223 @@
+"""Stage 1: find the documents under content/ and decode their bytes strictly.
+
+Rules:
+- Walks are sorted, so every build sees files in the same order.
+- Only `*.json` files are documents; `pages/` holds Markdown pages, and hidden
+  files and editors' temporary files (`.#x`, `x~`, `x.swp`, `x.tmp`) are ignored.
+- A symbolic link is followed only if it stays inside the content folder.
+- (1) Size cap: at most `max_bytes + 1` bytes are ever read, so memory is bounded.
+- (2) Strict decode: UTF-8 without BOM; one JSON value and nothing after it;
+  no duplicate keys, no NaN or Infinity, nesting at most `max_depth` deep; the
+  top level must be an object. Each failure has its own code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .canonical import JsonFloat
+from .errors import Code, Problem, RejectionError, pointer
+
+DEFAULT_MAX_BYTES = 4 * 1024 * 1024
+"""A real bundle is about 15 KB; 4 MiB leaves room for years of events."""
+
+DEFAULT_MAX_DEPTH = 64
+"""Real documents nest 7 levels deep; 64 is far above that and far below
+the interpreter's recursion limit."""
+
+_IGNORED_SUFFIXES = ("~", ".swp", ".swx", ".tmp", ".part", ".crdownload")
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    max_bytes: int = DEFAULT_MAX_BYTES
+    max_depth: int = DEFAULT_MAX_DEPTH
+
+
+@dataclass(frozen=True, slots=True)
+class SourceDocument:
+    """Bytes that decoded strictly; nothing about them is trusted yet."""
+
+    file: str
+    raw: bytes
+    data: dict[str, Any]
+
+    @property
+    def raw_sha256(self) -> str:
+        return hashlib.sha256(self.raw).hexdigest()
+
+
+def is_ignored_name(name: str) -> bool:
+    """Hidden files and editor/download temporaries are never documents."""
+    return name.startswith((".", "#")) or name.endswith(_IGNORED_SUFFIXES)
+
+
+def discover(content: Path) -> Iterator[tuple[Path, str]]:
+    """Yield (path, name relative to content) for every document, sorted."""
+    root = content.resolve()
+    for dirpath, dirnames, filenames in os.walk(content, followlinks=False):
+        here = Path(dirpath)
+        rel_dir = here.relative_to(content)
+        dirnames[:] = sorted(
+            d
+            for d in dirnames
+            if not is_ignored_name(d) and not (rel_dir == Path(".") and d == "pages")
+        )
+        for name in sorted(filenames):
+            if name.endswith(".json") and not is_ignored_name(name):
+                path = here / name
+                yield path, (rel_dir / name).as_posix()
+        for d in list(dirnames):
+            if (here / d).is_symlink() and not _inside(here / d, root):
+                dirnames.remove(d)
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        path.resolve().relative_to(root)
+    except ValueError:
+        return False
+    return True
+
+
+def read_bytes(path: Path, content: Path, limits: Limits) -> bytes:
+    """(1) Read at most max_bytes + 1 bytes; refuse links out of content/."""
+    if path.is_symlink() and not _inside(path, content.resolve()):
+        raise RejectionError(
+            Problem(Code.FILE_OUTSIDE_CONTENT, "", "symbolic link points outside the content folder")
+        )
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(limits.max_bytes + 1)
+    except OSError as exc:
+        raise RejectionError(Problem(Code.FILE_UNREADABLE, "", f"cannot read: {exc.strerror}")) from None
+    if len(raw) > limits.max_bytes:
+        raise RejectionError(
+            Problem(
+                Code.FILE_TOO_LARGE,
+                "",
+                f"file is larger than the limit of {limits.max_bytes} bytes",
+            )
+        )
+    return raw
+
+
+class _DuplicateKey(Exception):
+    pass
+
+
+class _NonFinite(Exception):
+    pass
+
+
+def _pairs_no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        raise _DuplicateKey
+    return result
+
+
+def _reject_constant(name: str) -> Any:
+    raise _NonFinite(name)
+
+
+def _parse_float(text: str) -> JsonFloat:
+    value = JsonFloat(text)
+    if value != value or value in (float("inf"), float("-inf")):
+        raise _NonFinite(text)
+    return value
+
+
+_DECODER = json.JSONDecoder(
+    object_pairs_hook=_pairs_no_duplicates,
+    parse_constant=_reject_constant,
+    parse_float=_parse_float,
+)
+
+
+def decode(raw: bytes, limits: Limits) -> dict[str, Any]:
+    """(2) Bytes to a JSON object, or a RejectionError naming what is wrong."""
+
+    def fail(code: Code, message: str, where: str = "") -> RejectionError:
+        return RejectionError(Problem(code, where, message))
+
+    if raw.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")):
+        raise fail(Code.JSON_BOM, "file starts with a byte-order mark; Pith JSON is plain UTF-8")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise fail(Code.JSON_INVALID_UTF8, f"invalid UTF-8 at byte {exc.start}") from None
+    start = len(text) - len(text.lstrip(" \t\r\n"))
+    if start == len(text):
+        raise fail(Code.JSON_INVALID, "file is empty")
+    try:
+        value, end = _DECODER.raw_decode(text, start)
+    except _DuplicateKey:
+        where, key = _find_duplicate(text)
+        raise fail(Code.JSON_DUPLICATE_KEY, f"key {key!r} appears twice in one object", where) from None
+    except _NonFinite as exc:
+        raise fail(Code.JSON_NON_FINITE, f"{exc.args[0]} is not a finite JSON number") from None
+    except RecursionError:
+        raise fail(Code.JSON_TOO_DEEP, f"nesting is deeper than {limits.max_depth} levels") from None
+    except json.JSONDecodeError as exc:
+        raise fail(
+            Code.JSON_INVALID, f"line {exc.lineno} column {exc.colno}: {exc.msg.lower()}"
+        ) from None
+    except ValueError as exc:  # e.g. an integer longer than Python's digit limit
+        raise fail(Code.JSON_INVALID, str(exc)) from None
+    if text[end:].strip(" \t\r\n"):
+        raise fail(Code.JSON_TRAILING_DATA, f"unexpected data after the JSON value at character {end}")
+    if not isinstance(value, dict):
+        raise fail(Code.JSON_NOT_OBJECT, f"top level is {type(value).__name__}, not an object")
+    too_deep = _first_too_deep(value, limits.max_depth)
+    if too_deep is not None:
+        raise fail(Code.JSON_TOO_DEEP, f"nesting is deeper than {limits.max_depth} levels", too_deep)
+    return value
+
+
+def load_document(path: Path, file: str, content: Path, limits: Limits) -> SourceDocument:
+    """Read and strictly decode one document (steps 1 and 2)."""
+    raw = read_bytes(path, content, limits)
+    return SourceDocument(file=file, raw=raw, data=decode(raw, limits))
+
+
+def _first_too_deep(value: Any, max_depth: int) -> str | None:
+    """Pointer to the first container nested deeper than max_depth, or None."""
+    stack: list[tuple[Any, int, tuple[str | int, ...]]] = [(value, 1, ())]
+    while stack:
+        node, depth, path = stack.pop()
+        if depth > max_depth:
+            return pointer(*path)
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1, (*path, k)) for k, v in node.items() if isinstance(v, dict | list))
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1, (*path, i)) for i, v in enumerate(node) if isinstance(v, dict | list))
+    return None
+
+
+class _Pairs(list[tuple[str, Any]]):
+    pass
+
+
+def _find_duplicate(text: str) -> tuple[str, str]:
+    """Second, slow decode that keeps pairs, to name where the duplicate is."""
+    tree = json.loads(text, object_pairs_hook=_Pairs, parse_constant=lambda c: None)
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(tree, ())]
+    while stack:
+        node, path = stack.pop(0)
+        if isinstance(node, _Pairs):
+            seen: set[str] = set()
+            for key, child in node:
+                if key in seen:
+                    return pointer(*path, key), key
+                seen.add(key)
+                stack.append((child, (*path, key)))
+        elif isinstance(node, list):
+            stack.extend((child, (*path, i)) for i, child in enumerate(node))
+    return "", "?"

@@ -1,0 +1,109 @@
+"""Plain data shared by the stages. No I/O and no logic beyond small derivations.
+
+Rules:
+- `RecordDoc` and `BundleDoc` come from `parse.py` and are shape-valid but
+  untrusted. Only `verify.py` makes a `Verified`.
+- JSON subtrees are kept as decoded (dicts and lists) and never mutated.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .errors import Problem
+from .load import SourceDocument
+
+PITH_RE = re.compile(r"pith:(?P<year>[0-9]{4}):(?P<body>[A-Z2-7]{26})")
+BODY_RE = re.compile(r"[A-Z2-7]{26}")
+
+Kind = Literal["record", "bundle"]
+
+MERGE_VERSION = "pith-open-graph-merge-v1"
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One event of a bundle, at `/events/<index>`."""
+
+    index: int
+    data: dict[str, Any]
+
+    @property
+    def event_type(self) -> str:
+        return str(self.data.get("event_type", ""))
+
+    @property
+    def event_id(self) -> str:
+        return str(self.data.get("event_id", ""))
+
+    @property
+    def created_at(self) -> str:
+        return str(self.data.get("created_at", ""))
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedDoc:
+    """A document whose required fields exist with the right JSON types."""
+
+    source: SourceDocument
+    kind: Kind
+    pith_number: str
+    canonical_record: dict[str, Any]
+    receipt: dict[str, Any]
+    events: tuple[Event, ...] = ()
+
+    @property
+    def data(self) -> dict[str, Any]:
+        return self.source.data
+
+    @property
+    def body(self) -> str:
+        """The 26-character body of the Pith number (validated by parse)."""
+        return self.pith_number.rsplit(":", 1)[1]
+
+
+@dataclass(frozen=True, slots=True)
+class Provenance:
+    """Where one displayed thing comes from, in words a reader understands."""
+
+    status: Literal["verified", "signed", "unsigned"]
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The outcome of verifying one document: every problem found, or none."""
+
+    file: str
+    kind: Kind | None
+    pith_number: str | None
+    problems: tuple[Problem, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+@dataclass(frozen=True, slots=True)
+class Verified:
+    """A document every check passed on. Built only by `verify.py`."""
+
+    doc: ParsedDoc
+    canonical_sha256: str
+    state: dict[str, Any] | None
+    """The recomputed merged state (bundles); None for a record document."""
+    provenance: dict[str, Provenance] = field(default_factory=dict)
+
+    @property
+    def kind(self) -> Kind:
+        return self.doc.kind
+
+    @property
+    def pith_number(self) -> str:
+        return self.doc.pith_number
+
+    @property
+    def event_ids(self) -> tuple[str, ...]:
+        return tuple(e.event_id for e in self.doc.events)
