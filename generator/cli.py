@@ -38,6 +38,10 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--keys", type=Path, metavar="FILE", help="pinned keys (JSON key object or list)")
     verify.add_argument("--json", action="store_true", help="print results as JSON on stdout")
     verify.add_argument("--max-bytes", type=int, metavar="N", help="largest document accepted, in bytes")
+
+    from .commands import add_site_commands
+
+    add_site_commands(commands)
     return parser
 
 

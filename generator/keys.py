@@ -81,14 +81,20 @@ def _verify_key(public_key: bytes) -> VerifyKey:
 
 
 def decode_signature(text: object) -> bytes | None:
-    """Standard base64 of exactly 64 bytes, or None."""
+    """Standard base64 of exactly 64 bytes, or None.
+
+    Only the one canonical spelling is accepted: Python's decoder ignores the
+    unused low bits of the last character, so `...Bw==` and `...Bx==` would
+    otherwise both decode to the same signature."""
     if not isinstance(text, str):
         return None
     try:
         raw = base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError):
         return None
-    return raw if len(raw) == 64 else None
+    if len(raw) != 64 or base64.b64encode(raw).decode("ascii") != text:
+        return None
+    return raw
 
 
 def default_keyring() -> Keyring:

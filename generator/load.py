@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -178,6 +179,15 @@ def decode(raw: bytes, limits: Limits) -> dict[str, Any]:
     too_deep = _first_too_deep(value, limits.max_depth)
     if too_deep is not None:
         raise fail(Code.JSON_TOO_DEEP, f"nesting is deeper than {limits.max_depth} levels", too_deep)
+    if _SURROGATE_ESCAPE.search(text):
+        lone = _first_lone_surrogate(value)
+        if lone is not None:
+            where, what = lone
+            raise fail(
+                Code.JSON_INVALID_UTF8,
+                f"{what} holds a \\u escape of a lone surrogate, which has no UTF-8 (so no canonical) form",
+                where,
+            )
     return value
 
 
@@ -198,6 +208,30 @@ def _first_too_deep(value: Any, max_depth: int) -> str | None:
             stack.extend((v, depth + 1, (*path, k)) for k, v in node.items() if isinstance(v, dict | list))
         elif isinstance(node, list):
             stack.extend((v, depth + 1, (*path, i)) for i, v in enumerate(node) if isinstance(v, dict | list))
+    return None
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+"""Cheap test on the text: only a \\uD800-\\uDFFF escape can decode to a lone surrogate."""
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _first_lone_surrogate(value: Any) -> tuple[str, str] | None:
+    """(pointer, "a string" or "a key of this object") of the first lone surrogate, or None.
+    A bad key is pointed at through its object, so the pointer itself stays printable."""
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(value, ())]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, str):
+            if _SURROGATE.search(node):
+                return pointer(*path), "a string"
+        elif isinstance(node, dict):
+            for key, child in node.items():
+                if _SURROGATE.search(key):
+                    return pointer(*path), "a key of this object"
+                stack.append((child, (*path, key)))
+        elif isinstance(node, list):
+            stack.extend((child, (*path, i)) for i, child in enumerate(node))
     return None
 
 

@@ -413,10 +413,14 @@ class _Checker:
         body = {k: v for k, v in served.items() if k != "state_sha256"}
         expected = {k: v for k, v in recomputed.items() if k != "state_sha256"}
         for where in differences(body, expected, ("state",)):
-            self.fail(
-                Code.STATE_MISMATCH,
-                tuple(where.lstrip("/").split("/")),
-                "the served state differs here from the state recomputed from the events",
+            # `where` is already an RFC 6901 pointer; splitting and re-escaping it would
+            # turn a key's "~1" into "~01".
+            self.problems.append(
+                Problem(
+                    Code.STATE_MISMATCH,
+                    where,
+                    "the served state differs here from the state recomputed from the events",
+                )
             )
 
 

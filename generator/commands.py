@@ -1,0 +1,83 @@
+"""The site subcommands (`build`, `serve`): their options and what they print.
+
+Kept apart from `cli.py` so that module stays a thin dispatcher; like it, this
+is presentation only: stages return values, these functions print them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .errors import Rejection
+
+
+def add_site_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("content", nargs="?", type=Path, metavar="CONTENT", help="signed documents (default content/)")
+    parser.add_argument("site", nargs="?", type=Path, metavar="SITE", help="output folder (default site/)")
+    parser.add_argument("--keys", type=Path, metavar="FILE", help="pinned keys (JSON key object or list)")
+    parser.add_argument("--base-url", metavar="URL", help="where the site is served, e.g. https://example.github.io/mirror/")
+    parser.add_argument("--config", type=Path, metavar="FILE", help="settings file (pith-mirror.toml or pyproject.toml)")
+    parser.add_argument("--jobs", type=int, metavar="N", help="worker processes (default: all cores)")
+    parser.add_argument("--site-title", metavar="TEXT", help="the mirror's name in page titles")
+    parser.add_argument("--primary-url", metavar="URL", help="the primary resolver (default https://pith.science)")
+    parser.add_argument("--cname", metavar="DOMAIN", help="write a CNAME file for a custom domain (GitHub Pages)")
+    parser.add_argument("--quiet", action="store_true", help="print only the summary line and problems")
+
+
+def settings_from(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "content": args.content,
+        "site": args.site,
+        "keys": args.keys,
+        "base_url": args.base_url,
+        "jobs": args.jobs,
+        "site_title": args.site_title,
+        "primary_url": args.primary_url,
+        "cname": args.cname,
+    }
+
+
+def print_rejections(rejections: tuple[Rejection, ...]) -> None:
+    for rejection in sorted(rejections):
+        print(rejection.line(), file=sys.stderr)
+
+
+def summary_line(report: Any) -> str:
+    return (
+        f"published {report.published}, refused {report.refused_files} file(s), "
+        f"{report.files_written} files written in {report.seconds:.2f}s"
+    )
+
+
+def run_build(args: argparse.Namespace) -> int:
+    from .cli import EXIT_OK, EXIT_REJECTED, load_keys
+    from .config import load_config
+    from .pipeline import build
+
+    config = load_config(args.config, settings_from(args))
+    keyring = load_keys(config.keys)
+    last = [0.0]
+
+    def progress(label: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        if not args.quiet and total >= 200 and (now - last[0] > 1 or done == total):
+            last[0] = now
+            print(f"  {label} {done}/{total}", file=sys.stderr)
+
+    report = build(config, keyring, progress)
+    print_rejections(report.rejections)
+    if not args.quiet:
+        for note in report.notes:
+            print(f"note: {note}", file=sys.stderr)
+    print(summary_line(report) + f" -> {config.site}")
+    return EXIT_REJECTED if report.rejections else EXIT_OK
+
+
+def add_site_commands(commands: Any) -> None:
+    build = commands.add_parser("build", help="verify content/ and write the static site into site/")
+    add_site_options(build)
+    build.set_defaults(handler=run_build)

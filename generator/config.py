@@ -1,0 +1,154 @@
+"""Settings for a build: defaults, then a config file, then command-line flags.
+
+Rules:
+- A config file is `[tool.pith-mirror]` in the mirror's `pyproject.toml`, or
+  the top level of `pith-mirror.toml` (looked up in the working folder), or
+  the file named by `--config`.
+- Every key is known; an unknown key or a value of the wrong type is a
+  `ConfigError` naming the key, never silently ignored.
+- `base_url` decides every link: the site works at a domain root ("/") or
+  under a sub-path ("https://example.github.io/mirror/" -> "/mirror/").
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from .errors import ConfigError
+from .load import DEFAULT_MAX_BYTES
+
+PRIMARY_URL = "https://pith.science"
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True, slots=True)
+class SiteConfig:
+    content: Path = Path("content")
+    site: Path = Path("site")
+    base_url: str = "/"
+    site_title: str = "Pith mirror"
+    primary_url: str = PRIMARY_URL
+    keys: Path | None = None
+    templates: Path = field(default_factory=lambda: PROJECT_ROOT / "templates")
+    max_bytes: int = DEFAULT_MAX_BYTES
+    jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
+    cache: Path | None = None
+    cname: str | None = None
+    mirror_key: Path | None = None
+    per_page: int = 50
+    preview: bool = False
+    """Preview builds (`serve`) add the live-reload script; production builds never do."""
+
+    @property
+    def base_path(self) -> str:
+        """The path every URL starts with: "/" or "/mirror/"."""
+        path = urlsplit(self.base_url).path or "/"
+        return path if path.endswith("/") else path + "/"
+
+    @property
+    def absolute_base(self) -> str | None:
+        """"https://host/path/" when base_url names a host, else None."""
+        parts = urlsplit(self.base_url)
+        if parts.scheme in ("http", "https") and parts.netloc:
+            return f"{parts.scheme}://{parts.netloc}{self.base_path}"
+        return None
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.cache if self.cache is not None else Path(".pith-cache")
+
+
+_KEYS: dict[str, tuple[type, ...]] = {
+    "content": (str,),
+    "site": (str,),
+    "base_url": (str,),
+    "site_title": (str,),
+    "primary_url": (str,),
+    "keys": (str,),
+    "templates": (str,),
+    "max_bytes": (int,),
+    "jobs": (int,),
+    "cache": (str,),
+    "cname": (str,),
+    "mirror_key": (str,),
+    "per_page": (int,),
+}
+_PATH_KEYS = {"content", "site", "keys", "templates", "cache", "mirror_key"}
+
+
+def find_config_file(explicit: Path | None, cwd: Path) -> tuple[Path, dict[str, Any]] | None:
+    """The settings table and where it came from, or None when there is none."""
+    if explicit is not None:
+        return explicit, _read_table(explicit, explicit.name == "pyproject.toml")
+    for name in ("pith-mirror.toml", "pyproject.toml"):
+        candidate = cwd / name
+        if candidate.is_file():
+            table = _read_table(candidate, name == "pyproject.toml")
+            if table or name == "pith-mirror.toml":
+                return candidate, table
+    return None
+
+
+def _read_table(path: Path, in_pyproject: bool) -> dict[str, Any]:
+    try:
+        data = tomllib.loads(path.read_text("utf-8"))
+    except OSError as exc:
+        raise ConfigError("config", f"cannot read {path}: {exc.strerror}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError("config", f"{path} is not valid TOML: {exc}") from None
+    if in_pyproject:
+        table = data.get("tool", {}).get("pith-mirror", {})
+        return table if isinstance(table, dict) else {}
+    return data
+
+
+def apply(config: SiteConfig, settings: dict[str, Any], origin: Path | None = None) -> SiteConfig:
+    """Overlay settings (from a file or flags) on a config, checking every key."""
+    changes: dict[str, Any] = {}
+    for key, value in settings.items():
+        if value is None:
+            continue
+        name = key.replace("-", "_")
+        if name not in _KEYS:
+            raise ConfigError(key, "unknown setting")
+        if not isinstance(value, _KEYS[name] + (Path,)) or isinstance(value, bool):
+            raise ConfigError(key, f"expected {_KEYS[name][0].__name__}, found {type(value).__name__}")
+        if name in _PATH_KEYS:
+            path = Path(value)
+            value = (origin.parent / path) if origin is not None and not path.is_absolute() else path
+        changes[name] = value
+    updated = replace(config, **changes)
+    validate(updated)
+    return updated
+
+
+def validate(config: SiteConfig) -> None:
+    parts = urlsplit(config.base_url)
+    if parts.scheme not in ("", "http", "https") or (parts.scheme and not parts.netloc):
+        raise ConfigError("base_url", f"{config.base_url!r} is not a path or an http(s) URL")
+    if parts.query or parts.fragment:
+        raise ConfigError("base_url", "a base URL has no query or fragment")
+    if not config.primary_url.startswith(("https://", "http://")):
+        raise ConfigError("primary_url", "must be an http(s) URL")
+    if config.jobs < 1:
+        raise ConfigError("jobs", "must be at least 1")
+    if config.max_bytes < 1024:
+        raise ConfigError("max_bytes", "must be at least 1024")
+    if config.per_page < 1:
+        raise ConfigError("per_page", "must be at least 1")
+    if config.cname is not None and ("/" in config.cname or not config.cname.strip()):
+        raise ConfigError("cname", "must be a bare domain name like mirror.example.org")
+
+
+def load_config(explicit: Path | None, flags: dict[str, Any], cwd: Path | None = None) -> SiteConfig:
+    config = SiteConfig()
+    found = find_config_file(explicit, cwd or Path.cwd())
+    if found is not None:
+        origin, table = found
+        config = apply(config, table, origin if origin.is_absolute() else origin.resolve())
+    return apply(config, flags)

@@ -1,0 +1,119 @@
+"""Where every published file goes: the resolver's URL layout, made safe.
+
+Rules:
+- Every path is built here from validated parts only: a 26-character base32
+  body, a safe arXiv id, an encoded alias value. Nothing else becomes a path.
+- Pages are written twice, `x.html` and `x/index.html`, so `/x` and `/x/`
+  both answer with the page itself on hosts that serve `x.html` for `/x`
+  (GitHub Pages) and on those that serve folders' `index.html`.
+- Links are absolute paths under the configured base path, so the same bytes
+  are right from `x.html` and from `x/index.html`.
+- Alias values become look-up paths by one rule (`encode_alias_value`):
+  split on "/", keep [A-Za-z0-9._-], write any other UTF-8 byte as "~XX";
+  a segment "." or ".." has its dots written "~2E"; empty segments are refused.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .model import BODY_RE
+
+_SAFE_SEGMENT = re.compile(r"[A-Za-z0-9._-]+")
+_SAFE_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+_INTEGRITY = re.compile(r"/pith/(?P<id>.+)/integrity\.json")
+
+RESOLVE_KINDS = ("arxiv", "arxiv_version", "doi", "pith_short_8", "pith_short_12", "pith_short_16")
+
+
+def check_body(body: str) -> str:
+    if not BODY_RE.fullmatch(body):
+        raise ValueError(f"not a Pith number body: {body!r}")
+    return body
+
+
+def page_paths(path: str) -> tuple[str, str]:
+    """`a/b` -> (`a/b.html`, `a/b/index.html`)."""
+    return f"{path}.html", f"{path}/index.html"
+
+
+def record_page(body: str) -> str:
+    return f"pith/{check_body(body)}"
+
+
+def record_json(body: str) -> str:
+    return f"pith/{check_body(body)}.json"
+
+
+def bundle_json(body: str) -> str:
+    return f"pith/{check_body(body)}/bundle.json"
+
+
+def state_json(body: str) -> str:
+    return f"pith/{check_body(body)}/state.json"
+
+
+def well_known_bundle(body: str) -> str:
+    return f".well-known/pith/{check_body(body)}/bundle.json"
+
+
+def graph_json(body: str) -> str:
+    return f"api/pith-number/{check_body(body)}/graph.json"
+
+
+def events_json(body: str) -> str:
+    return f"api/pith-number/{check_body(body)}/events.json"
+
+
+def paper_page(body: str) -> str:
+    return f"paper/{check_body(body)[:8]}"
+
+
+def short_pages(body: str) -> tuple[str, ...]:
+    check_body(body)
+    return tuple(f"pith/{body[:n]}" for n in (8, 12, 16))
+
+
+def safe_relative(path: str) -> bool:
+    """True for a relative path made only of safe segments."""
+    segments = path.split("/")
+    return all(_SAFE_SEGMENT.fullmatch(s) and s not in (".", "..") for s in segments)
+
+
+def integrity_path(endpoint: object) -> str | None:
+    """`/pith/<arxiv id>/integrity.json` as a site path, if every segment is safe."""
+    if not isinstance(endpoint, str):
+        return None
+    match = _INTEGRITY.fullmatch(endpoint)
+    if match is None or not safe_relative(match.group("id")):
+        return None
+    return endpoint.lstrip("/")
+
+
+def encode_alias_value(value: str) -> str | None:
+    """The documented alias encoding; None for values that cannot be a path."""
+    segments = value.split("/")
+    if not value or any(s == "" for s in segments):
+        return None
+    encoded = []
+    for segment in segments:
+        if segment in (".", ".."):
+            encoded.append(segment.replace(".", "~2E"))
+            continue
+        encoded.append(
+            "".join(chr(b) if b in _SAFE_BYTES else f"~{b:02X}" for b in segment.encode("utf-8"))
+        )
+    return "/".join(encoded)
+
+
+def resolve_json(kind: str, value: str) -> str | None:
+    """`api/pith-number/resolve/<kind>/<encoded value>.json`, or None if unusable."""
+    if kind not in RESOLVE_KINDS:
+        return None
+    encoded = encode_alias_value(value.lower() if kind == "doi" else value)
+    return None if encoded is None else f"api/pith-number/resolve/{kind}/{encoded}.json"
+
+
+def category_slug(category: str) -> str | None:
+    """arXiv categories (cs.DC, hep-th, math-ph) as a single path segment."""
+    return category if _SAFE_SEGMENT.fullmatch(category) and category not in (".", "..") else None

@@ -1,0 +1,124 @@
+"""What this mirror publishes, stated so anyone can compare it with another mirror.
+
+Rules:
+- `/.well-known/pith/mirror.json` lists every published Pith number with its
+  canonical hash, the hashes of its record, bundle and state files, its event
+  count and the key ids that signed it. The next build reads it back to know
+  what is already published (so nothing is lost or rolled back).
+- `/pith-mirrors.json` has the resolver's own manifest shape, listing the
+  primary and this mirror, so a client that knows the resolver's finds ours.
+- Both are deterministic: no clock but SOURCE_DATE_EPOCH.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from . import __version__, layout
+from .canonical import pretty_json
+from .config import SiteConfig
+from .keys import Keyring
+from .model import BODY_RE, MERGE_VERSION
+from .render import OutputFile
+from .view import Summary
+
+MANIFEST_PATH = ".well-known/pith/mirror.json"
+MANIFEST_TYPE = "pith_mirror_record_manifest"
+
+
+def mirror_manifest(summaries: Sequence[Summary], config: SiteConfig, generated_at: str | None) -> dict[str, Any]:
+    records = [
+        {
+            "pith_number": s.pith_number,
+            "canonical_sha256": s.canonical_sha256,
+            "record_sha256": s.record_sha256,
+            "bundle_sha256": s.bundle_sha256,
+            "state_sha256": s.state_sha256,
+            "event_count": s.event_count,
+            "key_ids": list(s.key_ids),
+        }
+        for s in sorted(summaries, key=lambda s: s.pith_number)
+    ]
+    return {
+        "manifest_type": MANIFEST_TYPE,
+        "manifest_version": "1.0",
+        "generator": {"tool": "pith-mirror", "version": __version__},
+        "generated_at": generated_at,
+        "primary": config.primary_url.rstrip("/"),
+        "base_url": config.absolute_base or config.base_path,
+        "merge_version": MERGE_VERSION,
+        "record_count": len(records),
+        "records": records,
+    }
+
+
+def mirrors_json(config: SiteConfig, keyring: Keyring, generated_at: str | None) -> dict[str, Any]:
+    """The resolver's `/pith-mirrors.json` shape, with this mirror beside the primary."""
+    primary = config.primary_url.rstrip("/")
+    key = keyring.keys[0].entry if keyring.keys else None
+
+    def entry(name: str, base: str, status: str) -> dict[str, Any]:
+        return {
+            "name": name,
+            "mirror_type": "https" if base.startswith("https://") else "http",
+            "base_url": base.rstrip("/"),
+            "bundle_pattern": f"{base.rstrip('/')}/pith/{{suffix}}/bundle.json",
+            "state_pattern": f"{base.rstrip('/')}/pith/{{suffix}}/state.json",
+            "well_known_pattern": f"{base.rstrip('/')}/.well-known/pith/{{suffix}}/bundle.json",
+            "public_key": key,
+            "status": status,
+        }
+
+    mirrors = [entry("Pith Resolver", primary, "primary")]
+    base = config.absolute_base or config.base_path
+    mirrors.append(entry(config.site_title, base, "mirror"))
+    return {
+        "manifest_type": "pith_mirror_manifest",
+        "manifest_version": "1.0",
+        "generated_at": generated_at,
+        "merge_version": MERGE_VERSION,
+        "mirrors": mirrors,
+        "notes": "Any conforming mirror may host the same Pith Open Graph bundles. Current state is "
+        "computed by deterministic merge, not by trusting this manifest.",
+    }
+
+
+def manifest_files(
+    summaries: Sequence[Summary], config: SiteConfig, keyring: Keyring, generated_at: str | None
+) -> list[OutputFile]:
+    return [
+        OutputFile(MANIFEST_PATH, pretty_json(mirror_manifest(summaries, config, generated_at))),
+        OutputFile("pith-mirrors.json", pretty_json(mirrors_json(config, keyring, generated_at))),
+    ]
+
+
+def read_published(site: Path) -> dict[str, dict[str, Any]]:
+    """Numbers the site at `site` publishes, from its manifest ({} if none or unreadable)."""
+    try:
+        data = json.loads((site / MANIFEST_PATH).read_bytes())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("manifest_type") != MANIFEST_TYPE:
+        return {}
+    published: dict[str, dict[str, Any]] = {}
+    for entry in data.get("records", []):
+        number = entry.get("pith_number") if isinstance(entry, dict) else None
+        if isinstance(number, str) and BODY_RE.fullmatch(number.rsplit(":", 1)[-1]):
+            published[number] = entry
+    return published
+
+
+def published_paths(site: Path, number: str, entry: dict[str, Any]) -> list[tuple[Path, str, str]]:
+    """The signed documents a published number has on the site, as (path, name, kind)."""
+    body = number.rsplit(":", 1)[1]
+    found = []
+    bundle = site / layout.bundle_json(body)
+    if entry.get("bundle_sha256") and bundle.is_file():
+        found.append((bundle, f"{site.name}/{layout.bundle_json(body)}", "bundle"))
+    record = site / layout.record_json(body)
+    if record.is_file():
+        found.append((record, f"{site.name}/{layout.record_json(body)}", "record"))
+    return found

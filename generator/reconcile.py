@@ -1,0 +1,143 @@
+"""Stage 4 (across documents): choose what is published for each Pith number.
+
+Rules (the promise: nothing already published is lost or rolled back):
+- At most one record document and one bundle are published per number.
+- Several bundles for one number: one whose events are a superset of every
+  other's wins; otherwise they conflict, every one is reported, and the
+  bundle already published stays.
+- Several different record documents for one number conflict likewise.
+- A new bundle must contain every event of the bundle already published;
+  otherwise it is a rollback: refused, and the published one stays.
+- A number whose document was refused this time keeps its published files.
+  When some refused file cannot even be tied to a number (garbage, a
+  truncated copy), every published number missing from this build is kept:
+  the build cannot tell a deleted document from a damaged one. A number is
+  unpublished only when its document is gone and every file was identified.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from .errors import Code, Rejection
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A verified document as the selection needs to see it (small, picklable)."""
+
+    file: str
+    kind: str
+    pith_number: str
+    raw_sha256: str
+    event_ids: frozenset[str]
+    from_site: bool = False
+    """True for a document read back from the published site (carried forward)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """The documents to publish for one number."""
+
+    pith_number: str
+    record: Candidate | None
+    bundle: Candidate | None
+
+    @property
+    def files(self) -> tuple[Candidate, ...]:
+        return tuple(c for c in (self.record, self.bundle) if c is not None)
+
+
+@dataclass(slots=True)
+class Selection:
+    choices: list[Choice] = field(default_factory=list)
+    rejections: list[Rejection] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def select(
+    candidates: Sequence[Candidate],
+    published: dict[str, tuple[Candidate | None, Candidate | None]],
+    refused_numbers: set[str],
+    unidentified_refusals: bool,
+) -> Selection:
+    """Decide per number. `published` maps numbers to the site's (record, bundle)."""
+    result = Selection()
+    by_number: dict[str, list[Candidate]] = defaultdict(list)
+    for candidate in candidates:
+        by_number[candidate.pith_number].append(candidate)
+
+    for number in sorted(set(by_number) | set(published)):
+        old_record, old_bundle = published.get(number, (None, None))
+        new = by_number.get(number, [])
+        if not new:
+            if number in refused_numbers or unidentified_refusals:
+                result.choices.append(Choice(number, old_record, old_bundle))
+                result.notes.append(f"{number}: kept as published (its document was refused this time)")
+            else:
+                result.notes.append(f"{number}: unpublished (its document is gone from content)")
+            continue
+        record = _one_record([c for c in new if c.kind == "record"], old_record, result)
+        bundle = _one_bundle([c for c in new if c.kind == "bundle"], old_bundle, result)
+        if record is None and bundle is None:
+            continue
+        result.choices.append(Choice(number, record, bundle))
+    return result
+
+
+def _one_record(records: list[Candidate], published: Candidate | None, out: Selection) -> Candidate | None:
+    distinct = {c.raw_sha256: c for c in sorted(records, key=lambda c: c.file)}
+    if not distinct:
+        return published
+    if len(distinct) == 1:
+        return next(iter(distinct.values()))
+    for candidate in records:
+        out.rejections.append(
+            Rejection(
+                candidate.file,
+                "",
+                Code.RECORD_CONFLICT,
+                f"{len(distinct)} different record documents claim {candidate.pith_number}; "
+                + ("the published one stays" if published else "none is published"),
+            )
+        )
+    return published
+
+
+def _one_bundle(bundles: list[Candidate], published: Candidate | None, out: Selection) -> Candidate | None:
+    distinct = {c.raw_sha256: c for c in sorted(bundles, key=lambda c: c.file)}
+    if not distinct:
+        return published
+    union = frozenset().union(*(c.event_ids for c in distinct.values()))
+    winners = sorted(
+        (c for c in distinct.values() if c.event_ids == union), key=lambda c: (c.raw_sha256, c.file)
+    )
+    if not winners or len(winners) > 1:
+        for candidate in bundles:
+            out.rejections.append(
+                Rejection(
+                    candidate.file,
+                    "/events",
+                    Code.BUNDLE_CONFLICT,
+                    f"bundles for {candidate.pith_number} disagree and none holds every event of the others; "
+                    + ("the published one stays" if published else "none is published"),
+                )
+            )
+        return published
+    winner = winners[0]
+    if published is not None and published.raw_sha256 != winner.raw_sha256:
+        missing = published.event_ids - winner.event_ids
+        if missing:
+            out.rejections.append(
+                Rejection(
+                    winner.file,
+                    "/events",
+                    Code.BUNDLE_ROLLBACK,
+                    f"the published bundle has {len(missing)} event(s) this one lacks "
+                    f"(e.g. {sorted(missing)[0]}); the published bundle stays",
+                )
+            )
+            return published
+    return winner

@@ -1,0 +1,341 @@
+"""Stage 5 (render, site-wide): every page about the whole mirror, from summaries.
+
+Rules:
+- Built only from `Summary` values, never from documents, so memory grows with
+  the number of records, not with their size.
+- Lists that could grow without bound are split: listings into pages, the
+  sitemap at 50,000 URLs, the search index into shards by term prefix and
+  record chunks.
+- Everything is sorted before it is written: the same records give the same
+  bytes whatever order they arrived in.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from xml.sax.saxutils import escape
+
+from jinja2 import Environment
+from markdown_it import MarkdownIt
+
+from . import layout
+from .canonical import pretty_json
+from .config import SiteConfig
+from .errors import Rejection
+from .keys import Keyring
+from .render import DERIVED_BY, OutputFile, page
+from .view import Summary
+
+SITEMAP_LIMIT = 50_000
+SEARCH_CHUNK = 1000
+FEED_ENTRIES = 50
+RESERVED_SLUGS = frozenset(
+    {"pith", "paper", "api", "browse", "search", "assets", "page", "report", "404", "index", "sitemap"}
+)
+_WORD = re.compile(r"[\W_]+")
+_SLUG = re.compile(r"[a-z0-9][a-z0-9-]*")
+
+
+def newest_first(summaries: Iterable[Summary]) -> list[Summary]:
+    return sorted(summaries, key=lambda s: (s.submitted_at, s.pith_number), reverse=True)
+
+
+def build_time() -> str | None:
+    """The only clock a build reads: SOURCE_DATE_EPOCH, for reproducible output."""
+    import os
+
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    if epoch is None or not epoch.isdigit():
+        return None
+    return datetime.fromtimestamp(int(epoch), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def listing_pages(
+    env: Environment, path: str, heading: str, records: Sequence[Summary], per_page: int, extra: dict[str, Any]
+) -> list[OutputFile]:
+    """A paged listing: `path/` then `path/page/2/` and so on."""
+    pages = max(1, -(-len(records) // per_page))
+    files: list[OutputFile] = []
+    prefix = f"{path}/" if path else ""
+    for number in range(1, pages + 1):
+        chunk = records[(number - 1) * per_page : number * per_page]
+        context = {
+            "heading": heading,
+            "records": chunk,
+            "page_number": number,
+            "page_count": pages,
+            "total": len(records),
+            "prev": None if number == 1 else (path if number == 2 else f"{prefix}page/{number - 1}"),
+            "next": None if number == pages else f"{prefix}page/{number + 1}",
+            **extra,
+        }
+        html = env.get_template("index.html").render(context)
+        if number == 1 and not path:
+            files.append(OutputFile("index.html", html.encode("utf-8")))
+        else:
+            files += page(path if number == 1 else f"{prefix}page/{number}", html)
+    return files
+
+
+def render_site(
+    summaries: Sequence[Summary],
+    rejections: Sequence[Rejection],
+    notes: Sequence[str],
+    keyring: Keyring,
+    env: Environment,
+    config: SiteConfig,
+    pages_dir: Path,
+) -> list[OutputFile]:
+    """Every site-wide file."""
+    ordered = newest_first(summaries)
+    by_year: dict[str, list[Summary]] = defaultdict(list)
+    by_cat: dict[str, list[Summary]] = defaultdict(list)
+    for summary in ordered:
+        by_year[summary.year].append(summary)
+        slug = layout.category_slug(summary.primary_cat)
+        if slug:
+            by_cat[slug].append(summary)
+    years = sorted(((y, len(r)) for y, r in by_year.items()), reverse=True)
+    cats = sorted((c, len(r)) for c, r in by_cat.items())
+    md_pages = markdown_pages(pages_dir)
+    env.globals["nav_pages"] = [(slug, title) for slug, title, _ in md_pages]
+    extra = {"years": years, "categories": cats, "home": True}
+
+    files = listing_pages(env, "", "Records", ordered, config.per_page, extra)
+    files += page("browse", env.get_template("browse.html").render(years=years, categories=cats))
+    for year, records in by_year.items():
+        files += listing_pages(env, f"browse/year/{year}", f"Submitted in {year}", records, config.per_page,
+                               {"years": years, "categories": cats, "home": False})
+    for cat, records in by_cat.items():
+        files += listing_pages(env, f"browse/category/{cat}", f"Primary category {cat}", records,
+                               config.per_page, {"years": years, "categories": cats, "home": False})
+    for slug, title, html in md_pages:
+        files += page(slug, env.get_template("page.html").render(title=title, content=html))
+
+    files += report_files(ordered, rejections, notes, env)
+    files.append(OutputFile("404.html", env.get_template("404.html").render().encode("utf-8")))
+    files += page(
+        "api/pith-number/resolve", env.get_template("resolve.html").render()
+    )
+    files += resolve_files(ordered, config)
+    files += search_files(ordered, config)
+    files += sitemap_files(ordered, config, [slug for slug, _, _ in md_pages])
+    files.append(OutputFile("feed.xml", atom_feed(ordered, config)))
+    entries = [k.entry for k in keyring.keys]
+    files.append(OutputFile("pith-signing-key.json", pretty_json(entries[0] if len(entries) == 1 else entries)))
+    sitemap = f"{config.absolute_base or config.base_path}sitemap.xml"
+    files.append(OutputFile("robots.txt", f"User-agent: *\nAllow: /\nSitemap: {sitemap}\n".encode()))
+    files.append(OutputFile(".nojekyll", b""))
+    if config.cname:
+        files.append(OutputFile("CNAME", f"{config.cname.strip()}\n".encode()))
+    files += asset_files(config.templates / "static")
+    return files
+
+
+def short_pages(ordered: Sequence[Summary], env: Environment) -> tuple[list[OutputFile], list[OutputFile]]:
+    """Short-form redirects, and pages for prefixes that several numbers share.
+
+    Returns (new files, files that replace a per-record page): a shared
+    8-character prefix also makes `paper/<prefix>` ambiguous, so that page
+    becomes a list of the candidates.
+    """
+    by_prefix: dict[str, list[Summary]] = defaultdict(list)
+    for summary in ordered:
+        for path in layout.short_pages(summary.body):
+            by_prefix[path].append(summary)
+    files: list[OutputFile] = []
+    replacing: list[OutputFile] = []
+    listing = env.get_template("index.html")
+    for path, records in sorted(by_prefix.items()):
+        if len(records) == 1:
+            target = layout.record_page(records[0].body)
+            files += page(path, env.get_template("redirect.html").render(target=target, title=records[0].pith_number))
+            continue
+        heading = f"{len(records)} records share the short form {path.rsplit('/', 1)[1]}"
+        html = listing.render(heading=heading, records=records, page_number=1, page_count=1,
+                              total=len(records), prev=None, next=None, years=[], categories=[], home=False)
+        files += page(path, html)
+        if len(path) == len("pith/") + 8:
+            replacing += page(layout.paper_page(records[0].body), html)
+    return files, replacing
+
+
+def report_files(
+    ordered: Sequence[Summary], rejections: Sequence[Rejection], notes: Sequence[str], env: Environment
+) -> list[OutputFile]:
+    refused = sorted(rejections)
+    report = {
+        "derived_by": DERIVED_BY,
+        "generated_at": build_time(),
+        "summary": {
+            "published": len(ordered),
+            "refused_files": len({r.file for r in refused}),
+            "problems": len(refused),
+        },
+        "published": sorted(s.pith_number for s in ordered),
+        "rejections": [{"file": r.file, **r.as_json()} for r in refused],
+        "notes": list(notes),
+    }
+    html = env.get_template("report.html").render(report=report, rejections=refused)
+    return [OutputFile("report.json", pretty_json(report)), *page("report", html)]
+
+
+def resolve_files(ordered: Sequence[Summary], config: SiteConfig) -> list[OutputFile]:
+    """One look-up file per alias; for a shared arXiv id the newest version wins."""
+    chosen: dict[str, tuple[tuple[int, str], Summary, str, str]] = {}
+    for summary in ordered:
+        for kind, value in summary.aliases:
+            path = layout.resolve_json(kind, value)
+            if path is None:
+                continue
+            rank = (summary.source_version, summary.pith_number)
+            if path not in chosen or rank > chosen[path][0]:
+                chosen[path] = (rank, summary, kind, value)
+    files = []
+    for path, (_, summary, kind, value) in sorted(chosen.items()):
+        data = {
+            "derived_by": DERIVED_BY,
+            "alias_kind": kind,
+            "alias_value": value,
+            "pith_number": summary.pith_number,
+            "record": config.base_path + layout.record_page(summary.body),
+            "json": config.base_path + layout.record_json(summary.body),
+        }
+        files.append(OutputFile(path, pretty_json(data)))
+    return files
+
+
+def search_terms(summary: Summary) -> set[str]:
+    """The terms a record is found by (the same rules as search.js)."""
+    words = _WORD.split(f"{summary.title} {summary.authors}".lower())
+    terms = {w for w in words if len(w) >= 2}
+    body = summary.body.lower()
+    terms |= {body, summary.pith_number.lower(), f"pith:{body[:8]}", body[:8], body[:12], body[:16]}
+    terms |= {value.lower() for kind, value in summary.aliases if kind in ("arxiv", "arxiv_version", "doi")}
+    if summary.source_kind == "arxiv":
+        terms |= {summary.source_id.lower(), f"{summary.source_id}v{summary.source_version}".lower()}
+    return terms
+
+
+def shard_key(term: str) -> str:
+    return "".join(c if ("a" <= c <= "z" or "0" <= c <= "9") else "_" for c in term[:2]).ljust(2, "_")
+
+
+def search_files(ordered: Sequence[Summary], config: SiteConfig) -> list[OutputFile]:
+    shards: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
+    for index, summary in enumerate(ordered):
+        for term in search_terms(summary):
+            shards[shard_key(term)][term].append(index)
+    files = [
+        OutputFile(
+            "search/meta.json",
+            pretty_json({"format": 1, "records": len(ordered), "chunk_size": SEARCH_CHUNK, "prefix_length": 2}),
+        )
+    ]
+    for key, terms in sorted(shards.items()):
+        data = json.dumps(dict(sorted(terms.items())), ensure_ascii=False, separators=(",", ":"))
+        files.append(OutputFile(f"search/terms/{key}.json", data.encode("utf-8")))
+    for start in range(0, len(ordered), SEARCH_CHUNK):
+        rows = [
+            [s.pith_number, s.title, s.authors, s.source_id, config.base_path + layout.record_page(s.body)]
+            for s in ordered[start : start + SEARCH_CHUNK]
+        ]
+        data = json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
+        files.append(OutputFile(f"search/records/{start // SEARCH_CHUNK}.json", data.encode("utf-8")))
+    return files
+
+
+def sitemap_files(ordered: Sequence[Summary], config: SiteConfig, slugs: Sequence[str]) -> list[OutputFile]:
+    base = config.absolute_base or config.base_path
+    urls = [base, base + "browse", base + "report", *(base + s for s in slugs)]
+    urls += [base + layout.record_page(s.body) for s in ordered]
+    chunks = [urls[i : i + SITEMAP_LIMIT] for i in range(0, len(urls), SITEMAP_LIMIT)]
+
+    def urlset(chunk: Sequence[str]) -> bytes:
+        lines = "".join(f"  <url><loc>{escape(u)}</loc></url>\n" for u in chunk)
+        return (
+            '<?xml version="1.0" encoding="UTF-8"?>\n'
+            '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
+            f"{lines}</urlset>\n"
+        ).encode()
+
+    if len(chunks) == 1:
+        return [OutputFile("sitemap.xml", urlset(chunks[0]))]
+    files = [OutputFile(f"sitemaps/sitemap-{i + 1}.xml", urlset(c)) for i, c in enumerate(chunks)]
+    index = "".join(
+        f"  <sitemap><loc>{escape(base)}sitemaps/sitemap-{i + 1}.xml</loc></sitemap>\n" for i in range(len(chunks))
+    )
+    files.append(
+        OutputFile(
+            "sitemap.xml",
+            (
+                '<?xml version="1.0" encoding="UTF-8"?>\n'
+                '<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
+                f"{index}</sitemapindex>\n"
+            ).encode(),
+        )
+    )
+    return files
+
+
+def atom_feed(ordered: Sequence[Summary], config: SiteConfig) -> bytes:
+    base = config.absolute_base or config.base_path
+    latest = sorted(ordered, key=lambda s: (s.updated_at, s.pith_number), reverse=True)[:FEED_ENTRIES]
+    updated = latest[0].updated_at if latest else "1970-01-01T00:00:00Z"
+    entries = "".join(
+        "  <entry>\n"
+        f"    <id>{escape(s.pith_number)}</id>\n"
+        f"    <title>{escape(s.title or s.pith_number)}</title>\n"
+        f'    <link href="{escape(base + layout.record_page(s.body))}"/>\n'
+        f"    <updated>{escape(_atom_time(s.updated_at))}</updated>\n"
+        f"    <summary>{escape(s.authors)}</summary>\n"
+        "  </entry>\n"
+        for s in latest
+    )
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<feed xmlns="http://www.w3.org/2005/Atom">\n'
+        f"  <id>{escape(base)}</id>\n"
+        f"  <title>{escape(config.site_title)}</title>\n"
+        f'  <link rel="self" href="{escape(base)}feed.xml"/>\n'
+        f"  <updated>{escape(_atom_time(updated))}</updated>\n"
+        f"{entries}</feed>\n"
+    ).encode("utf-8")
+
+
+def _atom_time(value: str) -> str:
+    return value if re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)", value) else (
+        "1970-01-01T00:00:00Z"
+    )
+
+
+def markdown_pages(pages_dir: Path) -> list[tuple[str, str, str]]:
+    """content/pages/*.md as (slug, title, html); raw HTML in Markdown is shown as text."""
+    if not pages_dir.is_dir():
+        return []
+    md = MarkdownIt("js-default")
+    result = []
+    for path in sorted(pages_dir.glob("*.md")):
+        slug = path.stem.lower()
+        if not _SLUG.fullmatch(slug) or slug in RESERVED_SLUGS or path.is_symlink():
+            continue
+        text = path.read_text("utf-8", errors="replace")
+        heading = next((line[2:].strip() for line in text.splitlines() if line.startswith("# ")), slug)
+        result.append((slug, heading, md.render(text)))
+    return result
+
+
+def asset_files(static: Path) -> list[OutputFile]:
+    if not static.is_dir():
+        return []
+    return [
+        OutputFile(f"assets/{p.relative_to(static).as_posix()}", p.read_bytes())
+        for p in sorted(static.rglob("*"))
+        if p.is_file() and not p.name.startswith(".") and layout.safe_relative(p.relative_to(static).as_posix())
+    ]
