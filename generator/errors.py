@@ -169,6 +169,10 @@ class BuildError(Exception):
         self.path = path
         self.reason = reason
 
+    def __reduce__(self) -> tuple[type[BuildError], tuple[str, str]]:
+        # Raised in worker processes: must survive pickling back to the parent.
+        return (BuildError, (self.path, self.reason))
+
 
 class ConfigError(Exception):
     """A setting or keys file that cannot be used; names the setting."""
@@ -177,3 +181,6 @@ class ConfigError(Exception):
         super().__init__(f"{key}: {reason}")
         self.key = key
         self.reason = reason
+
+    def __reduce__(self) -> tuple[type[ConfigError], tuple[str, str]]:
+        return (ConfigError, (self.key, self.reason))

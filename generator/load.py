@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from .canonical import JsonFloat
 from .errors import Code, Problem, RejectionError, pointer
 
@@ -143,7 +145,51 @@ _DECODER = json.JSONDecoder(
 
 
 def decode(raw: bytes, limits: Limits) -> dict[str, Any]:
-    """(2) Bytes to a JSON object, or a RejectionError naming what is wrong."""
+    """(2) Bytes to a JSON object, or a RejectionError naming what is wrong.
+
+    Fast path: orjson parses, and the document is accepted as is only when
+    re-serializing the result gives back exactly the input bytes (so there
+    was no duplicate key, no escape or number spelled another way), no float
+    occurs and the nesting is within bounds. Anything else (including every
+    malformed input) takes the strict path below, which alone decides and
+    explains rejections. Both paths accept exactly the same documents.
+    """
+    fast = _decode_fast(raw, limits.max_depth)
+    if fast is not None:
+        return fast
+    return _decode_strict(raw, limits)
+
+
+def _decode_fast(raw: bytes, max_depth: int) -> dict[str, Any] | None:
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(value, dict) or orjson.dumps(value) != raw:
+        return None
+    if _has_float_or_too_deep(value, max_depth):
+        return None
+    return value
+
+
+def _has_float_or_too_deep(value: dict[str, Any], max_depth: int) -> bool:
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    push, pop = stack.append, stack.pop
+    while stack:
+        node, depth = pop()
+        children = node.values() if type(node) is dict else node
+        for child in children:
+            kind = type(child)
+            if kind is dict or kind is list:
+                if depth >= max_depth:
+                    return True
+                push((child, depth + 1))
+            elif kind is float:
+                return True
+    return False
+
+
+def _decode_strict(raw: bytes, limits: Limits) -> dict[str, Any]:
 
     def fail(code: Code, message: str, where: str = "") -> RejectionError:
         return RejectionError(Problem(code, where, message))

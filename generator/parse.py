@@ -21,6 +21,7 @@ RECORD_TYPE = "pith_number_record"
 BUNDLE_TYPE = "pith_open_graph_bundle"
 
 _HEX64 = frozenset("0123456789abcdef")
+_MISSING = object()
 
 _JSON_TYPE_NAMES = {dict: "an object", list: "an array", str: "a string", int: "an integer"}
 
@@ -80,12 +81,15 @@ def require(
     """Append a problem for every missing or mistyped field; True if all present."""
     ok = True
     for name, expected in fields.items():
+        value = obj.get(name, _MISSING)
+        if type(value) is expected:  # the common case, checked without building pointers
+            continue
         where = pointer(*path, name)
-        if name not in obj:
+        if value is _MISSING:
             out.append(Problem(Code.SCHEMA_MISSING_FIELD, where, f"required field {name!r} is missing"))
             ok = False
-        elif not isinstance(obj[name], expected) or (expected is int and isinstance(obj[name], bool)):
-            found = _JSON_TYPE_NAMES.get(type(obj[name]), type(obj[name]).__name__)
+        elif not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+            found = _JSON_TYPE_NAMES.get(type(value), type(value).__name__)
             out.append(
                 Problem(
                     Code.SCHEMA_WRONG_TYPE,

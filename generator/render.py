@@ -17,12 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, TemplateError, select_autoescape
 from markupsafe import Markup
 
 from . import __version__, layout
 from .canonical import canonical_json, pretty_json
 from .config import SiteConfig
+from .errors import BuildError
 from .keys import Keyring
 from .merge import merge, state_sha256
 from .view import (
@@ -33,6 +34,7 @@ from .view import (
     events,
     graph_snapshot,
     paper_block,
+    snapshot_view,
     status_line,
     summarize,
 )
@@ -63,6 +65,7 @@ def make_environment(config: SiteConfig, keyring: Keyring) -> Environment:
         autoescape=select_autoescape(default=True, default_for_string=True),
         undefined=StrictUndefined,
         keep_trailing_newline=True,
+        auto_reload=False,
         trim_blocks=True,
         lstrip_blocks=True,
     )
@@ -87,7 +90,7 @@ def make_environment(config: SiteConfig, keyring: Keyring) -> Environment:
 
 def _jsonld(value: Any) -> Markup:
     """JSON for a <script> block: '<', '>' and '&' escaped so no text can close it."""
-    text = json.dumps(value, sort_keys=True, ensure_ascii=False, indent=1)
+    text = pretty_json(value).decode("utf-8")
     text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     return Markup(text)
 
@@ -178,9 +181,18 @@ def render_publication(
 
     summary = summarize(pub, record_bytes, bundle_raw, str(state["state_sha256"]))
     context = record_context(pub, summary, snapshot, snapshot_origin, integrity_path, config)
-    files += page(layout.record_page(body), env.get_template("record.html").render(context))
-    files += page(layout.paper_page(body), env.get_template("paper.html").render(context))
+    files += page(layout.record_page(body), render_template(env, "record.html", context))
+    files += page(layout.paper_page(body), render_template(env, "paper.html", context))
     return files, shared, summary
+
+
+def render_template(env: Environment, name: str, context: dict[str, Any]) -> str:
+    """Render, turning any template failure into a BuildError that names the template."""
+    try:
+        return env.get_template(name).render(context)
+    except TemplateError as exc:
+        where = getattr(exc, "filename", None) or name
+        raise BuildError(str(where), f"template error: {exc}") from None
 
 
 def _record_only_state(pub: Publication) -> dict[str, Any]:
@@ -249,7 +261,7 @@ def record_context(
         "alias_prov": primary.provenance["aliases"],
         "status_prov": primary.provenance["status"],
         "canonical": canonical,
-        "canonical_pretty": json.dumps(canonical, sort_keys=True, indent=2, ensure_ascii=False),
+        "canonical_pretty": pretty_json(canonical).decode("utf-8").rstrip("\n"),
         "canonical_sha256": primary.canonical_sha256,
         "receipt": receipt,
         "key_fingerprint": receipt.get("public_key_fingerprint", ""),
@@ -257,7 +269,7 @@ def record_context(
         "events": events(pub),
         "checklist": checklist(pub),
         "status": status_line(pub),
-        "snapshot": snapshot,
+        "snapshot": snapshot_view(snapshot),
         "snapshot_origin": snapshot_origin,
         "integrity_path": integrity_path,
         "record_signed": pub.record is not None,

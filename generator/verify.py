@@ -23,11 +23,11 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .canonical import b32, canonical_digest, sha256
+from .canonical import b32, canonical_digest, canonical_json, sha256
 from .errors import Code, Problem, pointer
 from .keys import Keyring, PinnedKey, decode_signature, verify_signature
 from .load import SourceDocument
-from .merge import KNOWN_EVENT_TYPES, differences, merge, state_sha256
+from .merge import KNOWN_EVENT_TYPES, differences, merge
 from .model import MERGE_VERSION, Event, ParsedDoc, Provenance, Verdict, Verified
 from .parse import parse
 
@@ -73,6 +73,7 @@ class _Checker:
         self.keyring = keyring
         self.problems = list(problems)
         self.digest = canonical_digest(doc.canonical_record)
+        self.body = b32(self.digest)[:26]
 
     def fail(self, code: Code, path: Path, message: str) -> None:
         self.problems.append(Problem(code, pointer(*path), message))
@@ -99,7 +100,7 @@ class _Checker:
                 ("canonical_sha256",),
                 f"declared {declared} but the canonical record hashes to {computed}",
             )
-        body = b32(self.digest)[:26]
+        body = self.body
         year, number_body = self.doc.pith_number.split(":")[1:]
         if number_body != body:
             self.fail(
@@ -141,7 +142,7 @@ class _Checker:
         aliases = self.data.get(name)
         if not isinstance(aliases, list):
             return
-        body = b32(self.digest)[:26]
+        body = self.body
         source = self.doc.canonical_record.get("source")
         expected: dict[str, str] = {k: body[:n] for k, n in SHORT_ALIAS_LENGTHS.items()}
         if isinstance(source, dict) and source.get("kind") == "arxiv":
@@ -403,18 +404,20 @@ class _Checker:
     def check_state(self, served: object, recomputed: dict[str, Any]) -> None:
         if not isinstance(served, dict):
             return
+        body = {k: v for k, v in served.items() if k != "state_sha256"}
+        served_bytes = canonical_json(body)
+        served_hash = sha256(served_bytes).hex()
         declared = served.get("state_sha256")
-        if declared != state_sha256(served):
+        if declared != served_hash:
             self.fail(
                 Code.STATE_HASH_MISMATCH,
                 ("state", "state_sha256"),
-                f"declared {declared} but the served state hashes to {state_sha256(served)}",
+                f"declared {declared} but the served state hashes to {served_hash}",
             )
-        body = {k: v for k, v in served.items() if k != "state_sha256"}
+        if served_hash == recomputed["state_sha256"]:
+            return  # byte-identical to the recomputed state: nothing differs
         expected = {k: v for k, v in recomputed.items() if k != "state_sha256"}
         for where in differences(body, expected, ("state",)):
-            # `where` is already an RFC 6901 pointer; splitting and re-escaping it would
-            # turn a key's "~1" into "~01".
             self.problems.append(
                 Problem(
                     Code.STATE_MISMATCH,

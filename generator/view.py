@@ -84,31 +84,81 @@ class Summary:
         return self.pith_number.split(":")[1]
 
 
-def paper_block(pub: Publication) -> tuple[dict[str, Any], Provenance]:
-    """The paper's title, authors and abstract, and where they come from."""
-    if pub.bundle is not None:
-        for entry in (pub.bundle.state or {}).get("current", {}).get("graph_snapshots", [])[::-1]:
-            paper = entry.get("payload", {}).get("graph_snapshot", {}).get("paper")
-            if isinstance(paper, dict):
-                return paper, Provenance("signed", f"signed by the resolver in event {entry['event_id']}")
+PAPER_FIELDS = ("title", "authors_text", "abstract_excerpt", "headline")
+
+
+def _get(value: Any, *keys: str) -> Any:
+    """Follow keys through nested objects; None where the shape differs.
+
+    Signed data is still untrusted in shape: a page must render whatever a
+    valid signature covers, so nothing here assumes a field exists.
+    """
+    for key in keys:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _snapshots(pub: Publication) -> list[Any]:
+    if pub.bundle is None:
+        return []
+    found = _get(pub.bundle.state, "current", "graph_snapshots")
+    return found if isinstance(found, list) else []
+
+
+def paper_block(pub: Publication) -> tuple[dict[str, str], Provenance]:
+    """The paper's title, authors and abstract (always strings), and where they come from."""
+    for entry in _snapshots(pub)[::-1]:
+        paper = _get(entry, "payload", "graph_snapshot", "paper")
+        if isinstance(paper, dict):
+            fields = {name: _text(paper.get(name)) for name in PAPER_FIELDS}
+            return fields, Provenance("signed", f"signed by the resolver in event {_get(entry, 'event_id')}")
     if pub.record is not None:
         paper = pub.record.doc.data.get("paper")
         if isinstance(paper, dict):
-            return paper, pub.record.provenance["paper"]
-    return {}, Provenance("unsigned", "no paper details in the documents")
+            return {name: _text(paper.get(name)) for name in PAPER_FIELDS}, pub.record.provenance["paper"]
+    return dict.fromkeys(PAPER_FIELDS, ""), Provenance("unsigned", "no paper details in the documents")
 
 
 def graph_snapshot(pub: Publication) -> tuple[dict[str, Any] | None, str]:
-    """The newest graph snapshot and a sentence on where it comes from."""
-    if pub.bundle is not None:
-        snapshots = (pub.bundle.state or {}).get("current", {}).get("graph_snapshots", [])
-        if snapshots:
-            entry = snapshots[-1]
-            snap = entry.get("payload", {}).get("graph_snapshot")
-            return snap, f"signed by the resolver in event {entry['event_id']}"
+    """The newest graph snapshot as published JSON, and where it comes from."""
+    snapshots = _snapshots(pub)
+    if snapshots:
+        entry = snapshots[-1]
+        snap = _get(entry, "payload", "graph_snapshot")
+        return (snap if isinstance(snap, dict) else None), f"signed by the resolver in event {_get(entry, 'event_id')}"
     if pub.record is not None and isinstance(pub.record.doc.data.get("graph_snapshot"), dict):
         return pub.record.doc.data["graph_snapshot"], "not signed: from the record document"
     return None, ""
+
+
+def snapshot_view(snapshot: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The few graph-snapshot facts pages show, with safe defaults for any shape."""
+    if snapshot is None:
+        return None
+    findings = _get(snapshot, "integrity", "findings")
+    return {
+        "claims": _count(_get(snapshot, "claims", "count")),
+        "references": _count(_get(snapshot, "references", "count")),
+        "references_resolved": _count(_get(snapshot, "references", "resolved_work")),
+        "author_claims": _count(_get(snapshot, "author_claims", "count")),
+        "strong_author_claims": _count(_get(snapshot, "author_claims", "strong_count")),
+        "has_integrity": isinstance(_get(snapshot, "integrity"), dict),
+        "integrity_clean": _get(snapshot, "integrity", "clean") is True,
+        "findings": len(findings) if isinstance(findings, list) else 0,
+        "one_line_summary": _text(_get(snapshot, "verdict", "one_line_summary")),
+        "strongest_claim": _text(_get(snapshot, "verdict", "strongest_claim")),
+        "weakest_assumption": _text(_get(snapshot, "verdict", "weakest_assumption")),
+    }
 
 
 def aliases(pub: Publication) -> list[dict[str, Any]]:
@@ -143,8 +193,7 @@ def checklist(pub: Publication) -> list[dict[str, Any]]:
 def status_line(pub: Publication) -> list[tuple[str, bool]]:
     lists = state_lists(pub)
     snapshot, _ = graph_snapshot(pub)
-    refs = snapshot.get("references", {}) if isinstance(snapshot, dict) else {}
-    resolved = bool(refs.get("resolved_work")) if isinstance(refs, dict) else False
+    resolved = _count(_get(snapshot, "references", "resolved_work")) > 0
     return [
         ("attested" if lists["author_attestations"] else "not attested", bool(lists["author_attestations"])),
         ("anchored" if lists["timestamp_anchors"] else "not anchored", bool(lists["timestamp_anchors"])),
@@ -165,10 +214,10 @@ def events(pub: Publication) -> list[dict[str, Any]]:
                 "type": event.event_type,
                 "id": event.event_id,
                 "created_at": event.created_at,
-                "signed_at": data.get("signature", {}).get("signed_at", ""),
-                "signer": data.get("signer", {}).get("signer_id", ""),
-                "key_id": data.get("signer", {}).get("key_id", ""),
-                "target": data.get("target", ""),
+                "signed_at": _text(_get(data, "signature", "signed_at")),
+                "signer": _text(_get(data, "signer", "signer_id")),
+                "key_id": _text(_get(data, "signer", "key_id")),
+                "target": _text(data.get("target")),
             }
         )
     return rows

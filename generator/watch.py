@@ -1,0 +1,461 @@
+"""Rebuild the site when its inputs change (`build --watch`, `serve`).
+
+Rules:
+- Inputs are the content folder (recursive), the templates folder, the
+  settings file and the keys file. Editors' temporaries (the names the loader
+  ignores), anything inside SITE or the cache folder, and events that change
+  nothing (a file opened or read, a folder's listing touched) never trigger a
+  build: the build itself reads every input, and must not wake itself up.
+- The watchdog thread only records what changed and wakes the rebuild loop;
+  all building happens on one loop thread, one build at a time, after the
+  changes have paused for `quiet` seconds (at most `patience` seconds after the
+  first, so a file written without pause still gets built).
+- A half-written document is simply refused by that build; writing the rest
+  is another change and the next build publishes it.
+- Bad input never stops the loop: a `ConfigError` or `BuildError` is reported
+  and the previous site stays; an unexpected exception is a bug, so its
+  traceback is printed, and the loop still goes on.
+- Each rebuild prints one line (what changed, what was published), then only
+  the refusals and notes that are new since the previous build.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from watchdog.events import (
+    EVENT_TYPE_ATTRIB,
+    EVENT_TYPE_CLOSED,
+    EVENT_TYPE_CREATED,
+    EVENT_TYPE_DELETED,
+    EVENT_TYPE_MODIFIED,
+    EVENT_TYPE_MOVED,
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+    FileAttribEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
+from watchdog.observers import Observer
+from watchdog.observers.api import BaseObserver, ObservedWatch
+
+from . import pipeline
+from .config import SiteConfig, find_config_file, load_config
+from .errors import BuildError, ConfigError, Rejection
+from .keys import Keyring
+from .load import is_ignored_name
+
+BuildFn = Callable[[SiteConfig, Keyring], "pipeline.BuildReport"]
+
+QUIET_SECONDS = 0.3
+"""How long the inputs must stay still before a build starts: an editor's save
+or a `cp` is a burst of events, and one build should cover the whole burst."""
+
+PATIENCE_SECONDS = 2.0
+"""The longest a build waits for quiet, so a file written slowly still gets built."""
+
+# Only events that can change what a build reads; asking inotify for these alone
+# keeps the build's own reads (open/close-no-write) from reaching us at all.
+_EVENT_FILTER: list[type[FileSystemEvent]] = [
+    FileCreatedEvent,
+    FileModifiedEvent,
+    FileDeletedEvent,
+    FileMovedEvent,
+    FileClosedEvent,
+    FileAttribEvent,
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+]
+_VERBS = {
+    EVENT_TYPE_CREATED: "created",
+    EVENT_TYPE_MODIFIED: "modified",
+    EVENT_TYPE_CLOSED: "modified",
+    EVENT_TYPE_DELETED: "deleted",
+    EVENT_TYPE_ATTRIB: "touched",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Setup:
+    """What a build needs, and the files whose change means reading it again."""
+
+    config: SiteConfig
+    keyring: Keyring
+    config_files: tuple[Path, ...] = ()
+    """The settings file in use, or the names that would be picked up if created."""
+
+
+def load_setup(explicit: Path | None, flags: dict[str, Any], cwd: Path | None = None) -> Setup:
+    """Settings and pinned keys as `build` reads them; raises ConfigError like it."""
+    from .cli import load_keys
+
+    here = cwd or Path.cwd()
+    config = load_config(explicit, flags, here)
+    found = find_config_file(explicit, here)
+    if found is not None:
+        files: tuple[Path, ...] = (found[0],)
+    else:
+        files = (here / "pith-mirror.toml", here / "pyproject.toml")
+    return Setup(config, load_keys(config.keys), files)
+
+
+class Counter:
+    """A number that only grows and that other threads can wait on.
+
+    The site's generation is one: the server reads it for live reload, tests
+    wait on it instead of sleeping."""
+
+    def __init__(self) -> None:
+        self._value = 0
+        self._changed = threading.Condition()
+
+    @property
+    def value(self) -> int:
+        return self._value
+
+    def bump(self) -> int:
+        with self._changed:
+            self._value += 1
+            self._changed.notify_all()
+            return self._value
+
+    def wait_for(self, target: int, timeout: float) -> bool:
+        """True once the value reaches `target`; False if `timeout` seconds pass first."""
+        with self._changed:
+            return self._changed.wait_for(lambda: self._value >= target, timeout)
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+class Scope:
+    """Which paths are inputs of the build: the folders to watch and the filter."""
+
+    def __init__(self, setup: Setup) -> None:
+        config = setup.config
+        self.trees = [(os.path.abspath(config.content), "content"), (os.path.abspath(config.templates), "templates")]
+        self.files = {os.path.abspath(path): "config" for path in setup.config_files}
+        if config.keys is not None:
+            self.files[os.path.abspath(config.keys)] = "keys"
+        self.excluded = [os.path.abspath(config.site), os.path.abspath(config.cache_dir)]
+
+    def classify(self, path: str) -> str | None:
+        """"content", "templates", "config" or "keys"; None for a path no build reads."""
+        path = os.path.abspath(path)
+        if path in self.files:
+            return self.files[path]
+        if any(_inside(path, folder) for folder in self.excluded):
+            return None
+        for root, kind in self.trees:
+            if _inside(path, root):
+                parts = Path(os.path.relpath(path, root)).parts if path != root else ()
+                return None if any(is_ignored_name(part) for part in parts) else kind
+        return None
+
+    def watches(self) -> set[tuple[str, bool]]:
+        """(folder, recursive) pairs to watch; single files through their folder."""
+        wanted = {(root, True) for root, _ in self.trees}
+        wanted |= {(os.path.dirname(path), False) for path in self.files}
+        return {(folder, recursive) for folder, recursive in wanted if os.path.isdir(folder)}
+
+
+class _Handler(FileSystemEventHandler):
+    """Runs on watchdog's thread: classify the event and hand it over, nothing more."""
+
+    def __init__(self, rebuilder: Rebuilder) -> None:
+        self.rebuilder = rebuilder
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.is_directory and event.event_type == EVENT_TYPE_MODIFIED:
+            return  # a folder's entries changed: the file's own event says which
+        if event.event_type == EVENT_TYPE_MOVED:
+            self.rebuilder.note(os.fsdecode(event.src_path), "deleted")
+            self.rebuilder.note(os.fsdecode(event.dest_path), "modified")
+        elif event.event_type in _VERBS:
+            self.rebuilder.note(os.fsdecode(event.src_path), _VERBS[event.event_type])
+
+
+def _merge(before: str | None, now: str) -> str:
+    """One verb per path for a burst: a new file that was then written is still 'created'."""
+    if before == "created" and now in ("modified", "touched"):
+        return "created"
+    return now
+
+
+def describe(changes: dict[str, str], cwd: Path | None = None) -> str:
+    """'content/x.bundle.json modified, 1 more': the first change and how many others."""
+    if not changes:
+        return "rebuild"
+    path, verb = next(iter(changes.items()))
+    here = os.path.abspath(cwd or Path.cwd())
+    shown = os.path.relpath(path, here) if _inside(path, here) else path
+    more = f", {len(changes) - 1} more" if len(changes) > 1 else ""
+    return f"{Path(shown).as_posix()} {verb}{more}"
+
+
+class Rebuilder:
+    """Watches the inputs and rebuilds the site on one loop thread.
+
+    `start()` begins watching, `stop()` ends it and joins both threads.
+    `rebuild()` builds synchronously (the first build). `generation` counts
+    builds that completed (shared with the preview server for live reload);
+    `rebuilds` counts every attempt, failed ones included, so a caller can
+    wait for a failure to be reported too."""
+
+    def __init__(
+        self,
+        load: Callable[[], Setup],
+        *,
+        generation: Counter | None = None,
+        build: BuildFn | None = None,
+        out: TextIO | None = None,
+        err: TextIO | None = None,
+        quiet: float = QUIET_SECONDS,
+        patience: float = PATIENCE_SECONDS,
+        show_notes: bool = True,
+    ) -> None:
+        self._load = load
+        self._build = build or pipeline.build
+        self._out, self._err = out, err
+        self.quiet, self.patience, self.show_notes = quiet, patience, show_notes
+        self.generation_counter = generation or Counter()
+        self.rebuild_counter = Counter()
+        self.last_report: pipeline.BuildReport | None = None
+        self._listeners: list[Callable[[Setup], None]] = []
+        self._setup = load()
+        self._reload = False
+        self._scope = Scope(self._setup)
+        self._seen: set[Rejection | str] = set()
+        self._pending: dict[str, str] = {}
+        self._categories: set[str] = set()
+        self._last_event = 0.0
+        self._first_event = 0.0
+        self._wake = threading.Condition()
+        self._stopping = False
+        self._observer: BaseObserver | None = None
+        self._watches: dict[tuple[str, bool], ObservedWatch] = {}
+        self._thread: threading.Thread | None = None
+
+    # -- state for callers -------------------------------------------------
+
+    @property
+    def setup(self) -> Setup:
+        return self._setup
+
+    @property
+    def generation(self) -> int:
+        return self.generation_counter.value
+
+    @property
+    def rebuilds(self) -> int:
+        return self.rebuild_counter.value
+
+    def wait_for_generation(self, target: int, timeout: float) -> bool:
+        return self.generation_counter.wait_for(target, timeout)
+
+    def wait_for_rebuilds(self, target: int, timeout: float) -> bool:
+        return self.rebuild_counter.wait_for(target, timeout)
+
+    def on_setup(self, listener: Callable[[Setup], None]) -> None:
+        """Call `listener` now and whenever the settings are read again (the server follows SITE)."""
+        self._listeners.append(listener)
+        listener(self._setup)
+
+    # -- lifecycle ---------------------------------------------------------
+
+    def start(self) -> None:
+        """Begin watching and rebuilding in the background."""
+        if self._thread is not None:
+            raise RuntimeError("already started")
+        self._observer = Observer()
+        self._observer.daemon = True
+        self._sync_watches()
+        self._observer.start()
+        self._thread = threading.Thread(target=self._loop, name="pith-mirror-rebuild", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop watching; a build in progress finishes first (the site stays whole)."""
+        with self._wake:
+            self._stopping = True
+            self._wake.notify_all()
+        if self._observer is not None:
+            self._observer.stop()
+            if self._observer.is_alive():
+                self._observer.join()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join()
+
+    def __enter__(self) -> Rebuilder:
+        self.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop()
+
+    @property
+    def running(self) -> bool:
+        threads = [self._thread, self._observer]
+        return any(t is not None and t.is_alive() for t in threads)
+
+    def wait(self) -> None:
+        """Block until stopped; Ctrl-C in the main thread interrupts it (KeyboardInterrupt)."""
+        while self._thread is not None and self._thread.is_alive():
+            self._thread.join(timeout=1.0)
+
+    # -- events ------------------------------------------------------------
+
+    def note(self, path: str, verb: str) -> None:
+        """Record one change (called on watchdog's thread) and wake the loop."""
+        kind = self._scope.classify(path)
+        if kind is None:
+            return
+        path = os.path.abspath(path)
+        with self._wake:
+            now = time.monotonic()
+            if not self._pending:
+                self._first_event = now
+            self._pending[path] = _merge(self._pending.pop(path, None), verb)
+            self._categories.add(kind)
+            self._last_event = now
+            self._wake.notify_all()
+
+    def _next_batch(self) -> tuple[dict[str, str], set[str]] | None:
+        """Wait for changes, then for quiet; None when stopping."""
+        with self._wake:
+            self._wake.wait_for(lambda: self._pending or self._stopping)
+            while not self._stopping:
+                now = time.monotonic()
+                left = min(self._last_event + self.quiet, self._first_event + self.patience) - now
+                if left <= 0:
+                    break
+                self._wake.wait(left)
+            if self._stopping:
+                return None
+            batch, categories = self._pending, self._categories
+            self._pending, self._categories = {}, set()
+            return batch, categories
+
+    def _loop(self) -> None:
+        while (batch := self._next_batch()) is not None:
+            changes, categories = batch
+            if categories & {"config", "keys"}:
+                self._reload = True
+            self.rebuild(describe(changes))
+
+    # -- building ----------------------------------------------------------
+
+    def rebuild(self, reason: str = "first build") -> bool:
+        """Build once now and report it in one line; True if the build completed."""
+        stamp = time.strftime("%H:%M:%S")
+        try:
+            if self._reload:
+                self._apply(self._load())
+            report = self._build(self._setup.config, self._setup.keyring)
+        except ConfigError as exc:
+            self._reload = True  # read the settings again next time, whatever changes
+            self._say(f"[{stamp}] {reason} -> configuration: {exc.key}: {exc.reason}; the previous site stays", error=True)
+            return False
+        except BuildError as exc:
+            self._say(f"[{stamp}] {reason} -> build failed: {exc.path}: {exc.reason}; the previous site stays", error=True)
+            return False
+        except Exception:
+            if self._stopping:
+                self._say(f"[{stamp}] {reason} -> build interrupted", error=True)
+            else:
+                self._say(f"[{stamp}] {reason} -> unexpected error (a bug), the previous site stays:", error=True)
+                traceback.print_exc(file=self._err or sys.stderr)
+            return False
+        finally:
+            self.rebuild_counter.bump()
+        self.last_report = report
+        self.generation_counter.bump()
+        from .commands import summary_line
+
+        self._say(f"[{stamp}] {reason} -> {summary_line(report)}")
+        self._report_new(report)
+        return True
+
+    def _apply(self, setup: Setup) -> None:
+        """Use freshly read settings: new scope, new watches, tell the listeners."""
+        self._setup, self._reload = setup, False
+        self._scope = Scope(setup)
+        if self._observer is not None:
+            self._sync_watches()
+        for listener in self._listeners:
+            listener(setup)
+
+    def _sync_watches(self) -> None:
+        """Watch exactly the folders the current settings name (they may have moved)."""
+        assert self._observer is not None
+        wanted = self._scope.watches()
+        for key in set(self._watches) - wanted:
+            self._observer.unschedule(self._watches.pop(key))
+        for folder, recursive in sorted(wanted - set(self._watches)):
+            handler = _Handler(self)
+            self._watches[(folder, recursive)] = self._observer.schedule(
+                handler, folder, recursive=recursive, event_filter=_EVENT_FILTER
+            )
+        for root, kind in self._scope.trees:
+            if (root, True) not in wanted:
+                self._say(f"note: the {kind} folder {root} does not exist; not watching it", error=True)
+
+    def _report_new(self, report: pipeline.BuildReport) -> None:
+        """Print refusals and notes not printed by the previous build (the line said how many)."""
+        current: set[Rejection | str] = set(report.rejections) | set(report.notes)
+        for rejection in sorted(set(report.rejections) - self._seen):
+            self._say("  " + rejection.line(), error=True)
+        if self.show_notes:
+            for note in report.notes:
+                if note not in self._seen:
+                    self._say(f"  note: {note}", error=True)
+        self._seen = current
+
+    def _say(self, line: str, *, error: bool = False) -> None:
+        # sys.stdout/sys.stderr are looked up now, not at construction, so redirection still works.
+        stream = (self._err or sys.stderr) if error else (self._out or sys.stdout)
+        print(line, file=stream, flush=True)
+
+
+def interrupted_cleanly(rebuilder: Rebuilder, stream: TextIO | None = None) -> int:
+    """Stop after Ctrl-C and say so: stopping is how a watch ends, so exit 0."""
+    rebuilder.stop()
+    print("pith-mirror: stopped", file=stream or sys.stderr, flush=True)
+    return 0
+
+
+def run_build_watch(args: argparse.Namespace) -> int:
+    """`build --watch`: build, then rebuild whenever an input changes, until Ctrl-C."""
+    from .commands import settings_from
+
+    rebuilder = Rebuilder(lambda: load_setup(args.config, settings_from(args)), show_notes=not args.quiet)
+    try:
+        rebuilder.rebuild("first build")
+        rebuilder.start()
+        print(f"Watching {_names(rebuilder.setup)} — Ctrl-C to stop", flush=True)
+        rebuilder.wait()
+    except KeyboardInterrupt:
+        return interrupted_cleanly(rebuilder)
+    return 0
+
+
+def _names(setup: Setup) -> str:
+    folders: Iterable[Path] = (setup.config.content, setup.config.templates)
+    return ", ".join(f"{Path(os.path.relpath(p)).as_posix() if not p.is_absolute() else p}/" for p in folders)
