@@ -60,7 +60,8 @@ class SiteConfig:
 
     @property
     def cache_dir(self) -> Path:
-        return self.cache if self.cache is not None else Path(".pith-cache")
+        """Beside SITE by default, so separate sites never share a cache."""
+        return self.cache if self.cache is not None else self.site.parent / ".pith-cache" / self.site.name
 
 
 _KEYS: dict[str, tuple[type, ...]] = {

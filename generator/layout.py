@@ -117,3 +117,18 @@ def resolve_json(kind: str, value: str) -> str | None:
 def category_slug(category: str) -> str | None:
     """arXiv categories (cs.DC, hep-th, math-ph) as a single path segment."""
     return category if _SAFE_SEGMENT.fullmatch(category) and category not in (".", "..") else None
+
+
+def number_paths(body: str, has_bundle: bool) -> tuple[str, ...]:
+    """Every file one Pith number owns; render writes exactly these."""
+    paths = [
+        record_json(body),
+        state_json(body),
+        graph_json(body),
+        events_json(body),
+        *page_paths(record_page(body)),
+        *page_paths(paper_page(body)),
+    ]
+    if has_bundle:
+        paths += [bundle_json(body), well_known_bundle(body)]
+    return tuple(sorted(paths))

@@ -1,39 +1,59 @@
 """The build, stage by stage; the only module that knows their order.
 
-    discover -> examine (load, parse, verify; in parallel)
+    discover -> examine each changed file (load, parse, verify, render; in parallel)
              -> reconcile (one record and one bundle per number, no rollback)
-             -> render + write each number (in parallel, into staging)
-             -> site-wide pages from summaries -> swap staging in
+             -> re-render the few contested numbers
+             -> site-wide pages from summaries -> publish
 
 Rules:
 - Workers are processes (verification and rendering are CPU-bound). Each
-  task's result depends only on its inputs, and results are put in a fixed
-  order, so the output is byte-identical whatever the number of workers.
+  task's result depends only on its inputs, and results are gathered in a
+  fixed order, so the output is byte-identical whatever the number of workers.
+- Each changed document is verified once. Its files are rendered at once, on
+  the bet that it is the only document for its number; numbers that turn out
+  to be contested (two documents, a rollback, a kept publication) have that
+  work thrown away and are rendered again from the chosen documents.
+- A full build renders into a staging folder and swaps it in at the end. An
+  incremental build (a trusted cache exists) renders only what changed into
+  the staging folder and then moves each file into SITE atomically, site-wide
+  files last; its result is byte-identical to a full build's.
 - A bad document becomes a `Rejection` and the build goes on; an operational
   failure is a `BuildError` and the previous site stays whole.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 from . import layout
+from .cache import (
+    BuildCache,
+    FileEntry,
+    NumberEntry,
+    build_key,
+    file_sha256,
+    load_cache,
+    save_cache,
+    stat_key,
+)
 from .config import SiteConfig
 from .errors import BuildError, Code, Rejection
 from .examine import examine
 from .keys import Keyring
 from .load import Limits, discover
-from .manifest import manifest_files, published_paths, read_published
+from .manifest import MANIFEST_PATH, manifest_files, published_paths, read_published
 from .reconcile import Candidate, Choice, select
 from .render import OutputFile, make_environment, render_publication
-from .sitewide import build_time, render_site, short_pages
+from .sitewide import Lazy, build_time, eager, render_site, short_pages
 from .view import Publication, Summary
-from .write import Writer, prepare_staging, swap_in
+from .write import Writer, prepare_staging, swap_in, write_atomic
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -47,6 +67,11 @@ class BuildReport:
     notes: tuple[str, ...]
     files_written: int
     seconds: float
+    mode: str = "full"
+    changed: tuple[str, ...] = ()
+    """Content files added, changed or removed since the last build (incremental)."""
+    rendered: int = 0
+    """Pith numbers whose pages were rendered by this build."""
     summaries: tuple[Summary, ...] = field(default=(), repr=False)
 
     @property
@@ -54,14 +79,19 @@ class BuildReport:
         return len({r.file for r in self.rejections})
 
 
-# Worker processes keep their own Jinja environment and settings here, set once
-# by `_init_worker`; this is per-process state, never shared between processes.
+# Worker processes keep their settings and Jinja environment here, set once by
+# `_init_worker`: per-process state, never shared between processes.
 _WORKER: dict[str, Any] = {}
 
 
 def _init_worker(config: SiteConfig, keyring: Keyring, output: Path) -> None:
-    _WORKER.update(config=config, keyring=keyring, output=output, env=make_environment(config, keyring))
-    _WORKER["limits"] = Limits(max_bytes=config.max_bytes)
+    _WORKER.update(
+        config=config,
+        keyring=keyring,
+        output=output,
+        env=make_environment(config, keyring),
+        limits=Limits(max_bytes=config.max_bytes),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,24 +100,27 @@ class _Task:
     name: str
     root: str
     from_site: bool = False
+    render: bool = True
 
 
 @dataclass(frozen=True, slots=True)
 class _Examined:
     task: _Task
-    rejections: tuple[Rejection, ...]
-    pith_number: str | None
-    candidate: Candidate | None
+    entry: FileEntry
     derived: bool = False
+    paths: tuple[str, ...] = ()
+    summary: Summary | None = None
 
 
 def _examine_task(task: _Task) -> _Examined:
-    verdict, verified, source = examine(
-        Path(task.path), task.name, Path(task.root), _WORKER["keyring"], _WORKER["limits"]
-    )
-    rejections = tuple(Rejection(task.name, p.pointer, p.code, p.message) for p in verdict.problems)
+    """Verify one file and, if it verifies, render its number as if it were alone."""
+    path = Path(task.path)
+    stat = stat_key(path) if path.exists() else (0, 0, 0)
+    verdict, verified, source = examine(path, task.name, Path(task.root), _WORKER["keyring"], _WORKER["limits"])
+    rejections = [Rejection(task.name, p.pointer, p.code, p.message) for p in verdict.problems]
     if verified is None or source is None:
-        return _Examined(task, rejections, verdict.pith_number, None)
+        entry = FileEntry(stat, source.raw_sha256 if source else "", verdict.pith_number, rejections, None)
+        return _Examined(task, entry)
     candidate = Candidate(
         file=task.name,
         kind=verified.kind,
@@ -96,46 +129,67 @@ def _examine_task(task: _Task) -> _Examined:
         event_ids=frozenset(verified.event_ids),
         from_site=task.from_site,
     )
-    return _Examined(task, (), verified.pith_number, candidate, derived="derived_by" in source.data)
+    entry = FileEntry(stat, source.raw_sha256, verified.pith_number, [], candidate)
+    if not task.render:
+        return _Examined(task, entry, derived="derived_by" in source.data)
+    pub = Publication(
+        verified.pith_number,
+        verified if verified.kind == "record" else None,
+        verified if verified.kind == "bundle" else None,
+    )
+    raw = {verified.kind: source.raw}
+    files, summary = render_publication(pub, raw.get("record"), raw.get("bundle"), _WORKER["env"], _WORKER["config"])
+    Writer(_WORKER["output"], atomic=False).write(files)
+    return _Examined(task, entry, paths=_owned(files, summary, pub), summary=summary)
 
 
 @dataclass(frozen=True, slots=True)
-class _RenderResult:
+class _Rendered:
+    pith_number: str
+    paths: tuple[str, ...]
     summary: Summary | None
     rejections: tuple[Rejection, ...]
-    files: int
-    shared: tuple[OutputFile, ...] = ()
 
 
-def _render_task(item: tuple[Choice, dict[str, str]]) -> _RenderResult:
-    """Verify the chosen documents again in this process, render and write them."""
+def _render_task(item: tuple[Choice, dict[str, str]]) -> _Rendered:
+    """Render a contested number from its chosen documents (verified again here)."""
     choice, paths = item
     verified: dict[str, Any] = {}
     raws: dict[str, bytes] = {}
     for candidate in choice.files:
         path = Path(paths[candidate.file])
-        root = path.parent
-        verdict, doc, source = examine(path, candidate.file, root, _WORKER["keyring"], _WORKER["limits"])
+        _, doc, source = examine(path, candidate.file, path.parent, _WORKER["keyring"], _WORKER["limits"])
         if doc is None or source is None or source.raw_sha256 != candidate.raw_sha256:
-            problem = Rejection(
-                candidate.file, "", Code.FILE_UNREADABLE, "the file changed while the build was running"
-            )
-            return _RenderResult(None, (problem,), 0)
+            problem = Rejection(candidate.file, "", Code.FILE_UNREADABLE, "the file changed while the build ran")
+            return _Rendered(choice.pith_number, (), None, (problem,))
         verified[candidate.kind] = doc
         raws[candidate.kind] = source.raw
     pub = Publication(choice.pith_number, verified.get("record"), verified.get("bundle"))
-    files, shared, summary = render_publication(
-        pub, raws.get("record"), raws.get("bundle"), _WORKER["env"], _WORKER["config"]
-    )
-    count = Writer(_WORKER["output"], atomic=False).write(files)
-    return _RenderResult(summary, (), count, tuple(shared))
+    files, summary = render_publication(pub, raws.get("record"), raws.get("bundle"), _WORKER["env"], _WORKER["config"])
+    Writer(_WORKER["output"], atomic=False).write(files)
+    return _Rendered(choice.pith_number, _owned(files, summary, pub), summary, ())
+
+
+def _owned(files: list[OutputFile], summary: Summary, pub: Publication) -> tuple[str, ...]:
+    """The paths written, which must be exactly those `layout.number_paths` names."""
+    paths = tuple(sorted(f.path for f in files))
+    if paths != layout.number_paths(summary.body, pub.bundle is not None):
+        raise RuntimeError(f"render wrote {paths}, not the layout's paths for {summary.pith_number}")
+    return paths
 
 
 def _run(
-    fn: Callable[[T], R], items: Sequence[T], pool: ProcessPoolExecutor | None, progress: Progress | None, label: str
+    fn: Callable[[T], R],
+    items: Sequence[T],
+    pool: ProcessPoolExecutor | None,
+    progress: Progress | None,
+    label: str,
 ) -> Iterator[R]:
-    """Map in order, in the pool when there is one; report progress every so often."""
-    results: Iterable[R] = pool.map(fn, items, chunksize=max(1, min(256, len(items) // 64 or 1))) if pool else map(fn, items)
+    """Map in order, in the pool when there is one; report progress now and then."""
+    if pool is not None and len(items) > 1:
+        results: Any = pool.map(fn, items, chunksize=max(1, min(64, len(items) // (4 * (pool._max_workers or 1)))))
+    else:
+        results = map(fn, items)
     step = max(1, len(items) // 20)
     for index, result in enumerate(results, 1):
         if progress and (index % step == 0 or index == len(items)):
@@ -143,102 +197,343 @@ def _run(
         yield result
 
 
-def build(config: SiteConfig, keyring: Keyring, progress: Progress | None = None) -> BuildReport:
+def build(
+    config: SiteConfig, keyring: Keyring, progress: Progress | None = None, incremental: bool = True
+) -> BuildReport:
     """Verify everything under config.content and publish it into config.site."""
     started = time.monotonic()
     content, site = config.content, config.site
     if not content.is_dir():
         raise BuildError(str(content), "the content folder does not exist")
+    if site.exists() and not site.is_dir():
+        raise BuildError(str(site), "the site path exists and is not a folder")
     if site.resolve() == content.resolve() or content.resolve() in site.resolve().parents:
         raise BuildError(str(site), "the site folder must not be inside the content folder")
+    key = build_key(config, keyring)
     staging = prepare_staging(site)
-    pool = ProcessPoolExecutor(config.jobs, initializer=_init_worker, initargs=(config, keyring, staging)) if config.jobs > 1 else None
-    if pool is None:
-        _init_worker(config, keyring, staging)
+    cache = load_cache(config.cache_dir, key, site) if incremental else None
+    _init_worker(config, keyring, staging)  # small batches run in this process
+    pool = None
+    if config.jobs > 1:
+        pool = ProcessPoolExecutor(config.jobs, initializer=_init_worker, initargs=(config, keyring, staging))
     try:
-        report = _build(config, keyring, staging, pool, progress, started)
+        run = _Build(config, keyring, staging, pool, progress, cache, key)
+        report = run.execute(started)
+        if cache is None:
+            swap_in(staging, site)
+        else:
+            shutil.rmtree(staging)
     except BaseException:
-        if pool:
-            pool.shutdown(cancel_futures=True)
-        from shutil import rmtree
-
-        rmtree(staging, ignore_errors=True)
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+        shutil.rmtree(staging, ignore_errors=True)
         raise
-    if pool:
+    if pool is not None:
         pool.shutdown()
-    swap_in(staging, site)
+    run.new_cache.manifest_sha256 = file_sha256(site / MANIFEST_PATH)
+    if cache is not None and not report.changed and run.new_cache.sitewide_inputs == cache.sitewide_inputs:
+        return report  # nothing changed: the saved cache is still exact (stats included)
+    try:
+        save_cache(config.cache_dir, run.new_cache)
+    except OSError as exc:
+        report = _with_note(report, f"the build cache could not be saved ({exc.strerror}); the next build is a full one")
     return report
 
 
-def _build(
-    config: SiteConfig,
-    keyring: Keyring,
-    staging: Path,
-    pool: ProcessPoolExecutor | None,
-    progress: Progress | None,
-    started: float,
-) -> BuildReport:
-    content, site = config.content, config.site
-    tasks = [_Task(str(path), f"{content.name}/{name}", str(content)) for path, name in discover(content)]
-    examined = list(_run(_examine_task, tasks, pool, progress, "verified"))
-    rejections = [r for e in examined for r in e.rejections]
-    candidates = [e.candidate for e in examined if e.candidate is not None]
-    refused_numbers = {e.pith_number for e in examined if e.rejections and e.pith_number}
-    unidentified = any(e.rejections and not e.pith_number for e in examined)
-    paths = {e.task.name: e.task.path for e in examined}
+def _with_note(report: BuildReport, note: str) -> BuildReport:
+    from dataclasses import replace
 
-    # What the site already publishes: read back only what might change.
-    published = read_published(site)
-    new_hashes: dict[str, set[str]] = {}
-    for c in candidates:
-        new_hashes.setdefault(c.pith_number, set()).add(c.raw_sha256)
-    site_tasks = []
-    for number, entry in published.items():
-        known = {entry.get("record_sha256"), entry.get("bundle_sha256")}
-        if number in new_hashes and new_hashes[number] <= known:
+    return replace(report, notes=(*report.notes, note))
+
+
+class _Build:
+    """One build's working state; its methods are the stages, in `execute` order."""
+
+    def __init__(
+        self,
+        config: SiteConfig,
+        keyring: Keyring,
+        staging: Path,
+        pool: ProcessPoolExecutor | None,
+        progress: Progress | None,
+        cache: BuildCache | None,
+        key: str,
+    ) -> None:
+        self.config, self.keyring, self.staging = config, keyring, staging
+        self.pool, self.progress, self.cache = pool, progress, cache
+        self.new_cache = BuildCache(key=key)
+        self.incremental = cache is not None
+        self.site = config.site
+        self.written = 0
+
+    def execute(self, started: float) -> BuildReport:
+        entries, fresh, changed = self.examine_content()
+        rejections = [r for e in entries.values() for r in e.rejections]
+        candidates = [e.candidate for e in entries.values() if e.candidate is not None]
+        refused_numbers = {e.pith_number for e in entries.values() if e.rejections and e.pith_number}
+        unidentified = any(e.rejections and not e.pith_number for e in entries.values())
+        paths = {name: str(self.config.content.parent / name) for name in entries}
+
+        published = self.published_documents(candidates, paths)
+        selection = select(candidates, published, refused_numbers, unidentified)
+        rejections += selection.rejections
+        numbers, rendered, render_rejections = self.publish_numbers(selection.choices, fresh, paths)
+        rejections += render_rejections
+
+        summaries = [numbers[n].summary for n in sorted(numbers)]
+        owned = {p: n for n, e in numbers.items() for p in e.paths}
+        restore = self.write_sitewide(summaries, rejections, selection.notes, owned)
+        if restore:  # a page a shared short prefix had replaced must be whole again
+            redo = [Choice(n, numbers[n].record, numbers[n].bundle) for n in sorted(restore)]
+            self.render_choices(redo, numbers, paths, rejections)
+            self.move_into_site(numbers, restore, {})
+        self.new_cache.files = entries
+        self.new_cache.numbers = numbers
+        return BuildReport(
+            published=len(summaries),
+            rejections=tuple(sorted(rejections)),
+            notes=tuple(selection.notes),
+            files_written=self.written,
+            seconds=time.monotonic() - started,
+            mode="incremental" if self.incremental else "full",
+            changed=tuple(changed),
+            rendered=rendered,
+            summaries=tuple(summaries),
+        )
+
+    # Stage 1-3: every content file, reusing the cache for unchanged ones.
+    def examine_content(self) -> tuple[dict[str, FileEntry], dict[str, _Examined], list[str]]:
+        content = self.config.content
+        previous = self.cache.files if self.cache else {}
+        entries: dict[str, FileEntry] = {}
+        tasks: list[_Task] = []
+        for path, rel in discover(content):
+            name = f"{content.name}/{rel}"
+            old = previous.get(name)
+            if old is not None:
+                try:
+                    stat = stat_key(path)
+                    if stat == old.stat or file_sha256(path) == old.raw_sha256:
+                        entries[name] = FileEntry(stat, old.raw_sha256, old.pith_number, old.rejections, old.candidate)
+                        continue
+                except OSError:
+                    pass
+            tasks.append(_Task(str(path), name, str(content)))
+        fresh: dict[str, _Examined] = {}
+        for result in _run(_examine_task, tasks, self.pool, self.progress, "verified"):
+            entries[result.task.name] = result.entry
+            self.written += len(result.paths)
+            if result.summary is not None:
+                fresh[result.task.name] = result
+        entries = dict(sorted(entries.items()))
+        changed = sorted({t.name for t in tasks} | (set(previous) - set(entries)))
+        return entries, fresh, changed
+
+    # What the site already publishes, to refuse rollbacks and keep what stays.
+    def published_documents(
+        self, candidates: list[Candidate], paths: dict[str, str]
+    ) -> dict[str, tuple[Candidate | None, Candidate | None]]:
+        if self.cache is not None:
+            return {n: (e.record, e.bundle) for n, e in self.cache.numbers.items()}
+        published = read_published(self.site)
+        new_hashes: dict[str, set[str]] = {}
+        for c in candidates:
+            new_hashes.setdefault(c.pith_number, set()).add(c.raw_sha256)
+        tasks = []
+        for number, entry in published.items():
+            known = {entry.get("record_sha256"), entry.get("bundle_sha256")}
+            if number in new_hashes and new_hashes[number] <= known:
+                continue
+            for path, name, _kind in published_paths(self.site, number, entry):
+                tasks.append(_Task(str(path), name, str(path.parent), from_site=True, render=False))
+        old: dict[str, tuple[Candidate | None, Candidate | None]] = {}
+        for result in _run(_examine_task, tasks, self.pool, None, "published"):
+            candidate = result.entry.candidate
+            paths[result.task.name] = result.task.path
+            if candidate is None or (candidate.kind == "record" and result.derived):
+                continue
+            record, bundle = old.get(candidate.pith_number, (None, None))
+            if candidate.kind == "record":
+                old[candidate.pith_number] = (candidate, bundle)
+            else:
+                old[candidate.pith_number] = (record, candidate)
+        return old
+
+    # Stage 4-6 per number: accept the optimistic renders, redo the contested.
+    def publish_numbers(
+        self, choices: list[Choice], fresh: dict[str, _Examined], paths: dict[str, str]
+    ) -> tuple[dict[str, NumberEntry], int, list[Rejection]]:
+        previous = self.cache.numbers if self.cache else {}
+        by_number: dict[str, list[_Examined]] = {}
+        for result in fresh.values():
+            by_number.setdefault(result.entry.pith_number or "", []).append(result)
+        numbers: dict[str, NumberEntry] = {}
+        redo: list[Choice] = []
+        accepted: set[str] = set()
+        for choice in choices:
+            number = choice.pith_number
+            claimants = by_number.pop(number, [])
+            old = previous.get(number)
+            if old is not None and old.record == choice.record and old.bundle == choice.bundle and not claimants:
+                numbers[number] = old
+                continue
+            only = claimants[0] if len(claimants) == 1 else None
+            if only is not None and only.entry.candidate in choice.files and len(choice.files) == 1:
+                assert only.summary is not None
+                numbers[number] = NumberEntry(choice.record, choice.bundle, only.summary)
+                accepted.add(number)
+                continue
+            self.discard(claimants)
+            if old is not None and old.record == choice.record and old.bundle == choice.bundle:
+                numbers[number] = old  # e.g. a refused replacement: the published files stay
+                continue
+            redo.append(choice)
+        for leftovers in by_number.values():
+            self.discard(leftovers)
+        rejections: list[Rejection] = []
+        accepted |= self.render_choices(redo, numbers, paths, rejections)
+        if self.incremental:
+            self.move_into_site(numbers, accepted, previous)
+        return numbers, len(accepted), rejections
+
+    def render_choices(
+        self,
+        choices: list[Choice],
+        numbers: dict[str, NumberEntry],
+        paths: dict[str, str],
+        rejections: list[Rejection],
+    ) -> set[str]:
+        """Render numbers from their chosen documents (verified again in the worker)."""
+        done: set[str] = set()
+        by_number = {c.pith_number: c for c in choices}
+        items = [(c, {f.file: paths[f.file] for f in c.files}) for c in choices]
+        for result in _run(_render_task, items, self.pool, None, "re-rendered"):
+            rejections += result.rejections
+            self.written += len(result.paths)
+            if result.summary is not None:
+                choice = by_number[result.pith_number]
+                numbers[result.pith_number] = NumberEntry(choice.record, choice.bundle, result.summary)
+                done.add(result.pith_number)
+        return done
+
+    def discard(self, claimants: list[_Examined]) -> None:
+        """Remove optimistic renders that are not what gets published."""
+        for result in claimants:
+            for path in result.paths:
+                (self.staging / path).unlink(missing_ok=True)
+                self.written -= 1
+
+    def move_into_site(
+        self, numbers: dict[str, NumberEntry], accepted: set[str], previous: dict[str, NumberEntry]
+    ) -> None:
+        """Incremental publish: new files in (atomic renames), stale files out."""
+        keep = {p for entry in numbers.values() for p in entry.paths}
+        for number in sorted(accepted):
+            for path in numbers[number].paths:
+                target = self.site / path
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(self.staging / path, target)
+        stale = {p for n, e in previous.items() if n not in numbers or n in accepted for p in e.paths} - keep
+        _remove_files(self.site, stale)
+
+    # Stage 5-6 for the whole site.
+    def write_sitewide(
+        self, summaries: list[Summary], rejections: list[Rejection], notes: list[str], owned: dict[str, str]
+    ) -> set[str]:
+        """Write every site-wide file; returns numbers whose replaced pages need restoring.
+
+        An incremental build renders a site-wide file only when the fingerprint
+        of its inputs changed, and writes it only when its bytes changed.
+        """
+        config = self.config
+        inputs = _sitewide_inputs(summaries, rejections, notes, config.content / "pages")
+        self.new_cache.sitewide_inputs = inputs
+        if self.cache is not None and self.cache.sitewide_inputs == inputs:
+            self.new_cache.sitewide = self.cache.sitewide  # nothing any site-wide page shows changed
+            return set()
+        env = make_environment(config, self.keyring)
+        extra, replacing = short_pages(summaries, env, config.base_path)
+        lazies = render_site(summaries, rejections, notes, self.keyring, env, config, config.content / "pages")
+        lazies += extra
+        lazies += [eager(f.path, f.data) for f in manifest_files(summaries, config, self.keyring, build_time())]
+        final: dict[str, Lazy] = {}
+        for lazy in lazies:
+            if lazy.path in final:
+                raise BuildError(lazy.path, "two site-wide outputs claim the same path")
+            final[lazy.path] = lazy
+        for lazy in replacing:  # a shared 8-character prefix replaces both paper pages
+            final[lazy.path] = lazy
+        previous = self.cache.sitewide if self.cache else {}
+        record: dict[str, tuple[str, str]] = {}
+        changed: list[OutputFile] = []
+        for path in sorted(final, key=lambda p: (p == MANIFEST_PATH, p)):
+            lazy = final[path]
+            old = previous.get(path)
+            if old is not None and old[0] == lazy.key:
+                record[path] = old
+                continue
+            data = lazy.make()
+            digest = _sha(data)[:32]
+            record[path] = (lazy.key, digest)
+            if old is None or old[1] != digest:
+                changed.append(OutputFile(path, data))
+        self.new_cache.sitewide = record
+        if not self.incremental:
+            self.written += Writer(self.staging, atomic=False).write(changed, overwrite=True)
+            return set()
+        for file in changed:
+            target = self.site / file.path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(target, file.data)
+        self.written += len(changed)
+        gone = set(previous) - set(final)
+        _remove_files(self.site, gone - set(owned))
+        return {owned[p] for p in gone if p in owned}
+
+
+def _sitewide_inputs(
+    summaries: list[Summary], rejections: list[Rejection], notes: list[str], pages: Path
+) -> str:
+    """Fingerprint of everything site-wide pages are made from."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for summary in summaries:
+        digest.update(summary.digest.encode())
+    for rejection in sorted(rejections):
+        digest.update(rejection.line().encode("utf-8", "replace") + b"\n")
+    for note in notes:
+        digest.update(note.encode("utf-8", "replace") + b"\n")
+    if pages.is_dir():
+        for page in sorted(pages.glob("*.md")):
+            digest.update(page.name.encode() + b"\0" + hashlib.sha256(page.read_bytes()).digest())
+    digest.update(str(build_time()).encode())
+    return digest.hexdigest()
+
+
+def _sha(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
+
+
+def _remove_files(site: Path, paths: set[str]) -> None:
+    """Delete files (never outside SITE) and the folders they leave empty."""
+    folders: set[Path] = set()
+    for path in sorted(paths):
+        parts = path.split("/")
+        if path.startswith("/") or "\\" in path or any(p in ("", ".", "..") for p in parts):
             continue
-        for path, name, _kind in published_paths(site, number, entry):
-            site_tasks.append(_Task(str(path), name, str(path.parent), from_site=True))
-    old: dict[str, tuple[Candidate | None, Candidate | None]] = {}
-    for e in _run(_examine_task, site_tasks, pool, None, "published"):
-        paths[e.task.name] = e.task.path
-        if e.candidate is None or (e.candidate.kind == "record" and e.derived):
-            continue
-        record, bundle = old.get(e.candidate.pith_number, (None, None))
-        old[e.candidate.pith_number] = (e.candidate, bundle) if e.candidate.kind == "record" else (record, e.candidate)
-
-    selection = select(candidates, old, refused_numbers, unidentified)
-    rejections += selection.rejections
-    items = [(choice, {c.file: paths[c.file] for c in choice.files}) for choice in selection.choices]
-    summaries: list[Summary] = []
-    shared: dict[str, tuple[tuple[int, str], OutputFile]] = {}
-    written = 0
-    for result in _run(_render_task, items, pool, progress, "rendered"):
-        rejections += result.rejections
-        written += result.files
-        if result.summary is not None:
-            summaries.append(result.summary)
-            rank = (result.summary.source_version, result.summary.pith_number)
-            for file in result.shared:
-                if file.path not in shared or rank > shared[file.path][0]:
-                    shared[file.path] = (rank, file)
-
-    env = make_environment(config, keyring)
-    writer = Writer(staging, atomic=False)
-    extra, replacing = short_pages(summaries, env)
-    stamp = build_time()
-    site_files = render_site(summaries, rejections, selection.notes, keyring, env, config, content / "pages")
-    written += writer.write([f for _, f in sorted(shared.values(), key=lambda x: x[1].path)])
-    written += writer.write([*extra, *site_files, *manifest_files(summaries, config, keyring, stamp)])
-    written += Writer(staging, atomic=False).write(replacing)
-    return BuildReport(
-        published=len(summaries),
-        rejections=tuple(sorted(rejections)),
-        notes=tuple(selection.notes),
-        files_written=written,
-        seconds=time.monotonic() - started,
-        summaries=tuple(summaries),
-    )
+        target = site / path
+        target.unlink(missing_ok=True)
+        folders.add(target.parent)
+    for folder in sorted(folders, key=lambda p: len(p.parts), reverse=True):
+        while folder != site and site in folder.parents:
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+            folder = folder.parent
 
 
 def record_files(body: str) -> list[str]:

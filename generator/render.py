@@ -12,7 +12,6 @@ Rules:
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -107,13 +106,8 @@ def render_publication(
     bundle_raw: bytes | None,
     env: Environment,
     config: SiteConfig,
-) -> tuple[list[OutputFile], list[OutputFile], Summary]:
-    """Every file of one Pith number, and its summary for site-wide pages.
-
-    The second list holds files several numbers may claim (the integrity report
-    is named by arXiv id, which every version of a paper shares); the build
-    chooses one of them deterministically.
-    """
+) -> tuple[list[OutputFile], Summary]:
+    """Every file of one Pith number, and its summary for site-wide pages."""
     body = pub.body
     files: list[OutputFile] = []
     primary = pub.primary
@@ -163,27 +157,21 @@ def render_publication(
     )
     integrity = snapshot.get("integrity") if isinstance(snapshot, dict) else None
     integrity_path = layout.integrity_path(integrity.get("endpoint")) if isinstance(integrity, dict) else None
-    shared: list[OutputFile] = []
+    integrity_file = None
     if integrity_path is not None:
-        shared.append(
-            OutputFile(
-                integrity_path,
-                pretty_json(
-                    {
-                        "derived_by": DERIVED_BY,
-                        "pith_number": pub.pith_number,
-                        "provenance": snapshot_origin,
-                        "integrity": integrity,
-                    }
-                ),
-            )
-        )
+        report = {
+            "derived_by": DERIVED_BY,
+            "pith_number": pub.pith_number,
+            "provenance": snapshot_origin,
+            "integrity": integrity,
+        }
+        integrity_file = (integrity_path, pretty_json(report))
 
-    summary = summarize(pub, record_bytes, bundle_raw, str(state["state_sha256"]))
+    summary = summarize(pub, record_bytes, bundle_raw, str(state["state_sha256"]), integrity_file)
     context = record_context(pub, summary, snapshot, snapshot_origin, integrity_path, config)
     files += page(layout.record_page(body), render_template(env, "record.html", context))
     files += page(layout.paper_page(body), render_template(env, "paper.html", context))
-    return files, shared, summary
+    return files, summary
 
 
 def render_template(env: Environment, name: str, context: dict[str, Any]) -> str:

@@ -12,10 +12,13 @@ Rules:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from functools import cache
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -42,6 +45,30 @@ _WORD = re.compile(r"[\W_]+")
 _SLUG = re.compile(r"[a-z0-9][a-z0-9-]*")
 
 
+@dataclass(frozen=True, slots=True)
+class Lazy:
+    """A site-wide file not rendered yet: `key` fingerprints everything its bytes
+    depend on, so an incremental build renders it only when the key changed."""
+
+    path: str
+    key: str
+    make: Callable[[], bytes]
+
+
+def eager(path: str, data: bytes) -> Lazy:
+    return Lazy(path, hashlib.sha256(data).hexdigest()[:24], lambda: data)
+
+
+def lazy_page(path: str, key: str, make_html: Callable[[], str]) -> list[Lazy]:
+    """Like `render.page`: `x.html` and `x/index.html`, rendered at most once."""
+    make = cache(lambda: make_html().encode("utf-8"))
+    return [Lazy(p, key, make) for p in layout.page_paths(path)]
+
+
+def fingerprint(*parts: object) -> str:
+    return hashlib.sha1("\x1f".join(map(str, parts)).encode("utf-8")).hexdigest()[:24]
+
+
 def newest_first(summaries: Iterable[Summary]) -> list[Summary]:
     return sorted(summaries, key=lambda s: (s.submitted_at, s.pith_number), reverse=True)
 
@@ -57,12 +84,18 @@ def build_time() -> str | None:
 
 
 def listing_pages(
-    env: Environment, path: str, heading: str, records: Sequence[Summary], per_page: int, extra: dict[str, Any]
-) -> list[OutputFile]:
+    env: Environment,
+    path: str,
+    heading: str,
+    records: Sequence[Summary],
+    per_page: int,
+    extra: dict[str, Any],
+) -> list[Lazy]:
     """A paged listing: `path/` then `path/page/2/` and so on."""
     pages = max(1, -(-len(records) // per_page))
-    files: list[OutputFile] = []
+    files: list[Lazy] = []
     prefix = f"{path}/" if path else ""
+    template = env.get_template("index.html")
     for number in range(1, pages + 1):
         chunk = records[(number - 1) * per_page : number * per_page]
         context = {
@@ -75,11 +108,15 @@ def listing_pages(
             "next": None if number == pages else f"{prefix}page/{number + 1}",
             **extra,
         }
-        html = env.get_template("index.html").render(context)
+        key = fingerprint(heading, number, pages, len(records), extra, *(s.digest for s in chunk))
+
+        def make(context: dict[str, Any] = context) -> str:
+            return template.render(context)
+
         if number == 1 and not path:
-            files.append(OutputFile("index.html", html.encode("utf-8")))
+            files.append(Lazy("index.html", key, cache(lambda make=make: make().encode("utf-8"))))
         else:
-            files += page(path if number == 1 else f"{prefix}page/{number}", html)
+            files += lazy_page(path if number == 1 else f"{prefix}page/{number}", key, make)
     return files
 
 
@@ -91,8 +128,8 @@ def render_site(
     env: Environment,
     config: SiteConfig,
     pages_dir: Path,
-) -> list[OutputFile]:
-    """Every site-wide file."""
+) -> list[Lazy]:
+    """Every site-wide file, each with the fingerprint of what it depends on."""
     ordered = newest_first(summaries)
     by_year: dict[str, list[Summary]] = defaultdict(list)
     by_cat: dict[str, list[Summary]] = defaultdict(list)
@@ -107,38 +144,59 @@ def render_site(
     env.globals["nav_pages"] = [(slug, title) for slug, title, _ in md_pages]
     extra = {"years": years, "categories": cats, "home": True}
 
+    others = {"years": years, "categories": cats, "home": False}
     files = listing_pages(env, "", "Records", ordered, config.per_page, extra)
-    files += page("browse", env.get_template("browse.html").render(years=years, categories=cats))
+    files += lazy_page("browse", fingerprint(years, cats), lambda: render(env, "browse.html", years=years, categories=cats))
     for year, records in by_year.items():
-        files += listing_pages(env, f"browse/year/{year}", f"Submitted in {year}", records, config.per_page,
-                               {"years": years, "categories": cats, "home": False})
+        files += listing_pages(env, f"browse/year/{year}", f"Submitted in {year}", records, config.per_page, others)
     for cat, records in by_cat.items():
-        files += listing_pages(env, f"browse/category/{cat}", f"Primary category {cat}", records,
-                               config.per_page, {"years": years, "categories": cats, "home": False})
+        heading = f"Primary category {cat}"
+        files += listing_pages(env, f"browse/category/{cat}", heading, records, config.per_page, others)
     for slug, title, html in md_pages:
-        files += page(slug, env.get_template("page.html").render(title=title, content=html))
-
-    files += report_files(ordered, rejections, notes, env)
-    files.append(OutputFile("404.html", env.get_template("404.html").render().encode("utf-8")))
-    files += page(
-        "api/pith-number/resolve", env.get_template("resolve.html").render()
-    )
-    files += resolve_files(ordered, config)
-    files += search_files(ordered, config)
-    files += sitemap_files(ordered, config, [slug for slug, _, _ in md_pages])
-    files.append(OutputFile("feed.xml", atom_feed(ordered, config)))
+        files += lazy_page(slug, fingerprint(title, html), lambda t=title, h=html: render(env, "page.html", title=t, content=h))
+    fixed = [
+        *report_files(ordered, rejections, notes, env),
+        OutputFile("404.html", render(env, "404.html").encode("utf-8")),
+        *page("api/pith-number/resolve", render(env, "resolve.html")),
+        *integrity_files(ordered),
+        *search_files(ordered, config),
+        *sitemap_files(ordered, config, [slug for slug, _, _ in md_pages]),
+        OutputFile("feed.xml", atom_feed(ordered, config)),
+        *asset_files(config.templates / "static"),
+    ]
     entries = [k.entry for k in keyring.keys]
-    files.append(OutputFile("pith-signing-key.json", pretty_json(entries[0] if len(entries) == 1 else entries)))
+    fixed.append(OutputFile("pith-signing-key.json", pretty_json(entries[0] if len(entries) == 1 else entries)))
     sitemap = f"{config.absolute_base or config.base_path}sitemap.xml"
-    files.append(OutputFile("robots.txt", f"User-agent: *\nAllow: /\nSitemap: {sitemap}\n".encode()))
-    files.append(OutputFile(".nojekyll", b""))
+    fixed.append(OutputFile("robots.txt", f"User-agent: *\nAllow: /\nSitemap: {sitemap}\n".encode()))
+    fixed.append(OutputFile(".nojekyll", b""))
     if config.cname:
-        files.append(OutputFile("CNAME", f"{config.cname.strip()}\n".encode()))
-    files += asset_files(config.templates / "static")
-    return files
+        fixed.append(OutputFile("CNAME", f"{config.cname.strip()}\n".encode()))
+    return files + resolve_files(ordered, config) + [eager(f.path, f.data) for f in fixed]
 
 
-def short_pages(ordered: Sequence[Summary], env: Environment) -> tuple[list[OutputFile], list[OutputFile]]:
+def render(env: Environment, name: str, **context: Any) -> str:
+    from .render import render_template
+
+    return render_template(env, name, context)
+
+
+REDIRECT = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>{title}</title>
+<meta name="robots" content="noindex">
+<meta http-equiv="refresh" content="0; url={url}">
+<link rel="canonical" href="{url}">
+</head>
+<body>
+<p>This short form of <a href="{url}">{title}</a> moved to its full record page.</p>
+</body>
+</html>
+"""
+
+
+def short_pages(ordered: Sequence[Summary], env: Environment, base: str) -> tuple[list[Lazy], list[Lazy]]:
     """Short-form redirects, and pages for prefixes that several numbers share.
 
     Returns (new files, files that replace a per-record page): a shared
@@ -149,20 +207,23 @@ def short_pages(ordered: Sequence[Summary], env: Environment) -> tuple[list[Outp
     for summary in ordered:
         for path in layout.short_pages(summary.body):
             by_prefix[path].append(summary)
-    files: list[OutputFile] = []
-    replacing: list[OutputFile] = []
-    listing = env.get_template("index.html")
+    files: list[Lazy] = []
+    replacing: list[Lazy] = []
     for path, records in sorted(by_prefix.items()):
         if len(records) == 1:
-            target = layout.record_page(records[0].body)
-            files += page(path, env.get_template("redirect.html").render(target=target, title=records[0].pith_number))
+            number = records[0].pith_number
+            url = base + layout.record_page(records[0].body)
+            html = REDIRECT.format(title=escape(number), url=escape(url, {'"': "&quot;"}))
+            files += lazy_page(path, fingerprint(path, number), lambda html=html: html)
             continue
         heading = f"{len(records)} records share the short form {path.rsplit('/', 1)[1]}"
-        html = listing.render(heading=heading, records=records, page_number=1, page_count=1,
-                              total=len(records), prev=None, next=None, years=[], categories=[], home=False)
-        files += page(path, html)
+        context = {"heading": heading, "records": records, "page_number": 1, "page_count": 1,
+                   "total": len(records), "prev": None, "next": None, "years": [], "categories": [],
+                   "home": False}
+        key = fingerprint(path, *(s.digest for s in records))
+        files += lazy_page(path, key, lambda c=context: render(env, "index.html", **c))
         if len(path) == len("pith/") + 8:
-            replacing += page(layout.paper_page(records[0].body), html)
+            replacing += lazy_page(layout.paper_page(records[0].body), key, lambda c=context: render(env, "index.html", **c))
     return files, replacing
 
 
@@ -186,7 +247,7 @@ def report_files(
     return [OutputFile("report.json", pretty_json(report)), *page("report", html)]
 
 
-def resolve_files(ordered: Sequence[Summary], config: SiteConfig) -> list[OutputFile]:
+def resolve_files(ordered: Sequence[Summary], config: SiteConfig) -> list[Lazy]:
     """One look-up file per alias; for a shared arXiv id the newest version wins."""
     chosen: dict[str, tuple[tuple[int, str], Summary, str, str]] = {}
     for summary in ordered:
@@ -207,8 +268,19 @@ def resolve_files(ordered: Sequence[Summary], config: SiteConfig) -> list[Output
             "record": config.base_path + layout.record_page(summary.body),
             "json": config.base_path + layout.record_json(summary.body),
         }
-        files.append(OutputFile(path, pretty_json(data)))
+        files.append(Lazy(path, fingerprint(kind, value, summary.pith_number), lambda d=data: pretty_json(d)))
     return files
+
+
+def integrity_files(ordered: Sequence[Summary]) -> list[OutputFile]:
+    """Integrity reports are named by arXiv id: the newest version of a paper wins."""
+    chosen: dict[str, tuple[tuple[int, str], str]] = {}
+    for s in ordered:
+        if s.integrity_path and s.integrity_json is not None:
+            rank = (s.source_version, s.pith_number)
+            if s.integrity_path not in chosen or rank > chosen[s.integrity_path][0]:
+                chosen[s.integrity_path] = (rank, s.integrity_json)
+    return [OutputFile(path, text.encode("utf-8")) for path, (_, text) in sorted(chosen.items())]
 
 
 def search_terms(summary: Summary) -> set[str]:
@@ -306,7 +378,7 @@ def atom_feed(ordered: Sequence[Summary], config: SiteConfig) -> bytes:
         f'  <link rel="self" href="{escape(base)}feed.xml"/>\n'
         f"  <updated>{escape(_atom_time(updated))}</updated>\n"
         f"{entries}</feed>\n"
-    ).encode("utf-8")
+    ).encode()
 
 
 def _atom_time(value: str) -> str:

@@ -15,7 +15,7 @@ Rules:
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass, replace
 from typing import Any
 
 from .merge import LIST_FOR_TYPE
@@ -74,6 +74,12 @@ class Summary:
     event_count: int
     key_ids: tuple[str, ...]
     updated_at: str
+    integrity_path: str | None = None
+    integrity_json: str | None = None
+    digest: str = ""
+    """Fingerprint of every field above, so site-wide pages know when to re-render."""
+    """The integrity report file, named by arXiv id and so shared by every
+    version of a paper: the site-wide stage publishes the newest version's."""
 
     @property
     def body(self) -> str:
@@ -224,7 +230,11 @@ def events(pub: Publication) -> list[dict[str, Any]]:
 
 
 def summarize(
-    pub: Publication, record_bytes: bytes, bundle_bytes: bytes | None, state_sha256: str
+    pub: Publication,
+    record_bytes: bytes,
+    bundle_bytes: bytes | None,
+    state_sha256: str,
+    integrity: tuple[str, bytes] | None,
 ) -> Summary:
     primary = pub.primary
     canonical = primary.doc.canonical_record
@@ -234,7 +244,7 @@ def summarize(
         str(e.data.get("signer", {}).get("key_id")) for e in primary.doc.events
     })
     updated = max([e.created_at for e in primary.doc.events] or [str(primary.doc.receipt.get("signed_at", ""))])
-    return Summary(
+    summary = Summary(
         pith_number=pub.pith_number,
         title=str(paper.get("title", "")),
         authors=str(paper.get("authors_text", "")),
@@ -252,4 +262,7 @@ def summarize(
         event_count=len(primary.doc.events),
         key_ids=tuple(key_ids),
         updated_at=updated,
+        integrity_path=integrity[0] if integrity else None,
+        integrity_json=integrity[1].decode("utf-8") if integrity else None,
     )
+    return replace(summary, digest=hashlib.sha256(repr(astuple(summary)).encode("utf-8")).hexdigest())

@@ -1,0 +1,205 @@
+"""The build cache: what the last build saw and wrote, so the next one does only what changed.
+
+Rules:
+- It lives in one file, `<cache dir>/build-cache.json` (default
+  `.pith-cache/`, safe to delete at any time: the next build is then a full one).
+- It is keyed by everything that shapes the output: the tool's version, the
+  pinned keys, every template and asset byte, and the options. Any change to
+  the key, a file that does not parse, a checksum that does not match, or a
+  site whose manifest is not the one this cache wrote, and the cache is
+  ignored: never trusted blindly.
+- A document is reused only when its size, mtime and inode are unchanged AND
+  (checked when the stat differs) its bytes hash the same.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from . import __version__
+from .config import SiteConfig
+from .errors import Code, Rejection
+from .keys import Keyring
+from .layout import number_paths
+from .manifest import MANIFEST_PATH
+from .reconcile import Candidate
+from .view import Summary
+
+CACHE_FORMAT = 2
+CACHE_FILE = "build-cache.json"
+
+
+def build_key(config: SiteConfig, keyring: Keyring) -> str:
+    """Everything that, when it changes, changes what a build writes."""
+    digest = hashlib.sha256()
+    options = {
+        "version": __version__,
+        "keys": keyring.fingerprint,
+        "base_url": config.base_url,
+        "site_title": config.site_title,
+        "primary_url": config.primary_url,
+        "max_bytes": config.max_bytes,
+        "cname": config.cname,
+        "per_page": config.per_page,
+        "content": str(config.content.resolve()),
+    }
+    digest.update(orjson.dumps(options, option=orjson.OPT_SORT_KEYS))
+    for path in sorted(p for p in config.templates.rglob("*") if p.is_file()):
+        digest.update(path.relative_to(config.templates).as_posix().encode() + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+@dataclass(slots=True)
+class FileEntry:
+    stat: tuple[int, int, int]
+    raw_sha256: str
+    pith_number: str | None
+    rejections: list[Rejection]
+    candidate: Candidate | None
+
+
+@dataclass(slots=True)
+class NumberEntry:
+    """A published number: the documents behind it and every path it wrote."""
+
+    record: Candidate | None
+    bundle: Candidate | None
+    summary: Summary
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return number_paths(self.summary.body, self.bundle is not None)
+
+
+@dataclass(slots=True)
+class BuildCache:
+    key: str
+    manifest_sha256: str = ""
+    files: dict[str, FileEntry] = field(default_factory=dict)
+    numbers: dict[str, NumberEntry] = field(default_factory=dict)
+    sitewide: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """path -> (input fingerprint, sha256 of bytes) of every site-wide file in SITE."""
+    sitewide_inputs: str = ""
+
+
+def stat_key(path: Path) -> tuple[int, int, int]:
+    st = os.stat(path)
+    return (st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def load_cache(directory: Path, key: str, site: Path) -> BuildCache | None:
+    """The last build's cache, or None when it cannot be trusted for this build."""
+    try:
+        raw = (directory / CACHE_FILE).read_bytes()
+        checksum, _, payload = raw.partition(b"\n")
+        if hashlib.sha256(payload).hexdigest().encode() != checksum:
+            return None
+        data = orjson.loads(payload)
+        if data.get("format") != CACHE_FORMAT or data.get("key") != key:
+            return None
+        manifest = site / MANIFEST_PATH
+        if not manifest.is_file() or file_sha256(manifest) != data["manifest_sha256"]:
+            return None
+        return BuildCache(
+            key=key,
+            manifest_sha256=data["manifest_sha256"],
+            files={name: _file_entry(e) for name, e in data["files"].items()},
+            numbers={n: _number_entry(e) for n, e in data["numbers"].items()},
+            sitewide={p: (str(k), str(h)) for p, (k, h) in data["sitewide"].items()},
+            sitewide_inputs=str(data["sitewide_inputs"]),
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def save_cache(directory: Path, cache: BuildCache) -> None:
+    payload = orjson.dumps(
+        {
+            "format": CACHE_FORMAT,
+            "key": cache.key,
+            "manifest_sha256": cache.manifest_sha256,
+            "files": {name: _file_json(e) for name, e in sorted(cache.files.items())},
+            "numbers": {n: _number_json(e) for n, e in sorted(cache.numbers.items())},
+            "sitewide": {p: list(v) for p, v in sorted(cache.sitewide.items())},
+            "sitewide_inputs": cache.sitewide_inputs,
+        }
+    )
+    directory.mkdir(parents=True, exist_ok=True)
+    temporary = directory / f".{CACHE_FILE}.tmp-{os.getpid()}"
+    temporary.write_bytes(hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload)
+    os.replace(temporary, directory / CACHE_FILE)
+
+
+def _candidate_json(c: Candidate | None) -> dict[str, Any] | None:
+    if c is None:
+        return None
+    return {
+        "file": c.file,
+        "kind": c.kind,
+        "pith_number": c.pith_number,
+        "raw_sha256": c.raw_sha256,
+        "event_ids": sorted(c.event_ids),
+        "from_site": c.from_site,
+    }
+
+
+def _candidate(data: dict[str, Any] | None) -> Candidate | None:
+    if data is None:
+        return None
+    return Candidate(**{**data, "event_ids": frozenset(data["event_ids"])})
+
+
+def _file_json(e: FileEntry) -> dict[str, Any]:
+    return {
+        "stat": list(e.stat),
+        "raw_sha256": e.raw_sha256,
+        "pith_number": e.pith_number,
+        "rejections": [[r.file, r.pointer, r.code.value, r.message] for r in e.rejections],
+        "candidate": _candidate_json(e.candidate),
+    }
+
+
+def _file_entry(d: dict[str, Any]) -> FileEntry:
+    return FileEntry(
+        stat=(int(d["stat"][0]), int(d["stat"][1]), int(d["stat"][2])),
+        raw_sha256=d["raw_sha256"],
+        pith_number=d["pith_number"],
+        rejections=[Rejection(f, p, Code(c), m) for f, p, c, m in d["rejections"]],
+        candidate=_candidate(d["candidate"]),
+    )
+
+
+def _number_json(e: NumberEntry) -> dict[str, Any]:
+    return {
+        "record": _candidate_json(e.record),
+        "bundle": _candidate_json(e.bundle),
+        "summary": {f.name: getattr(e.summary, f.name) for f in fields(Summary)},
+    }
+
+
+def _number_entry(d: dict[str, Any]) -> NumberEntry:
+    s = d["summary"]
+    summary = Summary(
+        **{
+            **s,
+            "cross_cats": tuple(s["cross_cats"]),
+            "aliases": tuple((str(k), str(v)) for k, v in s["aliases"]),
+            "key_ids": tuple(s["key_ids"]),
+        }
+    )
+    return NumberEntry(
+        record=_candidate(d["record"]),
+        bundle=_candidate(d["bundle"]),
+        summary=summary,
+    )
