@@ -165,7 +165,12 @@ def _decode_fast(raw: bytes, max_depth: int) -> dict[str, Any] | None:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError:
         return None
-    if not isinstance(value, dict) or orjson.dumps(value) != raw:
+    if not isinstance(value, dict):
+        return None
+    try:
+        if orjson.dumps(value) != raw:
+            return None
+    except orjson.JSONEncodeError:  # e.g. nesting beyond orjson's own limit: the strict path decides
         return None
     if _has_float_or_too_deep(value, max_depth):
         return None

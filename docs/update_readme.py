@@ -1,0 +1,58 @@
+"""Regenerate README.md's generated parts: the rejection codes and the CLI reference.
+
+Run `python3 docs/update_readme.py`; `tests/test_readme.py` fails when the
+README is out of date, so the documented codes and options are the real ones.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from generator.cli import build_parser  # noqa: E402
+from generator.errors import CODE_HELP, Code  # noqa: E402
+
+
+def codes_table() -> str:
+    rows = ["| code | meaning |", "|---|---|"]
+    rows += [f"| `{code.value}` | {CODE_HELP[code]} |" for code in Code]
+    return "\n".join(rows)
+
+
+def cli_reference() -> str:
+    os.environ["COLUMNS"] = "100"  # argparse wraps help to the terminal: fix it
+    parser = build_parser()
+    parts = ["## CLI reference", ""]
+    actions = [a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction"]
+    commands = actions[0].choices if actions else {}
+    for name, sub in [("pith-mirror", parser), *commands.items()]:
+        text = io.StringIO()
+        with contextlib.redirect_stdout(text):
+            sub.print_help()
+        title = name if name == "pith-mirror" else f"pith-mirror {name}"
+        parts += [f"### `{title}`", "", "```", text.getvalue().rstrip(), "```", ""]
+    return "\n".join(parts).rstrip()
+
+
+def render(readme: str) -> str:
+    for marker, body in (("codes", codes_table()), ("cli", cli_reference())):
+        pattern = re.compile(rf"(<!-- {marker}:begin -->\n).*?(<!-- {marker}:end -->)", re.S)
+        readme = pattern.sub(lambda m, body=body: m.group(1) + body + "\n" + m.group(2), readme)
+    return readme
+
+
+def main() -> int:
+    path = ROOT / "README.md"
+    path.write_text(render(path.read_text("utf-8")), "utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

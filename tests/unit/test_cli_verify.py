@@ -1,0 +1,326 @@
+"""`pith-mirror verify` end to end: malformed input gives exit 1 and a reason, never a
+traceback; configuration problems give exit 2; `--json` has one exact shape."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import factories as f
+import pytest
+
+from generator.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+CONTENT = REPO / "content"
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str, str]:
+    code = main(["verify", *map(str, args)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, dict[str, Any], str]:
+    code, out, err = run(capsys, "--json", *args)
+    return code, json.loads(out), err
+
+
+def keys_file(tmp_path: Path, data: Any, name: str = "keys.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(data))
+    return path
+
+
+def valid_record_bytes() -> bytes:
+    return f.to_bytes(f.record_document())
+
+
+def twenty_megabytes(path: Path) -> None:
+    with path.open("wb") as handle:
+        handle.write(b'{"record_type": "pith_number_record", "padding": "')
+        handle.write(b"x" * (20 * 1024 * 1024))
+        handle.write(b'"}')
+
+
+MALFORMED = [
+    pytest.param(b"", "json.invalid", "", id="empty-file"),
+    pytest.param(valid_record_bytes()[:700], "json.invalid", "", id="truncated-json"),
+    pytest.param(
+        b'{"record_type": "pith_number_record", "receipt": {"key_id": "a", "kind": "r", "key_id": "b"}}',
+        "json.duplicate_key",
+        "/receipt/key_id",
+        id="duplicate-key",
+    ),
+    pytest.param(
+        b'{"record_type": "pith_number_record", "a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+        "json.too_deep",
+        "",
+        id="100000-nested-brackets",
+    ),
+    pytest.param(random.Random(20260705).randbytes(4096), "json.invalid_utf8", "", id="random-binary"),
+    pytest.param(b"\xef\xbb\xbf" + valid_record_bytes(), "json.bom", "", id="bom"),
+    pytest.param(
+        valid_record_bytes().replace(b"A Small Test Paper", b"A Small \xff Paper", 1),
+        "json.invalid_utf8",
+        "",
+        id="invalid-utf8",
+    ),
+    pytest.param(
+        b'{"record_type": "pith_number_record", "canonical_record": {"x": NaN}}',
+        "json.non_finite",
+        "",
+        id="nan",
+    ),
+    pytest.param(valid_record_bytes() + b'\n{"more": 1}\n', "json.trailing_data", "", id="trailing-data"),
+    pytest.param(b"[" + valid_record_bytes() + b"]", "json.not_object", "", id="top-level-array"),
+    pytest.param(
+        b'{"record_type": "pith_record", "pith_number": "pith:2021:GO43K6A5MHLNBUADUVZ3AKFBNI"}',
+        "doc.unknown_kind",
+        "",
+        id="unknown-kind",
+    ),
+    pytest.param(
+        b'{"record_type": "pith_number_record", "paper": {"title": "\\udead"}}',
+        "json.invalid_utf8",
+        "/paper/title",
+        id="lone-surrogate",
+    ),
+    pytest.param(None, "file.too_large", "", id="20-mb-file"),
+]
+
+
+@pytest.mark.parametrize(("raw", "code", "pointer"), MALFORMED)
+def test_malformed_input_is_refused_with_a_reason(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, raw: bytes | None, code: str, pointer: str
+) -> None:
+    path = tmp_path / "doc.json"
+    if raw is None:
+        twenty_megabytes(path)
+    else:
+        path.write_bytes(raw)
+    exit_code, out, err = run(capsys, path)
+    assert exit_code == 1
+    assert "Traceback" not in err
+    assert out.startswith("REJECTED")
+    assert f"{path.as_posix()}: {pointer or '/'}: {code}: " in err
+    assert "1 checked, 0 verified, 1 rejected" in out
+
+    exit_code, report, err = run_json(capsys, path)
+    assert exit_code == 1
+    assert "Traceback" not in err
+    [result] = report["results"]
+    assert result["ok"] is False
+    assert [(e["code"], e["pointer"]) for e in result["errors"]] == [(code, pointer)]
+    assert result["errors"][0]["message"]
+
+
+def test_json_output_has_exactly_the_documented_shape(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    good = f.write(tmp_path / "a.json", f.bundle())
+    bad_doc = f.record_document()
+    bad_doc["paper"]["title"] = "Changed"
+    bad = f.write(tmp_path / "b.json", bad_doc)
+    code, report, _ = run_json(
+        capsys, "--keys", keys_file(tmp_path, f.TEST_SIGNER.key_entry(), "k.keys"), good, bad
+    )
+    assert code == 1
+    assert set(report) == {"results", "summary"}
+    assert report["summary"] == {"checked": 2, "ok": 1, "rejected": 1}
+    assert len(report["results"]) == 2
+    for result in report["results"]:
+        assert set(result) == {"path", "kind", "pith_number", "ok", "errors"}
+        for error in result["errors"]:
+            assert set(error) == {"code", "pointer", "message"}
+    first, second = report["results"]
+    assert first == {
+        "path": good.as_posix(),
+        "kind": "bundle",
+        "pith_number": f.pith_number(f.canonical_record()),
+        "ok": True,
+        "errors": [],
+    }
+    assert (second["path"], second["kind"], second["ok"]) == (bad.as_posix(), "record", False)
+    assert second["pith_number"] == bad_doc["pith_number"]
+    assert [(e["code"], e["pointer"]) for e in second["errors"]] == [("title.mismatch", "/paper/title")]
+
+
+def test_json_output_for_an_undecodable_file_has_null_kind_and_number(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "x.json"
+    path.write_bytes(b"[]")
+    _, report, _ = run_json(capsys, path)
+    result = report["results"][0]
+    assert (result["kind"], result["pith_number"], result["ok"]) == (None, None, False)
+
+
+def test_real_documents_verify_with_the_default_key(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, CONTENT)
+    assert code == 0, err
+    assert "2 checked, 2 verified, 0 rejected" in out
+    assert err == ""
+
+
+def test_real_documents_fail_with_another_pinned_key(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    keys = keys_file(tmp_path, {"key_id": f.TEST_KEY_ID, "public_key_b64": f.TEST_SIGNER.public_key_b64})
+    code, report, _ = run_json(capsys, "--keys", keys, CONTENT)
+    assert code == 1
+    assert report["summary"] == {"checked": 2, "ok": 0, "rejected": 2}
+    by_kind = {r["kind"]: r for r in report["results"]}
+    assert ("key.unknown", "/receipt/key_id") in {
+        (e["code"], e["pointer"]) for e in by_kind["record"]["errors"]
+    }
+    bundle_errors = {(e["code"], e["pointer"]) for e in by_kind["bundle"]["errors"]}
+    assert ("key.not_pinned", "/public_keys/0/public_key_b64") in bundle_errors
+
+
+@pytest.mark.parametrize("shape", ["object", "list"])
+def test_keys_file_with_one_key_object_or_a_list(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, shape: str
+) -> None:
+    content = tmp_path / "content"
+    f.write(content / "r.json", f.record_document())
+    f.write(content / "b.json", f.bundle())
+    entry = {"key_id": f.TEST_KEY_ID, "public_key_b64": f.TEST_SIGNER.public_key_b64}
+    data: Any = entry if shape == "object" else [f.SECOND_SIGNER.key_entry(), entry]
+    code, out, err = run(capsys, "--keys", keys_file(tmp_path, data), content)
+    assert code == 0, err
+    assert "2 checked, 2 verified, 0 rejected" in out
+    # the same documents against the built-in key: refused
+    code, out, err = run(capsys, content)
+    assert code == 1
+    assert "key.unknown" in err
+
+
+@pytest.mark.parametrize(
+    ("keys_content", "reason"),
+    [
+        (None, "cannot read"),
+        (b"{not json", "not valid JSON"),
+        (b"\xff\xfe", "not valid JSON"),
+        (b"[]", "pins no key"),
+        (b'{"key_id": "k", "public_key_b64": "AAAA"}', "not 32 bytes"),
+        (b'{"public_key_b64": "AAAA"}', "has no key_id"),
+    ],
+    ids=["missing", "invalid-json", "binary", "empty-list", "short-key", "no-key-id"],
+)
+def test_unusable_keys_file_exits_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, keys_content: bytes | None, reason: str
+) -> None:
+    keys = tmp_path / "keys.json"
+    if keys_content is not None:
+        keys.write_bytes(keys_content)
+    code, out, err = run(capsys, "--keys", keys, CONTENT)
+    assert code == 2
+    assert "Traceback" not in err
+    assert err.startswith("pith-mirror: configuration: keys: ")
+    assert reason in err
+    assert out == ""
+
+
+def test_unreadable_keys_file_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = run(capsys, "--keys", tmp_path, CONTENT)  # a folder cannot be read as a file
+    assert code == 2
+    assert "configuration: keys: cannot read" in err
+
+
+def test_nonexistent_path_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    missing = tmp_path / "nope.json"
+    code, _, err = run(capsys, CONTENT, missing)
+    assert code == 2
+    assert "Traceback" not in err
+    assert "configuration: paths: no such file or folder" in err
+    assert str(missing) in err
+
+
+def test_folder_without_documents_exits_1(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    (tmp_path / "notes.md").write_text("# notes")
+    code, out, err = run(capsys, tmp_path)
+    assert code == 1
+    assert "no documents found" in err
+    assert "0 checked" in out
+
+
+def test_max_bytes_option(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = f.write(tmp_path / "r.json", f.record_document())
+    keys = keys_file(tmp_path, f.TEST_SIGNER.key_entry(), "k.keys")
+    code, _, _ = run(capsys, "--keys", keys, "--max-bytes", str(path.stat().st_size), path)
+    assert code == 0
+    code, _, err = run(capsys, "--keys", keys, "--max-bytes", str(path.stat().st_size - 1), path)
+    assert code == 1
+    assert f"{path.as_posix()}: /: file.too_large: " in err
+
+
+def test_stderr_lines_are_sorted_by_file_then_pointer(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    doc = f.record_document()
+    doc["paper"]["title"] = "Changed"
+    doc["aliases"][0]["alias_value"] = "0000.00000"
+    doc["short_pith_number"] = "pith:AAAAAAAA"
+    f.write(tmp_path / "b.json", doc)
+    f.write(tmp_path / "a.json", doc)
+    keys = keys_file(tmp_path.parent, f.TEST_SIGNER.key_entry(), f"{tmp_path.name}.keys")
+    code, _, err = run(capsys, "--keys", keys, tmp_path)
+    assert code == 1
+    lines = err.splitlines()
+    assert lines == sorted(lines)
+    assert len(lines) == 6
+    assert lines[0] == f"{(tmp_path / 'a.json').as_posix()}: /aliases/0/alias_value: alias.mismatch: " + (
+        "arxiv alias is '0000.00000' but the canonical record gives '2101.00001'"
+    )
+
+
+def test_missing_paths_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["verify"])
+    assert info.value.code == 2
+
+
+# ---------------------------------------------------------------- the real entry point
+
+
+def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "generator", "verify", *map(str, args)],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=120,
+        check=False,
+    )
+
+
+def test_subprocess_malformed_folder_exits_1_without_traceback(tmp_path: Path) -> None:
+    for index, param in enumerate(MALFORMED):
+        raw = param.values[0]
+        if raw is not None:
+            (tmp_path / f"{index:02d}-{param.id}.json").write_bytes(raw)
+    twenty_megabytes(tmp_path / "99-big.json")
+    result = cli("--json", tmp_path)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    report = json.loads(result.stdout)
+    assert report["summary"] == {"checked": len(MALFORMED), "ok": 0, "rejected": len(MALFORMED)}
+    expected = [param.values[1] for param in MALFORMED]
+    assert [r["errors"][0]["code"] for r in report["results"]] == expected
+
+
+def test_subprocess_real_documents_and_exit_codes(tmp_path: Path) -> None:
+    ok = cli(CONTENT)
+    assert ok.returncode == 0, ok.stderr
+    assert "2 checked, 2 verified, 0 rejected" in ok.stdout
+    missing = cli(tmp_path / "missing.json")
+    assert missing.returncode == 2
+    assert "Traceback" not in missing.stderr
+    bad_keys = tmp_path / "keys.json"
+    bad_keys.write_text("{")
+    assert cli("--keys", bad_keys, CONTENT).returncode == 2

@@ -1,0 +1,181 @@
+"""generator/keys.py: the pinned key set (the only root of trust) and Ed25519 over raw digests."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import factories as f
+import pytest
+
+from generator.canonical import sha256
+from generator.errors import ConfigError
+from generator.keys import (
+    decode_signature,
+    default_keyring,
+    keyring_from_json,
+    load_keyring,
+    verify_signature,
+)
+
+KEY = f.TEST_SIGNER
+
+
+def minimal(signer: f.Signer = KEY) -> dict[str, Any]:
+    return {"key_id": signer.key_id, "public_key_b64": signer.public_key_b64}
+
+
+# ---------------------------------------------------------------- keyrings
+
+
+def test_one_key_object_or_a_list() -> None:
+    one = keyring_from_json(minimal(), "one")
+    many = keyring_from_json([minimal(), minimal(f.SECOND_SIGNER)], "many")
+    assert [k.key_id for k in one.keys] == [KEY.key_id]
+    assert [k.key_id for k in many.keys] == [KEY.key_id, f.SECOND_SIGNER.key_id]
+    assert one.source == "one"
+    key = one.get(KEY.key_id)
+    assert key is not None
+    assert key.public_key == KEY.public_key
+    assert key.public_key_b64 == KEY.public_key_b64
+    assert key.fingerprint_hex == KEY.fingerprint_hex == sha256(KEY.public_key)[:16].hex()
+    assert key.fingerprint_b32 == KEY.fingerprint_b32
+    assert key.entry == minimal()
+    assert one.get("nobody") is None
+    assert one.get(None) is None
+
+
+def test_full_key_entry_with_correct_fingerprints_is_accepted() -> None:
+    keyring = keyring_from_json(KEY.key_entry(), "full")
+    assert keyring.keys[0].entry == KEY.key_entry()
+
+
+def test_keyring_fingerprint_identifies_the_trust_configuration() -> None:
+    a = keyring_from_json(minimal(), "a")
+    b = keyring_from_json([minimal()], "b")
+    c = keyring_from_json([minimal(), minimal(f.SECOND_SIGNER)], "c")
+    assert a.fingerprint == b.fingerprint
+    assert a.fingerprint != c.fingerprint
+    assert a.fingerprint != default_keyring().fingerprint
+
+
+def test_default_keyring_is_the_resolver_key_from_spec() -> None:
+    keyring = default_keyring()
+    assert len(keyring.keys) == 1
+    key = keyring.keys[0]
+    assert key.key_id == "pith-v1-2026-05"
+    assert key.public_key_b64 == "stVStoiQhXFxp4s2pdzPNoqVNBMojDU/fJ2db5S3CbM="
+    assert key.fingerprint_hex == "8d4b5ee74e4693bcd1df2446408b0d54"
+    assert key.entry["url"] == "https://pith.science/pith-signing-key.json"
+
+
+BAD_KEYS = [
+    pytest.param([], "pins no key", id="empty-list"),
+    pytest.param(["stVStoiQ"], "is not a key object", id="not-an-object"),
+    pytest.param({"public_key_b64": KEY.public_key_b64}, "has no key_id", id="no-key-id"),
+    pytest.param({"key_id": "", "public_key_b64": KEY.public_key_b64}, "has no key_id", id="empty-key-id"),
+    pytest.param({"key_id": 7, "public_key_b64": KEY.public_key_b64}, "has no key_id", id="int-key-id"),
+    pytest.param({**minimal(), "algorithm": "ed448"}, "not an ed25519 key", id="algorithm"),
+    pytest.param({"key_id": "k"}, "not 32 bytes", id="no-public-key"),
+    pytest.param({"key_id": "k", "public_key_b64": "not base64!"}, "not 32 bytes", id="not-base64"),
+    pytest.param(
+        {"key_id": "k", "public_key_b64": base64.b64encode(bytes(31)).decode()}, "not 32 bytes", id="31-bytes"
+    ),
+    pytest.param(
+        {"key_id": "k", "public_key_b64": base64.b64encode(bytes(33)).decode()}, "not 32 bytes", id="33-bytes"
+    ),
+    pytest.param(
+        {**minimal(), "fingerprint_sha256_hex": "8d4b5ee74e4693bcd1df2446408b0d54"},
+        "fingerprint_sha256_hex is not the key's own",
+        id="wrong-hex-fingerprint",
+    ),
+    pytest.param(
+        {**minimal(), "fingerprint_sha256_b32_first128bits": "RVFV5Z2OI2J3ZUO7ERDEBCYNKS"},
+        "fingerprint_sha256_b32_first128bits is not the key's own",
+        id="wrong-b32-fingerprint",
+    ),
+    pytest.param(
+        {**minimal(), "public_key_hex": "00" * 32}, "public_key_hex is not the key's own", id="wrong-hex-key"
+    ),
+    pytest.param([minimal(), minimal()], "twice", id="duplicate-key-id"),
+]
+
+
+@pytest.mark.parametrize(("data", "reason"), BAD_KEYS)
+def test_unusable_key_sets_are_config_errors(data: Any, reason: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        keyring_from_json(data, "keys.json")
+    assert info.value.key == "keys"
+    assert reason in info.value.reason
+    assert "keys.json" in info.value.reason
+
+
+def test_load_keyring_from_files(tmp_path: Path) -> None:
+    one = tmp_path / "one.json"
+    one.write_text(json.dumps(minimal()))
+    many = tmp_path / "many.json"
+    many.write_text(json.dumps([minimal(), minimal(f.SECOND_SIGNER)]))
+    assert [k.key_id for k in load_keyring(one).keys] == [KEY.key_id]
+    assert load_keyring(one).source == str(one)
+    assert len(load_keyring(many).keys) == 2
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (None, "cannot read"),
+        (b"", "not valid JSON"),
+        (b"{not json", "not valid JSON"),
+        (b'{"key_id": "\xff"}', "not valid JSON"),
+        (b"[]", "pins no key"),
+    ],
+    ids=["missing", "empty", "broken", "invalid-utf8", "empty-list"],
+)
+def test_load_keyring_failures_name_the_file(tmp_path: Path, content: bytes | None, reason: str) -> None:
+    path = tmp_path / "keys.json"
+    if content is not None:
+        path.write_bytes(content)
+    with pytest.raises(ConfigError) as info:
+        load_keyring(path)
+    assert reason in info.value.reason
+    assert str(path) in info.value.reason
+
+
+def test_load_keyring_from_a_folder_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_keyring(tmp_path)
+
+
+# ---------------------------------------------------------------- signatures
+
+
+def test_verify_signature_over_the_32_raw_digest_bytes() -> None:
+    key = KEY.keyring().keys[0]
+    digest = sha256(b"record")
+    signature = base64.b64decode(KEY.sign(digest))
+    assert verify_signature(key, digest, signature)
+    assert not verify_signature(key, digest.hex().encode(), signature)  # the hex text is not what is signed
+    assert not verify_signature(key, sha256(b"other"), signature)
+    assert not verify_signature(f.SECOND_SIGNER.keyring().keys[0], digest, signature)
+    assert not verify_signature(key, digest, bytes(64))
+    assert not verify_signature(key, digest, signature[:63])
+
+
+def test_decode_signature_accepts_only_64_bytes_of_canonical_standard_base64() -> None:
+    raw = bytes(range(64))
+    text = base64.b64encode(raw).decode()
+    assert decode_signature(text) == raw
+    assert decode_signature(None) is None
+    assert decode_signature(raw) is None  # bytes, not text
+    assert decode_signature(text.rstrip("=")) is None
+    assert decode_signature(" " + text) is None
+    assert decode_signature(text[:40] + "\n" + text[40:]) is None
+    assert decode_signature(base64.urlsafe_b64encode(bytes([0xFF]) * 64).decode()) is None
+    assert decode_signature(base64.b64encode(raw[:63]).decode()) is None
+    assert decode_signature(base64.b64encode(raw + b"\x00").decode()) is None
+    # same bytes, non-zero unused bits in the last character: not the canonical spelling
+    assert text.endswith("Pw==")
+    assert base64.b64decode(text[:-3] + "x==") == raw
+    assert decode_signature(text[:-3] + "x==") is None
