@@ -40,8 +40,10 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--max-bytes", type=int, metavar="N", help="largest document accepted, in bytes")
 
     from .commands import add_site_commands
+    from .publish_commands import add_publish_commands
 
     add_site_commands(commands)
+    add_publish_commands(commands)
     return parser
 
 

@@ -41,6 +41,8 @@ class SiteConfig:
     cname: str | None = None
     mirror_key: Path | None = None
     per_page: int = 50
+    checksums: bool = False
+    """Write SHA256SUMS of the whole site (and sign it with mirror_key) after each build."""
     preview: bool = False
     """Preview builds (`serve`) add the live-reload script; production builds never do."""
 
@@ -78,6 +80,7 @@ _KEYS: dict[str, tuple[type, ...]] = {
     "cname": (str,),
     "mirror_key": (str,),
     "per_page": (int,),
+    "checksums": (bool,),
 }
 _PATH_KEYS = {"content", "site", "keys", "templates", "cache", "mirror_key"}
 
@@ -117,8 +120,9 @@ def apply(config: SiteConfig, settings: dict[str, Any], origin: Path | None = No
         name = key.replace("-", "_")
         if name not in _KEYS:
             raise ConfigError(key, "unknown setting")
-        if not isinstance(value, _KEYS[name] + (Path,)) or isinstance(value, bool):
-            raise ConfigError(key, f"expected {_KEYS[name][0].__name__}, found {type(value).__name__}")
+        expected = _KEYS[name]
+        if not isinstance(value, expected + (Path,)) or (isinstance(value, bool) and bool not in expected):
+            raise ConfigError(key, f"expected {expected[0].__name__}, found {type(value).__name__}")
         if name in _PATH_KEYS:
             path = Path(value)
             value = (origin.parent / path) if origin is not None and not path.is_absolute() else path

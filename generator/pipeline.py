@@ -220,9 +220,11 @@ def build(
         run = _Build(config, keyring, staging, pool, progress, cache, key)
         report = run.execute(started)
         if cache is None:
+            finish_publication(staging, config)
             swap_in(staging, site)
         else:
             shutil.rmtree(staging)
+            finish_publication(site, config)
     except BaseException:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
@@ -238,6 +240,25 @@ def build(
     except OSError as exc:
         report = _with_note(report, f"the build cache could not be saved ({exc.strerror}); the next build is a full one")
     return report
+
+
+def finish_publication(root: Path, config: SiteConfig) -> None:
+    """Last: SHA256SUMS of the whole tree and the operator's signature, when asked;
+    otherwise remove any left by an earlier `pith-mirror checksums` (they would be stale)."""
+    from .publish import SIGNATURE_PATH, SUMS_PATH, load_mirror_key, sha256sums, sign_manifest
+
+    sums_path, signature_path = root / SUMS_PATH, root / SIGNATURE_PATH
+    if not config.checksums:
+        sums_path.unlink(missing_ok=True)
+        signature_path.unlink(missing_ok=True)
+        return
+    key = load_mirror_key(config.mirror_key) if config.mirror_key else None
+    signature_path.unlink(missing_ok=True)
+    sums = sha256sums(root)
+    write_atomic(sums_path, sums)
+    if key is not None:
+        manifest = (root / MANIFEST_PATH).read_bytes()
+        write_atomic(signature_path, sign_manifest(manifest, sums, key))
 
 
 def _with_note(report: BuildReport, note: str) -> BuildReport:

@@ -32,6 +32,7 @@ from .canonical import pretty_json
 from .config import SiteConfig
 from .errors import Rejection
 from .keys import Keyring
+from .publish import headers_file
 from .render import DERIVED_BY, OutputFile, page
 from .view import Summary
 
@@ -169,6 +170,7 @@ def render_site(
     sitemap = f"{config.absolute_base or config.base_path}sitemap.xml"
     fixed.append(OutputFile("robots.txt", f"User-agent: *\nAllow: /\nSitemap: {sitemap}\n".encode()))
     fixed.append(OutputFile(".nojekyll", b""))
+    fixed.append(OutputFile("_headers", headers_file(config.base_path)))
     if config.cname:
         fixed.append(OutputFile("CNAME", f"{config.cname.strip()}\n".encode()))
     return files + resolve_files(ordered, config) + [eager(f.path, f.data) for f in fixed]

@@ -1,0 +1,226 @@
+"""Do two mirrors serve the same records? Compare their manifests, and check each against its files.
+
+Rules:
+- A site is a folder, or the http(s) URL of a site's base (the folder that
+  holds `.well-known/`). URLs are fetched with urllib, with a timeout and a
+  size limit; nothing else is contacted.
+- Each site's `.well-known/pith/mirror.json` is read as the build reads it
+  (`generator.manifest.read_published`); a site without a readable manifest
+  is a ConfigError (nothing to compare).
+- A manifest is trusted only as far as the files agree with it: for every
+  number listed, the record JSON and the bundle (both copies) must exist with
+  the listed sha256, no bundle may exist where none is listed, and the state
+  file must state the listed `state_sha256` and `event_count`. Anything else
+  is reported as "file differs from its manifest entry".
+- Library only: returns a `ComparisonResult`; the CLI prints it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+from . import layout
+from .errors import ConfigError
+from .manifest import MANIFEST_PATH, MANIFEST_TYPE, read_published
+
+FIELDS = ("canonical_sha256", "record_sha256", "bundle_sha256", "state_sha256", "event_count", "key_ids")
+FETCH_TIMEOUT = 30.0
+FETCH_LIMIT = 64 * 1024 * 1024
+LIES = "file differs from its manifest entry"
+
+
+@dataclass(frozen=True, slots=True)
+class ComparisonResult:
+    a: str
+    b: str
+    missing_in_b: tuple[str, ...]
+    """Numbers site A publishes and site B does not."""
+    missing_in_a: tuple[str, ...]
+    different: Mapping[str, tuple[str, ...]]
+    """Number -> the manifest fields whose values differ between the sites."""
+    same: int
+    """Numbers listed by both with identical entries."""
+    problems_a: tuple[str, ...] = field(default=())
+    """Where site A's files disagree with its own manifest."""
+    problems_b: tuple[str, ...] = field(default=())
+
+    @property
+    def identical(self) -> bool:
+        differences = (self.missing_in_a, self.missing_in_b, self.different, self.problems_a, self.problems_b)
+        return not any(differences)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "a": self.a,
+            "b": self.b,
+            "identical": self.identical,
+            "same": self.same,
+            "missing_in_a": list(self.missing_in_a),
+            "missing_in_b": list(self.missing_in_b),
+            "different": {n: list(f) for n, f in sorted(self.different.items())},
+            "problems_a": list(self.problems_a),
+            "problems_b": list(self.problems_b),
+        }
+
+
+class Source(Protocol):
+    @property
+    def label(self) -> str: ...
+
+    def read(self, relative: str) -> bytes | None:
+        """The file's bytes, or None when the site has no such file."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class FolderSource:
+    root: Path
+    label: str
+
+    def read(self, relative: str) -> bytes | None:
+        path = self.root / relative
+        try:
+            return path.read_bytes() if path.is_file() else None
+        except OSError:
+            return None
+
+
+@dataclass(frozen=True, slots=True)
+class UrlSource:
+    base: str
+    label: str
+
+    def read(self, relative: str) -> bytes | None:
+        url = self.base + relative
+        request = urllib.request.Request(url, headers={"User-Agent": "pith-mirror compare"})
+        try:
+            with urllib.request.urlopen(request, timeout=FETCH_TIMEOUT) as response:
+                data: bytes = response.read(FETCH_LIMIT + 1)
+        except urllib.error.HTTPError as exc:
+            if exc.code in (404, 410):
+                return None
+            raise ConfigError("site", f"{url}: HTTP {exc.code}") from None
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise ConfigError("site", f"cannot fetch {url}: {reason}") from None
+        if len(data) > FETCH_LIMIT:
+            raise ConfigError("site", f"{url} is larger than {FETCH_LIMIT} bytes")
+        return data
+
+
+def open_site(where: str | Path) -> Source:
+    """A folder path or an http(s) URL of a site's base."""
+    text = str(where)
+    parts = urlsplit(text)
+    if parts.scheme in ("http", "https") and parts.netloc:
+        if parts.query or parts.fragment:
+            raise ConfigError("site", f"{text}: a site URL has no query or fragment")
+        return UrlSource(text if text.endswith("/") else text + "/", text)
+    root = Path(where)
+    if not root.is_dir():
+        raise ConfigError("site", f"no such folder: {root}")
+    return FolderSource(root, str(where))
+
+
+def read_manifest(source: Source) -> dict[str, dict[str, Any]]:
+    """The numbers a site's manifest lists; ConfigError when it has no readable manifest."""
+    data = source.read(MANIFEST_PATH)
+    if data is None:
+        raise ConfigError("site", f"{source.label} has no {MANIFEST_PATH} (is it a pith-mirror site?)")
+    try:
+        parsed = json.loads(data)
+    except (ValueError, UnicodeDecodeError):
+        raise ConfigError("site", f"{source.label}: {MANIFEST_PATH} is not valid JSON") from None
+    if not isinstance(parsed, dict) or parsed.get("manifest_type") != MANIFEST_TYPE:
+        raise ConfigError("site", f"{source.label}: {MANIFEST_PATH} is not a {MANIFEST_TYPE}")
+    if isinstance(source, FolderSource):
+        return read_published(source.root)
+    with tempfile.TemporaryDirectory(prefix="pith-compare-") as tmp:
+        target = Path(tmp) / MANIFEST_PATH
+        target.parent.mkdir(parents=True)
+        target.write_bytes(data)
+        return read_published(Path(tmp))
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def check_files(source: Source, published: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Where the site's files disagree with its manifest, one sentence each."""
+    problems: list[str] = []
+    for number, entry in sorted(published.items()):
+        body = number.rsplit(":", 1)[1]
+
+        def lie(path: str, why: str, number: str = number) -> None:
+            problems.append(f"{number}: {path}: {LIES} ({why})")
+
+        record = source.read(layout.record_json(body))
+        if record is None:
+            lie(layout.record_json(body), "missing")
+        elif _sha256(record) != entry.get("record_sha256"):
+            lie(layout.record_json(body), "sha256 is not record_sha256")
+
+        listed_bundle = entry.get("bundle_sha256")
+        for path in (layout.bundle_json(body), layout.well_known_bundle(body)):
+            bundle = source.read(path)
+            if listed_bundle is None:
+                if bundle is not None:
+                    lie(path, "a bundle is served but the manifest lists none")
+            elif bundle is None:
+                lie(path, "missing")
+            elif _sha256(bundle) != listed_bundle:
+                lie(path, "sha256 is not bundle_sha256")
+
+        state_path = layout.state_json(body)
+        state_bytes = source.read(state_path)
+        if state_bytes is None:
+            lie(state_path, "missing")
+            continue
+        try:
+            state = json.loads(state_bytes)
+        except (ValueError, UnicodeDecodeError):
+            lie(state_path, "not valid JSON")
+            continue
+        if not isinstance(state, dict):
+            lie(state_path, "not a JSON object")
+            continue
+        if state.get("state_sha256") != entry.get("state_sha256"):
+            lie(state_path, "its state_sha256 is not the listed one")
+        if state.get("event_count") != entry.get("event_count"):
+            lie(state_path, "its event_count is not the listed one")
+    return problems
+
+
+def compare_sites(a: str | Path, b: str | Path) -> ComparisonResult:
+    """Compare two sites (folders or URLs): their manifests, and each manifest against its files."""
+    site_a, site_b = open_site(a), open_site(b)
+    published_a, published_b = read_manifest(site_a), read_manifest(site_b)
+    different: dict[str, tuple[str, ...]] = {}
+    same = 0
+    for number in sorted(published_a.keys() & published_b.keys()):
+        ea, eb = published_a[number], published_b[number]
+        fields = tuple(f for f in FIELDS if ea.get(f) != eb.get(f))
+        if fields:
+            different[number] = fields
+        else:
+            same += 1
+    return ComparisonResult(
+        a=site_a.label,
+        b=site_b.label,
+        missing_in_b=tuple(sorted(published_a.keys() - published_b.keys())),
+        missing_in_a=tuple(sorted(published_b.keys() - published_a.keys())),
+        different=different,
+        same=same,
+        problems_a=tuple(check_files(site_a, published_a)),
+        problems_b=tuple(check_files(site_b, published_b)),
+    )

@@ -1,0 +1,414 @@
+"""Publishing helpers: host headers, checksums and the mirror's own signature.
+
+Rules:
+- Library only: nothing here prints; problems are `ConfigError` (a setting or
+  key file) or `BuildError` (I/O), or returned as sentences for the CLI.
+- Everything returned is deterministic: same site, same bytes.
+
+`_headers` (Netlify, Cloudflare Pages):
+- Both hosts match a rule against the *request path* and apply every matching
+  rule; a header set by two matching rules is sent with both values joined by
+  a comma. So each file must match at most one rule per header name, and
+  there is no catch-all `Cache-Control` rule: pages are reached as `/x`,
+  `/x/`, `/x.html` and `/x/index.html`, and only a catch-all could name the
+  extension-less forms. Pages therefore keep the host's own default, which on
+  both hosts is `public, max-age=0, must-revalidate` with an ETag.
+- Nothing in this layout is content-addressed by its URL: a bundle grows when
+  the resolver adds events, a record document can be re-issued (its unsigned
+  parts change), alias look-ups move to newer versions, and the assets are not
+  hashed. So no rule says `immutable`; a wrong `immutable` would pin stale
+  bytes in browsers for a year with no way to recall them.
+- Three tiers instead (see `REVALIDATE`, `SHORT`, `MEDIUM`):
+  * the integrity set (`mirror.json`, its signature, `SHA256SUMS`,
+    `pith-mirrors.json`, `pith-signing-key.json`) is revalidated on every
+    use, because a client checks these files against each other;
+  * site-wide files (search shards, report, alias look-ups, feed, sitemap,
+    assets) may be 5 minutes old;
+  * per-record JSON (record, bundle, state, graph, events, integrity) may be
+    an hour old: a stale copy is an older, still validly signed version,
+    never a wrong one.
+- Every JSON file is sent as `application/json; charset=utf-8` with
+  `Access-Control-Allow-Origin: *` (mirrors are read by other clients).
+
+Mirror signature (`.well-known/pith/mirror.sig.json`):
+- Ed25519 over the 32 raw bytes of
+  sha256(canonical_json({"manifest_sha256": hex, "sha256sums_sha256": hex | null})),
+  by a key of the mirror's own (never the resolver's). It says "this mirror
+  publishes exactly this manifest and these files"; it adds no trust to the
+  records, which are verified against the resolver's pinned key.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nacl.exceptions import BadSignatureError
+from nacl.signing import SigningKey, VerifyKey
+
+from .canonical import b32, canonical_digest, pretty_json
+from .errors import BuildError, ConfigError
+from .keys import Keyring, decode_signature, keyring_from_json
+from .manifest import MANIFEST_PATH
+
+SUMS_PATH = "SHA256SUMS"
+SIGNATURE_PATH = ".well-known/pith/mirror.sig.json"
+SIGNATURE_TYPE = "pith_mirror_manifest_signature"
+SIGNED_MESSAGE = "mirror_manifest_signature_sha256_bytes"
+
+JSON_TYPE = "application/json; charset=utf-8"
+ATOM_TYPE = "application/atom+xml; charset=utf-8"
+TEXT_TYPE = "text/plain; charset=utf-8"
+REVALIDATE = "public, max-age=0, must-revalidate"
+SHORT = "public, max-age=300, must-revalidate"
+MEDIUM = "public, max-age=3600"
+ANY_ORIGIN = "*"
+
+Headers = tuple[tuple[str, str], ...]
+
+
+def _served(content_type: str, cache: str) -> Headers:
+    """A machine-readable file: its type, readable from any origin, and how long it may be cached."""
+    return (
+        ("Content-Type", content_type),
+        ("Access-Control-Allow-Origin", ANY_ORIGIN),
+        ("Cache-Control", cache),
+    )
+
+
+# (pattern below the base path, headers). Patterns never overlap for a header
+# name (tests/publish checks this on a real build with both hosts' matchers).
+_RULES: tuple[tuple[str, Headers], ...] = (
+    ("*", (("X-Content-Type-Options", "nosniff"),)),
+    # the integrity set: always revalidated
+    (MANIFEST_PATH, _served(JSON_TYPE, REVALIDATE)),
+    (SIGNATURE_PATH, _served(JSON_TYPE, REVALIDATE)),
+    (SUMS_PATH, _served(TEXT_TYPE, REVALIDATE)),
+    ("pith-mirrors.json", _served(JSON_TYPE, REVALIDATE)),
+    ("pith-signing-key.json", _served(JSON_TYPE, REVALIDATE)),
+    # per-record JSON: record, bundle, state and integrity files under /pith/
+    # (the splat crosses "/"), the well-known bundle copy, graph and events
+    ("pith/*.json", _served(JSON_TYPE, MEDIUM)),
+    (".well-known/pith/*/bundle.json", _served(JSON_TYPE, MEDIUM)),
+    ("api/pith-number/:body/graph.json", _served(JSON_TYPE, MEDIUM)),
+    ("api/pith-number/:body/events.json", _served(JSON_TYPE, MEDIUM)),
+    # site-wide files: a few minutes (the resolve page itself is HTML: only *.json here)
+    ("api/pith-number/resolve/*.json", _served(JSON_TYPE, SHORT)),
+    ("search/*.json", _served(JSON_TYPE, SHORT)),
+    ("report.json", _served(JSON_TYPE, SHORT)),
+    ("feed.xml", _served(ATOM_TYPE, SHORT)),
+    ("sitemap.xml", (("Cache-Control", SHORT),)),
+    ("assets/*", (("Cache-Control", SHORT),)),
+)
+
+_HEADERS_INTRO = """\
+# Response headers for Netlify and Cloudflare Pages, written by pith-mirror.
+# Each file matches at most one rule per header: both hosts join the values of
+# a header set by two matching rules with a comma.
+# Pages (/x, /x/, /x.html, /x/index.html) keep the host default Cache-Control
+# (public, max-age=0, must-revalidate). No URL here names its content, so no
+# file is marked immutable: bundles grow, records can be re-issued.
+"""
+
+
+def headers_file(base_path: str) -> bytes:
+    """The `_headers` file for a site served under `base_path` ("/" or "/mirror/")."""
+    base = "/" + base_path.strip("/") + "/" if base_path.strip("/") else "/"
+    lines = [_HEADERS_INTRO]
+    for pattern, headers in _RULES:
+        lines.append(f"{base}{pattern}\n")
+        lines.extend(f"  {name}: {value}\n" for name, value in headers)
+        lines.append("\n")
+    return "".join(lines).rstrip("\n").encode("utf-8") + b"\n"
+
+
+# ---------------------------------------------------------------- checksums
+
+
+def _excluded(relative: str) -> bool:
+    return relative in (SUMS_PATH, SIGNATURE_PATH)
+
+
+def site_files(site: Path) -> list[str]:
+    """Every file under site as a sorted relative posix path (hidden ones included).
+
+    A symbolic link is a BuildError: hosts refuse them (GitHub Pages rejects
+    an artifact with links) and a checksum of one would describe another file."""
+    if not site.is_dir():
+        raise ConfigError("site", f"no such folder: {site}")
+    found: list[str] = []
+    for folder, dirs, files in os.walk(site):
+        here = Path(folder)
+        for name in [*dirs, *files]:
+            if (here / name).is_symlink():
+                raise BuildError(str(here / name), "is a symbolic link; a published site holds only files")
+        dirs.sort()
+        found.extend((here / name).relative_to(site).as_posix() for name in files)
+    return sorted(found)
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    try:
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    except OSError as exc:
+        raise BuildError(str(path), f"cannot read: {exc.strerror}") from None
+    return digest.hexdigest()
+
+
+def _sums_name(relative: str) -> tuple[str, str]:
+    """(prefix, name) as GNU sha256sum writes a name with a backslash or line break."""
+    if not any(c in relative for c in "\\\n\r"):
+        return "", relative
+    escaped = relative.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+    return "\\", escaped
+
+
+def sha256sums(site: Path) -> bytes:
+    """`<sha256>  <path>` for every file under site, sorted; `sha256sum -c` reads it inside site/."""
+    lines = []
+    for relative in site_files(site):
+        if _excluded(relative):
+            continue
+        prefix, name = _sums_name(relative)
+        lines.append(f"{prefix}{file_sha256(site / relative)}  {name}\n")
+    return "".join(lines).encode("utf-8")
+
+
+def parse_sha256sums(data: bytes) -> tuple[dict[str, str], list[str]]:
+    """The listed path -> hash, and the lines that could not be read."""
+    listed: dict[str, str] = {}
+    bad: list[str] = []
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return {}, ["SHA256SUMS is not UTF-8"]
+    for number, line in enumerate(text.splitlines(), 1):
+        escaped = line.startswith("\\")
+        body = line[1:] if escaped else line
+        digest, sep, name = body.partition("  ")
+        if not sep or len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest) or not name:
+            bad.append(f"SHA256SUMS line {number} is not '<sha256>  <path>'")
+            continue
+        if escaped:
+            name = name.replace("\\\\", "\0").replace("\\n", "\n").replace("\\r", "\r").replace("\0", "\\")
+        listed[name] = digest
+    return listed, bad
+
+
+def check_sha256sums(site: Path) -> list[str]:
+    """Problems with site/SHA256SUMS: unreadable, a file missing or changed, a file not listed."""
+    path = site / SUMS_PATH
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return [f"{SUMS_PATH} is missing (run: pith-mirror checksums SITE)"]
+    except OSError as exc:
+        return [f"cannot read {SUMS_PATH}: {exc.strerror}"]
+    listed, problems = parse_sha256sums(data)
+    present = [r for r in site_files(site) if not _excluded(r)]
+    for relative, expected in sorted(listed.items()):
+        target = site / relative
+        if ".." in relative.split("/") or relative.startswith("/"):
+            problems.append(f"{relative}: listed path leaves the site")
+        elif not target.is_file():
+            problems.append(f"{relative}: listed in {SUMS_PATH} but missing")
+        elif file_sha256(target) != expected:
+            problems.append(f"{relative}: content differs from {SUMS_PATH}")
+    problems.extend(f"{r}: present but not listed in {SUMS_PATH}" for r in present if r not in listed)
+    return problems
+
+
+# ---------------------------------------------------------------- the mirror key
+
+
+@dataclass(frozen=True, slots=True)
+class MirrorKey:
+    """The mirror's own Ed25519 signing key (for its manifest, never for records)."""
+
+    key_id: str
+    signing_key: SigningKey
+
+    @property
+    def public_key(self) -> bytes:
+        return bytes(self.signing_key.verify_key)
+
+    @property
+    def public_entry(self) -> dict[str, Any]:
+        return public_entry(self.key_id, self.public_key)
+
+
+def public_entry(key_id: str, public_key: bytes) -> dict[str, Any]:
+    """A key shaped like an entry of a bundle's `public_keys` (and a keys file)."""
+    digest = hashlib.sha256(public_key).digest()
+    return {
+        "key_id": key_id,
+        "algorithm": "ed25519",
+        "format": "raw",
+        "public_key_b64": base64.b64encode(public_key).decode("ascii"),
+        "public_key_hex": public_key.hex(),
+        "fingerprint_sha256_hex": digest[:16].hex(),
+        "fingerprint_sha256_b32_first128bits": b32(digest)[:26],
+    }
+
+
+def generate_mirror_key(path: Path, key_id: str) -> dict[str, Any]:
+    """Write a new private key file (mode 0600, never over an existing file); return its public entry."""
+    if not isinstance(key_id, str) or not key_id.strip() or any(c.isspace() for c in key_id):
+        raise ConfigError("key_id", "must be a non-empty name without spaces")
+    key = MirrorKey(key_id, SigningKey.generate())
+    entry = key.public_entry
+    document = {
+        "key_id": key_id,
+        "algorithm": "ed25519",
+        "private_key_seed_b64": base64.b64encode(bytes(key.signing_key)).decode("ascii"),
+        "public_key_b64": entry["public_key_b64"],
+        "fingerprint_sha256_hex": entry["fingerprint_sha256_hex"],
+    }
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        raise ConfigError("mirror_key", f"{path} already exists; refusing to overwrite a key") from None
+    except OSError as exc:
+        raise ConfigError("mirror_key", f"cannot create {path}: {exc.strerror}") from None
+    try:
+        os.fchmod(fd, 0o600)  # whatever the umask
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(pretty_json(document))
+    except OSError as exc:
+        raise ConfigError("mirror_key", f"cannot write {path}: {exc.strerror}") from None
+    return entry
+
+
+def load_mirror_key(path: Path) -> MirrorKey:
+    """Read a private key file written by `generate_mirror_key`; any problem is a ConfigError."""
+    try:
+        data = json.loads(path.read_bytes())
+    except OSError as exc:
+        raise ConfigError("mirror_key", f"cannot read {path}: {exc.strerror}") from None
+    except (ValueError, UnicodeDecodeError):
+        raise ConfigError("mirror_key", f"{path} is not valid JSON") from None
+    if not isinstance(data, dict) or "private_key_seed_b64" not in data:
+        raise ConfigError("mirror_key", f"{path} is not a private key file (no private_key_seed_b64)")
+    key_id = data.get("key_id")
+    if not isinstance(key_id, str) or not key_id:
+        raise ConfigError("mirror_key", f"{path} has no key_id")
+    if data.get("algorithm", "ed25519") != "ed25519":
+        raise ConfigError("mirror_key", f"{path} is not an ed25519 key")
+    try:
+        seed = base64.b64decode(str(data["private_key_seed_b64"]), validate=True)
+    except (binascii.Error, ValueError):
+        seed = b""
+    if len(seed) != 32:
+        raise ConfigError("mirror_key", f"{path}: private_key_seed_b64 is not 32 bytes of base64")
+    key = MirrorKey(key_id, SigningKey(seed))
+    entry = key.public_entry
+    for field in ("public_key_b64", "fingerprint_sha256_hex"):
+        if field in data and data[field] != entry[field]:
+            raise ConfigError("mirror_key", f"{path}: {field} does not belong to this private key")
+    return key
+
+
+# ---------------------------------------------------------------- signing
+
+
+def _signed_digest(manifest_sha256: str, sums_sha256: str | None) -> bytes:
+    return canonical_digest({"manifest_sha256": manifest_sha256, "sha256sums_sha256": sums_sha256})
+
+
+def sign_manifest(manifest_bytes: bytes, sums_bytes: bytes | None, key: MirrorKey) -> bytes:
+    """The detached signature document `.well-known/pith/mirror.sig.json`."""
+    manifest_sha256 = hashlib.sha256(manifest_bytes).hexdigest()
+    sums_sha256 = hashlib.sha256(sums_bytes).hexdigest() if sums_bytes is not None else None
+    signature = key.signing_key.sign(_signed_digest(manifest_sha256, sums_sha256)).signature
+    return pretty_json(
+        {
+            "signature_type": SIGNATURE_TYPE,
+            "key": key.public_entry,
+            "manifest_sha256": manifest_sha256,
+            "sha256sums_sha256": sums_sha256,
+            "signed_message": SIGNED_MESSAGE,
+            "signature_b64": base64.b64encode(signature).decode("ascii"),
+        }
+    )
+
+
+def trusted_keys(source: Any) -> Keyring:
+    """Trusted public keys from a Keyring, a public entry, a list of them or MirrorKeys."""
+    if isinstance(source, Keyring):
+        return source
+    items = [source] if isinstance(source, (Mapping, MirrorKey)) else list(source)
+    entries = [item.public_entry if isinstance(item, MirrorKey) else item for item in items]
+    return keyring_from_json(entries, "trusted mirror keys")
+
+
+def verify_manifest_signature(
+    site: Path, trusted: Keyring | Iterable[Any] | Mapping[str, Any] | None
+) -> list[str]:
+    """Problems with the site's mirror signature (empty: it verifies, and covers these files)."""
+    path = site / SIGNATURE_PATH
+    try:
+        document = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return [f"{SIGNATURE_PATH} is missing (sign with: pith-mirror checksums SITE --mirror-key FILE)"]
+    except OSError as exc:
+        return [f"cannot read {SIGNATURE_PATH}: {exc.strerror}"]
+    except (ValueError, UnicodeDecodeError):
+        return [f"{SIGNATURE_PATH} is not valid JSON"]
+    if not isinstance(document, dict):
+        return [f"{SIGNATURE_PATH} is not a JSON object"]
+    problems: list[str] = []
+    if document.get("signature_type") != SIGNATURE_TYPE:
+        problems.append(f"signature_type is not {SIGNATURE_TYPE!r}")
+    if document.get("signed_message") != SIGNED_MESSAGE:
+        problems.append(f"signed_message is not {SIGNED_MESSAGE!r}")
+    if not isinstance(document.get("key"), dict):
+        return [*problems, "the signature names no key object"]
+    try:
+        key = keyring_from_json(document["key"], f"{SIGNATURE_PATH} key").keys[0]
+    except ConfigError as exc:
+        return [*problems, f"the signing key is unusable: {exc.reason}"]
+
+    manifest_sha256 = document.get("manifest_sha256")
+    sums_sha256 = document.get("sha256sums_sha256")
+    manifest = site / MANIFEST_PATH
+    actual_manifest = file_sha256(manifest) if manifest.is_file() else None
+    if actual_manifest is None:
+        problems.append(f"{MANIFEST_PATH} is missing")
+    elif manifest_sha256 != actual_manifest:
+        problems.append(f"{MANIFEST_PATH} is not the manifest that was signed (sha256 differs)")
+    if sums_sha256 is not None:
+        sums = site / SUMS_PATH
+        if not sums.is_file():
+            problems.append(f"{SUMS_PATH} is missing but the signature covers one")
+        elif file_sha256(sums) != sums_sha256:
+            problems.append(f"{SUMS_PATH} is not the one that was signed (sha256 differs)")
+
+    signature = decode_signature(document.get("signature_b64"))
+    if not isinstance(manifest_sha256, str) or not (sums_sha256 is None or isinstance(sums_sha256, str)):
+        problems.append("manifest_sha256 / sha256sums_sha256 are not hex strings")
+    elif signature is None:
+        problems.append("signature_b64 is not 64 bytes of standard base64")
+    else:
+        try:
+            VerifyKey(key.public_key).verify(_signed_digest(manifest_sha256, sums_sha256), signature)
+        except (BadSignatureError, ValueError):
+            problems.append(f"the signature does not verify with the key it names ({key.key_id})")
+
+    if trusted is not None:
+        ring = trusted_keys(trusted)
+        pinned = ring.get(key.key_id)
+        if pinned is None or pinned.public_key != key.public_key:
+            problems.append(
+                f"signed by {key.key_id} ({key.fingerprint_hex}), which is not a trusted mirror key"
+            )
+    return problems

@@ -1,0 +1,204 @@
+"""The publishing subcommands (`keygen`, `compare`, `checksums`, `verify-site`): options and output.
+
+Presentation only, like `cli.py`: the work is done by `publish.py` and
+`compare.py`; these handlers print and return the exit code (0 good, 1 the
+sites differ or the site does not verify). A ConfigError or BuildError is left
+to `cli.main`, which prints it and exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .errors import BuildError, ConfigError
+
+EXIT_OK, EXIT_DIFFERENT = 0, 1
+
+
+def add_publish_commands(commands: Any) -> None:
+    keygen = commands.add_parser(
+        "keygen", help="create the mirror's own Ed25519 key (for signing its manifest, not records)"
+    )
+    keygen.add_argument("file", type=Path, metavar="FILE", help="where to write the private key (mode 0600)")
+    keygen.add_argument("--key-id", metavar="ID", help="the key's name (default pith-mirror-YYYY-MM)")
+    keygen.set_defaults(handler=run_keygen)
+
+    compare = commands.add_parser("compare", help="check that two mirrors publish the same records")
+    compare.add_argument("site_a", metavar="SITE_A", help="a site folder or the http(s) URL of its base")
+    compare.add_argument("site_b", metavar="SITE_B", help="a site folder or the http(s) URL of its base")
+    compare.add_argument("--json", action="store_true", help="print the comparison as JSON on stdout")
+    compare.set_defaults(handler=run_compare)
+
+    checksums = commands.add_parser(
+        "checksums", help="write SITE/SHA256SUMS and, with a mirror key, sign the manifest"
+    )
+    checksums.add_argument("site", type=Path, metavar="SITE", help="a built site folder")
+    checksums.add_argument(
+        "--mirror-key", type=Path, metavar="FILE", help="private key from `pith-mirror keygen`"
+    )
+    checksums.set_defaults(handler=run_checksums)
+
+    verify_site = commands.add_parser(
+        "verify-site", help="check SITE/SHA256SUMS and the mirror's manifest signature"
+    )
+    verify_site.add_argument("site", type=Path, metavar="SITE", help="a built site folder")
+    verify_site.add_argument(
+        "--trust",
+        type=Path,
+        metavar="FILE",
+        help="the mirror key to require: its key file, or its public entry (a JSON object or list)",
+    )
+    verify_site.set_defaults(handler=run_verify_site)
+
+
+# ---------------------------------------------------------------- keygen
+
+
+def run_keygen(args: argparse.Namespace) -> int:
+    from .publish import generate_mirror_key
+
+    key_id = args.key_id or time.strftime("pith-mirror-%Y-%m", time.gmtime())
+    entry = generate_mirror_key(args.file, key_id)
+    print(json.dumps(entry, indent=2, sort_keys=True))
+    print(
+        f"wrote the private key to {args.file} (mode 0600): keep it secret, never commit it.\n"
+        "Publish the public entry above so readers can check your signature with "
+        "`pith-mirror verify-site SITE --trust PUBLIC.json`.",
+        file=sys.stderr,
+    )
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------- compare
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    from .compare import compare_sites
+
+    result = compare_sites(args.site_a, args.site_b)
+    if args.json:
+        print(json.dumps(result.as_json(), indent=2, ensure_ascii=False))
+        return EXIT_OK if result.identical else EXIT_DIFFERENT
+    print(f"A: {result.a}")
+    print(f"B: {result.b}")
+    for label, problems in (("A", result.problems_a), ("B", result.problems_b)):
+        for problem in problems:
+            print(f"{label} {problem}")
+    for number in result.missing_in_b:
+        print(f"only in A: {number}")
+    for number in result.missing_in_a:
+        print(f"only in B: {number}")
+    for number, fields in sorted(result.different.items()):
+        print(f"differs:   {number}: {', '.join(fields)}")
+    total = result.same + len(result.different) + len(result.missing_in_a) + len(result.missing_in_b)
+    if result.identical:
+        print(f"identical: both publish the same {result.same} record(s); every file matches its manifest")
+        return EXIT_OK
+    lies = len(result.problems_a) + len(result.problems_b)
+    print(
+        f"DIFFERENT: {result.same} of {total} record(s) the same, {len(result.different)} differ, "
+        f"{len(result.missing_in_b)} only in A, {len(result.missing_in_a)} only in B, "
+        f"{lies} file(s) disagree with their manifest"
+    )
+    return EXIT_DIFFERENT
+
+
+# ---------------------------------------------------------------- checksums
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    temporary = path.with_name(f".{path.name}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary.write_bytes(data)
+        os.replace(temporary, path)
+    except OSError as exc:
+        temporary.unlink(missing_ok=True)
+        raise BuildError(str(path), f"cannot write: {exc.strerror}") from None
+
+
+def run_checksums(args: argparse.Namespace) -> int:
+    from .manifest import MANIFEST_PATH
+    from .publish import (
+        SIGNATURE_PATH,
+        SUMS_PATH,
+        load_mirror_key,
+        sha256sums,
+        sign_manifest,
+        verify_manifest_signature,
+    )
+
+    site: Path = args.site
+    key = load_mirror_key(args.mirror_key) if args.mirror_key else None
+    manifest = site / MANIFEST_PATH
+    if key is not None and not manifest.is_file():
+        raise ConfigError("site", f"{site} has no {MANIFEST_PATH} to sign (build it first)")
+    sums = sha256sums(site)
+    _write_atomic(site / SUMS_PATH, sums)
+    print(f"wrote {site / SUMS_PATH} ({len(sums.splitlines())} files)")
+    if key is not None:
+        _write_atomic(site / SIGNATURE_PATH, sign_manifest(manifest.read_bytes(), sums, key))
+        entry = key.public_entry
+        print(f"signed {MANIFEST_PATH} and {SUMS_PATH} with {key.key_id} ({entry['fingerprint_sha256_hex']})")
+    elif (site / SIGNATURE_PATH).exists() and verify_manifest_signature(site, None):
+        print(
+            f"warning: {site / SIGNATURE_PATH} no longer matches this site; "
+            "sign again with --mirror-key FILE or delete it",
+            file=sys.stderr,
+        )
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------- verify-site
+
+
+def load_trust(path: Path) -> list[dict[str, Any]]:
+    """Public entries from a key file of `keygen`, a public entry, or a list of them."""
+    from .keys import keyring_from_json
+    from .publish import load_mirror_key
+
+    try:
+        data = json.loads(path.read_bytes())
+    except OSError as exc:
+        raise ConfigError("trust", f"cannot read {path}: {exc.strerror}") from None
+    except (ValueError, UnicodeDecodeError):
+        raise ConfigError("trust", f"{path} is not valid JSON") from None
+    if isinstance(data, dict) and "private_key_seed_b64" in data:
+        return [load_mirror_key(path).public_entry]
+    return [dict(k.entry) for k in keyring_from_json(data, str(path)).keys]
+
+
+def run_verify_site(args: argparse.Namespace) -> int:
+    from .publish import SIGNATURE_PATH, check_sha256sums, verify_manifest_signature
+
+    site: Path = args.site
+    if not site.is_dir():
+        raise ConfigError("site", f"no such folder: {site}")
+    trusted = load_trust(args.trust) if args.trust else None
+    problems = check_sha256sums(site)
+    signed = (site / SIGNATURE_PATH).exists()
+    if signed or trusted is not None:
+        problems += verify_manifest_signature(site, trusted)
+    for problem in problems:
+        print(f"FAILED: {problem}", file=sys.stderr)
+    if problems:
+        print(f"{site}: does NOT verify ({len(problems)} problem(s))")
+        return EXIT_DIFFERENT
+    if not signed:
+        print(f"{site}: every file matches SHA256SUMS (the manifest is not signed)")
+    else:
+        document = json.loads((site / SIGNATURE_PATH).read_bytes())
+        key = document["key"]
+        how = "a trusted key" if trusted is not None else "its own key (pass --trust to require yours)"
+        covers = "" if document.get("sha256sums_sha256") else " (SHA256SUMS is not covered by the signature)"
+        print(
+            f"{site}: every file matches SHA256SUMS; manifest signed by {key['key_id']} "
+            f"({key['fingerprint_sha256_hex']}), {how}{covers}"
+        )
+    return EXIT_OK

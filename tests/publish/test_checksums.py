@@ -1,0 +1,134 @@
+"""SHA256SUMS: coreutils' `sha256sum -c` accepts it, and catches a changed byte or a missing file."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from generator.errors import BuildError
+from generator.publish import SIGNATURE_PATH, SUMS_PATH, check_sha256sums, parse_sha256sums, sha256sums
+
+from .conftest import BUNDLE_BODY, publish_cli
+
+SHA256SUM = shutil.which("sha256sum")
+needs_coreutils = pytest.mark.skipif(SHA256SUM is None, reason="coreutils sha256sum not installed")
+
+
+def coreutils_check(site: Path) -> subprocess.CompletedProcess[str]:
+    assert SHA256SUM is not None
+    return subprocess.run(
+        [SHA256SUM, "-c", "--strict", SUMS_PATH], cwd=site, capture_output=True, text=True, check=False
+    )
+
+
+def write_sums(site: Path) -> bytes:
+    data = sha256sums(site)
+    (site / SUMS_PATH).write_bytes(data)
+    return data
+
+
+def test_lists_every_file_sorted_with_its_hash(site_copy: Callable[[str], Path]) -> None:
+    site = site_copy("site")
+    (site / SIGNATURE_PATH).write_text("{}")
+    data = write_sums(site)
+    lines = data.decode().splitlines()
+    names = [line.split("  ", 1)[1] for line in lines]
+    assert names == sorted(names)
+    files = sorted(p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file())
+    assert names == [f for f in files if f not in (SUMS_PATH, SIGNATURE_PATH)]
+    assert ".well-known/pith/mirror.json" in names and ".nojekyll" in names
+    for line in lines:
+        digest, name = line.split("  ", 1)
+        assert digest == hashlib.sha256((site / name).read_bytes()).hexdigest()
+    assert sha256sums(site) == data
+
+
+@needs_coreutils
+def test_sha256sum_accepts_it(site_copy: Callable[[str], Path]) -> None:
+    site = site_copy("site")
+    write_sums(site)
+    done = coreutils_check(site)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert check_sha256sums(site) == []
+
+
+@needs_coreutils
+def test_one_changed_byte_in_a_bundle_fails(site_copy: Callable[[str], Path]) -> None:
+    site = site_copy("site")
+    write_sums(site)
+    bundle = site / "pith" / BUNDLE_BODY / "bundle.json"
+    data = bytearray(bundle.read_bytes())
+    data[100] ^= 0x01
+    bundle.write_bytes(bytes(data))
+    done = coreutils_check(site)
+    assert done.returncode != 0
+    assert f"pith/{BUNDLE_BODY}/bundle.json: FAILED" in done.stdout
+    assert check_sha256sums(site) == [f"pith/{BUNDLE_BODY}/bundle.json: content differs from SHA256SUMS"]
+
+
+@needs_coreutils
+def test_a_deleted_file_fails(site_copy: Callable[[str], Path]) -> None:
+    site = site_copy("site")
+    write_sums(site)
+    (site / ".well-known" / "pith" / BUNDLE_BODY / "bundle.json").unlink()
+    done = coreutils_check(site)
+    assert done.returncode != 0
+    assert check_sha256sums(site) == [
+        f".well-known/pith/{BUNDLE_BODY}/bundle.json: listed in SHA256SUMS but missing"
+    ]
+
+
+def test_an_added_file_is_reported(site_copy: Callable[[str], Path]) -> None:
+    site = site_copy("site")
+    write_sums(site)
+    (site / "pith" / "extra.json").write_text("{}")
+    assert check_sha256sums(site) == ["pith/extra.json: present but not listed in SHA256SUMS"]
+
+
+def test_missing_sums_is_a_problem(site_copy: Callable[[str], Path]) -> None:
+    site = site_copy("site")
+    assert check_sha256sums(site)[0].startswith("SHA256SUMS is missing")
+
+
+@needs_coreutils
+def test_names_sha256sum_escapes(tmp_path: Path) -> None:
+    site = tmp_path / "odd"
+    site.mkdir()
+    (site / "back\\slash.txt").write_text("a")
+    (site / "line\nbreak.txt").write_text("b")
+    (site / "plain name.txt").write_text("c")
+    data = write_sums(site)
+    assert data.count(b"\n") == 3
+    done = coreutils_check(site)
+    assert done.returncode == 0, done.stdout + done.stderr
+    listed, bad = parse_sha256sums(data)
+    assert not bad and set(listed) == {"back\\slash.txt", "line\nbreak.txt", "plain name.txt"}
+    assert check_sha256sums(site) == []
+
+
+def test_symbolic_links_are_refused(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "a.txt").write_text("a")
+    (site / "b.txt").symlink_to(site / "a.txt")
+    with pytest.raises(BuildError, match="symbolic link"):
+        sha256sums(site)
+
+
+def test_checksums_command_writes_the_file(site_copy: Callable[[str], Path]) -> None:
+    site = site_copy("site")
+    result = publish_cli("checksums", site)
+    assert result.code == 0, result.err
+    assert (site / SUMS_PATH).read_bytes() == sha256sums(site)
+    assert not (site / SIGNATURE_PATH).exists()
+    assert publish_cli("verify-site", site).code == 0
+
+
+def test_checksums_of_a_missing_folder_is_a_usage_error(tmp_path: Path) -> None:
+    assert publish_cli("checksums", tmp_path / "nope").code == 2
+    assert publish_cli("verify-site", tmp_path / "nope").code == 2

@@ -1,0 +1,104 @@
+"""The GitHub Pages workflow: valid YAML, the official actions, the right permissions and steps."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from .conftest import REPO
+
+WORKFLOW = REPO / ".github" / "workflows" / "pages.yml"
+
+
+@pytest.fixture(scope="module")
+def workflow() -> dict[str, Any]:
+    data = yaml.safe_load(WORKFLOW.read_text("utf-8"))
+    assert isinstance(data, dict)
+    return data
+
+
+def steps(workflow: dict[str, Any], job: str) -> list[dict[str, Any]]:
+    return list(workflow["jobs"][job]["steps"])
+
+
+def uses(workflow: dict[str, Any], job: str) -> list[str]:
+    return [s["uses"] for s in steps(workflow, job) if "uses" in s]
+
+
+def step_using(workflow: dict[str, Any], job: str, action: str) -> dict[str, Any]:
+    found = [s for s in steps(workflow, job) if s.get("uses", "").split("@")[0] == action]
+    assert len(found) == 1, f"{job} uses {action} {len(found)} times"
+    return found[0]
+
+
+def test_triggers(workflow: dict[str, Any]) -> None:
+    on = workflow.get("on", workflow.get(True))  # YAML 1.1 reads a bare `on` key as True
+    assert set(on) == {"push", "workflow_dispatch"}
+    paths = on["push"]["paths"]
+    for wanted in ("content/**", "templates/**", "pith-mirror.toml", "pyproject.toml"):
+        assert wanted in paths
+    condition = workflow["jobs"]["build"]["if"]
+    assert "github.event.repository.default_branch" in condition and "workflow_dispatch" in condition
+
+
+def test_official_actions_only(workflow: dict[str, Any]) -> None:
+    build = [u.split("@")[0] for u in uses(workflow, "build")]
+    assert build == [
+        "actions/checkout",
+        "actions/setup-python",
+        "actions/configure-pages",
+        "actions/upload-pages-artifact",
+    ]
+    assert [u.split("@")[0] for u in uses(workflow, "deploy")] == ["actions/deploy-pages"]
+    for job in ("build", "deploy"):
+        for used in uses(workflow, job):
+            assert "@v" in used, f"{used} is not pinned to a major version"
+
+
+def test_hidden_files_reach_the_artifact(workflow: dict[str, Any]) -> None:
+    """upload-pages-artifact drops dot-paths since v4; v5 added include-hidden-files."""
+    upload = step_using(workflow, "build", "actions/upload-pages-artifact")
+    major = int(upload["uses"].split("@v")[1].split(".")[0])
+    assert major >= 5
+    assert upload["with"]["path"] == "site"
+    assert upload["with"]["include-hidden-files"] is True
+    check = steps(workflow, "build")[steps(workflow, "build").index(upload) + 1]
+    assert "./.well-known/pith/mirror.json" in check["run"]
+
+
+def test_permissions(workflow: dict[str, Any]) -> None:
+    assert workflow["permissions"] == {"contents": "read"}
+    assert workflow["jobs"]["deploy"]["permissions"] == {"pages": "write", "id-token": "write"}
+    build = workflow["jobs"]["build"]["permissions"]
+    assert build.get("pages") in (None, "read") and "id-token" not in build
+    deploy = workflow["jobs"]["deploy"]
+    assert deploy["needs"] == "build"
+    assert deploy["environment"]["name"] == "github-pages"
+    assert "steps.deployment.outputs.page_url" in deploy["environment"]["url"]
+
+
+def test_build_steps(workflow: dict[str, Any]) -> None:
+    python = step_using(workflow, "build", "actions/setup-python")
+    assert str(python["with"]["python-version"]) == "3.11"
+    pages = step_using(workflow, "build", "actions/configure-pages")
+    assert pages["id"] == "pages"
+    runs = [s.get("run", "") for s in steps(workflow, "build")]
+    assert any(r.strip() == "pip install ." for r in runs)
+    build = next(s for s in steps(workflow, "build") if s.get("id") == "build")
+    assert build["env"]["BASE_URL"] == "${{ steps.pages.outputs.base_url }}/"
+    assert 'pith-mirror build --base-url "$BASE_URL" || status=$?' in build["run"]
+    assert "GITHUB_STEP_SUMMARY" in build["run"] and "refused=true" in build["run"]
+    order = [i for i, r in enumerate(runs) if "pith-mirror checksums site" in r]
+    upload = steps(workflow, "build").index(step_using(workflow, "build", "actions/upload-pages-artifact"))
+    assert order and order[0] < upload and steps(workflow, "build").index(build) < order[0]
+
+
+def test_refusals_fail_the_run_after_deploying(workflow: dict[str, Any]) -> None:
+    assert workflow["jobs"]["build"]["outputs"]["refused"] == "${{ steps.build.outputs.refused }}"
+    deploy_steps = steps(workflow, "deploy")
+    assert deploy_steps[0]["uses"].startswith("actions/deploy-pages@")
+    last = deploy_steps[-1]
+    assert last["if"] == "needs.build.outputs.refused == 'true'"
+    assert "exit 1" in last["run"]
