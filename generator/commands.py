@@ -25,6 +25,16 @@ def add_site_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--site-title", metavar="TEXT", help="the mirror's name in page titles")
     parser.add_argument("--primary-url", metavar="URL", help="the primary resolver (default https://pith.science)")
     parser.add_argument("--cname", metavar="DOMAIN", help="write a CNAME file for a custom domain (GitHub Pages)")
+    parser.add_argument(
+        "--checksums",
+        action="store_true",
+        default=None,
+        help="also write SHA256SUMS of the whole site (reads every file: for publishing)",
+    )
+    parser.add_argument(
+        "--mirror-key", type=Path, metavar="FILE", help="sign the mirror manifest (implies --checksums)"
+    )
+    parser.add_argument("--clean", action="store_true", help="ignore the build cache: a full build")
     parser.add_argument("--quiet", action="store_true", help="print only the summary line and problems")
 
 
@@ -38,6 +48,8 @@ def settings_from(args: argparse.Namespace) -> dict[str, Any]:
         "site_title": args.site_title,
         "primary_url": args.primary_url,
         "cname": args.cname,
+        "checksums": True if args.checksums or args.mirror_key else None,
+        "mirror_key": args.mirror_key,
     }
 
 
@@ -68,7 +80,7 @@ def run_build(args: argparse.Namespace) -> int:
             last[0] = now
             print(f"  {label} {done}/{total}", file=sys.stderr)
 
-    report = build(config, keyring, progress)
+    report = build(config, keyring, progress, incremental=not args.clean)
     print_rejections(report.rejections)
     if not args.quiet:
         for note in report.notes:
@@ -77,7 +89,29 @@ def run_build(args: argparse.Namespace) -> int:
     return EXIT_REJECTED if report.rejections else EXIT_OK
 
 
+def run_build_or_watch(args: argparse.Namespace) -> int:
+    if args.watch:
+        from .watch import run_build_watch
+
+        return run_build_watch(args)
+    return run_build(args)
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    from .serve import run_serve as serve
+
+    return serve(args)
+
+
 def add_site_commands(commands: Any) -> None:
     build = commands.add_parser("build", help="verify content/ and write the static site into site/")
     add_site_options(build)
-    build.set_defaults(handler=run_build)
+    build.add_argument("--watch", action="store_true", help="then rebuild whenever an input changes")
+    build.set_defaults(handler=run_build_or_watch)
+
+    serve = commands.add_parser("serve", help="build, preview the site locally and rebuild it on changes")
+    add_site_options(serve)
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 picks a free one)")
+    serve.add_argument("--no-watch", dest="watch", action="store_false", help="do not rebuild on changes")
+    serve.set_defaults(handler=run_serve)

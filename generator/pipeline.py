@@ -23,8 +23,11 @@ Rules:
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import shutil
+import signal
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -84,7 +87,11 @@ class BuildReport:
 _WORKER: dict[str, Any] = {}
 
 
-def _init_worker(config: SiteConfig, keyring: Keyring, output: Path) -> None:
+def _init_worker(config: SiteConfig, keyring: Keyring, output: Path, in_pool: bool = False) -> None:
+    if in_pool:
+        # Ctrl-C is the parent's to handle: it stops the pool; workers must not
+        # each print a KeyboardInterrupt traceback.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     _WORKER.update(
         config=config,
         keyring=keyring,
@@ -215,7 +222,15 @@ def build(
     _init_worker(config, keyring, staging)  # small batches run in this process
     pool = None
     if config.jobs > 1:
-        pool = ProcessPoolExecutor(config.jobs, initializer=_init_worker, initargs=(config, keyring, staging))
+        # fork is fastest, but forking a process that runs threads (serve, --watch)
+        # can deadlock a child; forkserver starts workers from a clean process.
+        method = "fork" if threading.active_count() == 1 else "forkserver"
+        pool = ProcessPoolExecutor(
+            config.jobs,
+            mp_context=multiprocessing.get_context(method),
+            initializer=_init_worker,
+            initargs=(config, keyring, staging, True),
+        )
     try:
         run = _Build(config, keyring, staging, pool, progress, cache, key)
         report = run.execute(started)

@@ -22,12 +22,13 @@ Rules:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -150,14 +151,17 @@ class Scope:
 
     def __init__(self, setup: Setup) -> None:
         config = setup.config
-        self.trees = [(os.path.abspath(config.content), "content"), (os.path.abspath(config.templates), "templates")]
+        self.trees = [
+            (os.path.abspath(config.content), "content"),
+            (os.path.abspath(config.templates), "templates"),
+        ]
         self.files = {os.path.abspath(path): "config" for path in setup.config_files}
         if config.keys is not None:
             self.files[os.path.abspath(config.keys)] = "keys"
         self.excluded = [os.path.abspath(config.site), os.path.abspath(config.cache_dir)]
 
     def classify(self, path: str) -> str | None:
-        """"content", "templates", "config" or "keys"; None for a path no build reads."""
+        """The input a path belongs to (content, templates, config, keys); None if no build reads it."""
         path = os.path.abspath(path)
         if path in self.files:
             return self.files[path]
@@ -170,10 +174,27 @@ class Scope:
         return None
 
     def watches(self) -> set[tuple[str, bool]]:
-        """(folder, recursive) pairs to watch; single files through their folder."""
-        wanted = {(root, True) for root, _ in self.trees}
+        """(folder, recursive) pairs to watch: each tree, and single files through their folder.
+
+        A tree that does not exist (yet, or any more) is watched through its
+        parent, so its creation is an event like any other."""
+        wanted = {
+            (root, True) if os.path.isdir(root) else (os.path.dirname(root), False) for root, _ in self.trees
+        }
         wanted |= {(os.path.dirname(path), False) for path in self.files}
         return {(folder, recursive) for folder, recursive in wanted if os.path.isdir(folder)}
+
+    def missing(self) -> list[tuple[str, str]]:
+        return [(root, kind) for root, kind in self.trees if not os.path.isdir(root)]
+
+    def display(self, path: str) -> str:
+        """A short name for messages, as rejections name files: 'content/x.json'."""
+        path = os.path.abspath(path)
+        for root, _kind in self.trees:
+            if _inside(path, root) and path != root:
+                return Path(os.path.basename(root), os.path.relpath(path, root)).as_posix()
+        here = os.getcwd()
+        return Path(os.path.relpath(path, here)).as_posix() if _inside(path, here) else path
 
 
 class _Handler(FileSystemEventHandler):
@@ -192,6 +213,15 @@ class _Handler(FileSystemEventHandler):
             self.rebuilder.note(os.fsdecode(event.src_path), _VERBS[event.event_type])
 
 
+def _identity(folder: str) -> tuple[int, int] | None:
+    """Which folder is at this path now (device, inode); None if there is none."""
+    try:
+        info = os.stat(folder)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
 def _merge(before: str | None, now: str) -> str:
     """One verb per path for a burst: a new file that was then written is still 'created'."""
     if before == "created" and now in ("modified", "touched"):
@@ -199,15 +229,13 @@ def _merge(before: str | None, now: str) -> str:
     return now
 
 
-def describe(changes: dict[str, str], cwd: Path | None = None) -> str:
+def describe(changes: dict[str, str]) -> str:
     """'content/x.bundle.json modified, 1 more': the first change and how many others."""
     if not changes:
         return "rebuild"
-    path, verb = next(iter(changes.items()))
-    here = os.path.abspath(cwd or Path.cwd())
-    shown = os.path.relpath(path, here) if _inside(path, here) else path
+    name, verb = next(iter(changes.items()))
     more = f", {len(changes) - 1} more" if len(changes) > 1 else ""
-    return f"{Path(shown).as_posix()} {verb}{more}"
+    return f"{name} {verb}{more}"
 
 
 class Rebuilder:
@@ -248,9 +276,11 @@ class Rebuilder:
         self._last_event = 0.0
         self._first_event = 0.0
         self._wake = threading.Condition()
+        self._building = threading.Lock()
         self._stopping = False
         self._observer: BaseObserver | None = None
-        self._watches: dict[tuple[str, bool], ObservedWatch] = {}
+        self._watches: dict[tuple[str, bool], tuple[ObservedWatch, tuple[int, int] | None]] = {}
+        self._missing: set[tuple[str, str]] = set()
         self._thread: threading.Thread | None = None
 
     # -- state for callers -------------------------------------------------
@@ -286,7 +316,8 @@ class Rebuilder:
             raise RuntimeError("already started")
         self._observer = Observer()
         self._observer.daemon = True
-        self._sync_watches()
+        with self._building:
+            self._sync_watches()
         self._observer.start()
         self._thread = threading.Thread(target=self._loop, name="pith-mirror-rebuild", daemon=True)
         self._thread.start()
@@ -327,12 +358,12 @@ class Rebuilder:
         kind = self._scope.classify(path)
         if kind is None:
             return
-        path = os.path.abspath(path)
+        name = self._scope.display(path)
         with self._wake:
             now = time.monotonic()
             if not self._pending:
                 self._first_event = now
-            self._pending[path] = _merge(self._pending.pop(path, None), verb)
+            self._pending[name] = _merge(self._pending.get(name), verb)
             self._categories.add(kind)
             self._last_event = now
             self._wake.notify_all()
@@ -363,59 +394,88 @@ class Rebuilder:
     # -- building ----------------------------------------------------------
 
     def rebuild(self, reason: str = "first build") -> bool:
-        """Build once now and report it in one line; True if the build completed."""
+        """Build once now and report it in one line; True if the build completed.
+
+        Builds never overlap (they share SITE's staging folder), so a direct
+        call waits for the loop's build to finish, and vice versa."""
         stamp = time.strftime("%H:%M:%S")
-        try:
-            if self._reload:
-                self._apply(self._load())
-            report = self._build(self._setup.config, self._setup.keyring)
-        except ConfigError as exc:
-            self._reload = True  # read the settings again next time, whatever changes
-            self._say(f"[{stamp}] {reason} -> configuration: {exc.key}: {exc.reason}; the previous site stays", error=True)
+        with self._building:
+            try:
+                report = self._attempt(f"[{stamp}] {reason}")
+            finally:
+                self.rebuild_counter.bump()
+        if report is None:
             return False
-        except BuildError as exc:
-            self._say(f"[{stamp}] {reason} -> build failed: {exc.path}: {exc.reason}; the previous site stays", error=True)
-            return False
-        except Exception:
-            if self._stopping:
-                self._say(f"[{stamp}] {reason} -> build interrupted", error=True)
-            else:
-                self._say(f"[{stamp}] {reason} -> unexpected error (a bug), the previous site stays:", error=True)
-                traceback.print_exc(file=self._err or sys.stderr)
-            return False
-        finally:
-            self.rebuild_counter.bump()
-        self.last_report = report
-        self.generation_counter.bump()
         from .commands import summary_line
 
+        self.last_report = report
+        self.generation_counter.bump()
         self._say(f"[{stamp}] {reason} -> {summary_line(report)}")
         self._report_new(report)
         return True
+
+    def _attempt(self, prefix: str) -> pipeline.BuildReport | None:
+        """Read the settings again if needed, then build; a failure is reported, never raised."""
+        try:
+            if self._reload:
+                self._apply(self._load())
+            self._sync_watches()  # the settings or the folders themselves may have changed
+            return self._build(self._setup.config, self._setup.keyring)
+        except ConfigError as exc:
+            self._reload = True  # read the settings again next time, whatever changes
+            self._say(
+                f"{prefix} -> configuration: {exc.key}: {exc.reason}; the previous site stays", error=True
+            )
+        except BuildError as exc:
+            self._say(
+                f"{prefix} -> build failed: {exc.path}: {exc.reason}; the previous site stays", error=True
+            )
+        except Exception:
+            if self._stopping:  # Ctrl-C also reached the build's worker processes
+                self._say(f"{prefix} -> build interrupted", error=True)
+            else:
+                self._say(f"{prefix} -> unexpected error (a bug); the previous site stays:", error=True)
+                traceback.print_exc(file=self._err or sys.stderr)
+        return None
 
     def _apply(self, setup: Setup) -> None:
         """Use freshly read settings: new scope, new watches, tell the listeners."""
         self._setup, self._reload = setup, False
         self._scope = Scope(setup)
-        if self._observer is not None:
-            self._sync_watches()
         for listener in self._listeners:
             listener(setup)
 
     def _sync_watches(self) -> None:
-        """Watch exactly the folders the current settings name (they may have moved)."""
-        assert self._observer is not None
+        """Watch exactly the folders the settings name, as they are now on disk.
+
+        A watched folder that was deleted or replaced (same name, new folder)
+        has lost its inotify watch, so it is scheduled again. Failing to watch
+        (e.g. the system's inotify limit) is reported and never stops a build."""
+        if self._observer is None:
+            return
+        try:
+            self._schedule(self._observer)
+        except OSError as exc:
+            self._say(f"warning: cannot watch every input ({exc}); some changes may go unnoticed", error=True)
+        missing = self._scope.missing()
+        for root, kind in missing:
+            if (root, kind) not in self._missing:
+                self._say(
+                    f"note: the {kind} folder {root} does not exist; waiting for it to appear", error=True
+                )
+        self._missing = set(missing)
+
+    def _schedule(self, observer: BaseObserver) -> None:
         wanted = self._scope.watches()
-        for key in set(self._watches) - wanted:
-            self._observer.unschedule(self._watches.pop(key))
+        for key, (watch, identity) in list(self._watches.items()):
+            if key not in wanted or _identity(key[0]) != identity:
+                del self._watches[key]
+                with contextlib.suppress(KeyError):
+                    observer.unschedule(watch)
         for folder, recursive in sorted(wanted - set(self._watches)):
-            handler = _Handler(self)
-            self._watches[(folder, recursive)] = self._observer.schedule(
-                handler, folder, recursive=recursive, event_filter=_EVENT_FILTER
-            )
-        for root, kind in self._scope.trees:
-            if (root, True) not in wanted:
-                self._say(f"note: the {kind} folder {root} does not exist; not watching it", error=True)
+            identity = _identity(folder)
+            watch = observer.schedule(_Handler(self), folder, recursive=recursive, event_filter=_EVENT_FILTER)
+            self._watches[(folder, recursive)] = (watch, identity)
 
     def _report_new(self, report: pipeline.BuildReport) -> None:
         """Print refusals and notes not printed by the previous build (the line said how many)."""
@@ -447,15 +507,11 @@ def run_build_watch(args: argparse.Namespace) -> int:
 
     rebuilder = Rebuilder(lambda: load_setup(args.config, settings_from(args)), show_notes=not args.quiet)
     try:
+        rebuilder.start()  # before the first build, so a change made during it is not missed
         rebuilder.rebuild("first build")
-        rebuilder.start()
-        print(f"Watching {_names(rebuilder.setup)} — Ctrl-C to stop", flush=True)
+        config = rebuilder.setup.config
+        print(f"Watching {config.content} and {config.templates} — Ctrl-C to stop", flush=True)
         rebuilder.wait()
     except KeyboardInterrupt:
         return interrupted_cleanly(rebuilder)
     return 0
-
-
-def _names(setup: Setup) -> str:
-    folders: Iterable[Path] = (setup.config.content, setup.config.templates)
-    return ", ".join(f"{Path(os.path.relpath(p)).as_posix() if not p.is_absolute() else p}/" for p in folders)

@@ -1,0 +1,359 @@
+"""Rebuild on change: real files, real watchdog events, the real server showing the result.
+
+Each test starts from a first build, changes something on disk the way a user
+or an editor would, and polls (bounded) until the served site shows it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from generator.config import SiteConfig
+from generator.errors import BuildError
+from generator.keys import Keyring
+from generator.pipeline import BuildReport, build
+from generator.watch import Counter, Rebuilder, Scope, Setup, describe, load_setup
+
+from .conftest import (
+    BUNDLE_PAGE,
+    RECORD_PAGE,
+    REPO,
+    SEED_BUNDLE,
+    SEED_RECORD,
+    TIMEOUT,
+    Preview,
+    Workspace,
+    poll,
+    tampered_bundle,
+)
+
+BUNDLE_NAME = SEED_BUNDLE.name
+
+
+def rebuild_lines(workspace: Workspace) -> list[str]:
+    """The one-line reports after the first build, in order."""
+    return [line for line in workspace.out.text().splitlines() if "] " in line][1:]
+
+
+def wait_for_line(workspace: Workspace, text: str) -> str:
+    """The rebuild line containing `text` (it is printed just after the new site is swapped in)."""
+    return str(poll(lambda: next((line for line in rebuild_lines(workspace) if text in line), None)))
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text("utf-8")
+    assert old in text, f"{old!r} not in {path}"
+    path.write_text(text.replace(old, new, 1), "utf-8")
+
+
+def test_added_bundle_is_published_and_the_generation_moves(
+    workspace: Workspace, preview: Callable[..., Preview]
+) -> None:
+    workspace.add(SEED_RECORD)
+    running = preview()
+    client, rebuilder = running.client, running.rebuilder
+    assert rebuilder is not None
+    assert client.status(RECORD_PAGE) == 200
+    assert client.status(BUNDLE_PAGE) == 404
+    before = rebuilder.generation
+
+    workspace.add(SEED_BUNDLE)
+    poll(lambda: client.status(BUNDLE_PAGE) == 200)
+    wait_for_line(workspace, f"content/{BUNDLE_NAME} created -> published 2, refused 0 file(s)")
+    assert rebuilder.generation > before
+    assert client.request("/__pith-mirror/generation").text == f'{{"generation": {rebuilder.generation}}}'
+
+
+def test_template_change_changes_the_page(workspace: Workspace, preview: Callable[..., Preview]) -> None:
+    workspace.add(SEED_RECORD)
+    workspace.add(SEED_BUNDLE)
+    client = preview().client
+    assert b"CHANGED-RECORD-TEMPLATE" not in client.request(BUNDLE_PAGE).body
+
+    edit(
+        workspace.templates / "record.html",
+        "{% block main %}",
+        "{% block main %}<p>CHANGED-RECORD-TEMPLATE</p>",
+    )
+    poll(lambda: b"CHANGED-RECORD-TEMPLATE" in client.request(BUNDLE_PAGE).body)
+    assert b"CHANGED-RECORD-TEMPLATE" in client.request(RECORD_PAGE).body
+    assert b"CHANGED-RECORD-TEMPLATE" not in client.request("/report").body
+
+
+def test_base_template_edit_shows_on_every_page(
+    workspace: Workspace, preview: Callable[..., Preview]
+) -> None:
+    workspace.add(SEED_RECORD)
+    workspace.add(SEED_BUNDLE)
+    client = preview().client
+    pages = ["/", RECORD_PAGE, BUNDLE_PAGE, "/report", "/browse", "/paper/GO43K6A5", "/no-such-page"]
+
+    edit(workspace.templates / "base.html", "</footer>", "<p>EVERY-PAGE-MARKER</p></footer>")
+    poll(lambda: b"EVERY-PAGE-MARKER" in client.request("/").body)
+    for page in pages:
+        assert b"EVERY-PAGE-MARKER" in client.request(page).body, page
+    for file in workspace.site.rglob("*.html"):  # every page made from base.html (not the redirects)
+        data = file.read_bytes()
+        assert b"EVERY-PAGE-MARKER" in data or b"</footer>" not in data, file
+
+
+def test_deleted_bundle_is_unpublished(workspace: Workspace, preview: Callable[..., Preview]) -> None:
+    workspace.add(SEED_RECORD)
+    bundle = workspace.add(SEED_BUNDLE)
+    client = preview().client
+    assert client.status(BUNDLE_PAGE) == 200
+
+    bundle.unlink()
+    poll(lambda: client.status(BUNDLE_PAGE) == 404)
+    assert client.status(RECORD_PAGE) == 200
+    wait_for_line(workspace, f"content/{BUNDLE_NAME} deleted -> published 1")
+
+
+def test_half_written_file_is_refused_then_published_once_complete(
+    workspace: Workspace, preview: Callable[..., Preview]
+) -> None:
+    """A copy in progress is refused by the build it wakes; the rest of the copy wakes the next."""
+    workspace.add(SEED_RECORD)
+    client = preview().client
+    data = SEED_BUNDLE.read_bytes()
+    target = workspace.content / BUNDLE_NAME
+
+    target.write_bytes(data[: len(data) // 2])
+    poll(lambda: "json.invalid" in workspace.rejected_codes(f"content/{BUNDLE_NAME}"))
+    assert client.status(BUNDLE_PAGE) == 404
+    assert client.status(RECORD_PAGE) == 200
+
+    with open(target, "ab") as handle:
+        handle.write(data[len(data) // 2 :])
+    poll(lambda: client.status(BUNDLE_PAGE) == 200)
+    poll(lambda: workspace.report().get("rejections") == [])
+    assert client.status(RECORD_PAGE) == 200
+
+
+def test_bad_signature_is_reported_while_the_record_stays_served(
+    workspace: Workspace, preview: Callable[..., Preview]
+) -> None:
+    workspace.add(SEED_RECORD)
+    client = preview().client
+
+    (workspace.content / "tampered.bundle.json").write_bytes(tampered_bundle())
+    poll(lambda: "bundle.bad_signature" in workspace.rejected_codes("content/tampered.bundle.json"))
+    served = client.request("/report.json")
+    assert served.status == 200
+    assert b"bundle.bad_signature" in served.body
+    assert b"tampered.bundle.json" in client.request("/report.html").body
+    assert b"tampered.bundle.json" in client.request("/report").body
+    assert client.status(RECORD_PAGE) == 200
+    assert client.status(BUNDLE_PAGE) == 404
+    wait_for_line(workspace, "content/tampered.bundle.json created -> published 1, refused 1 file(s)")
+    assert (
+        "content/tampered.bundle.json: /bundle_signature/signature_b64: bundle.bad_signature"
+        in workspace.err.text()
+    )
+
+
+def test_bad_replacement_keeps_the_published_page(
+    workspace: Workspace, preview: Callable[..., Preview]
+) -> None:
+    """By design: a refused document for a published number leaves the published one in place."""
+    workspace.add(SEED_RECORD)
+    bundle = workspace.add(SEED_BUNDLE)
+    client = preview().client
+    page = client.request(BUNDLE_PAGE).body
+
+    bundle.write_bytes(tampered_bundle())
+    poll(lambda: "bundle.bad_signature" in workspace.rejected_codes(f"content/{BUNDLE_NAME}"))
+    assert client.request(BUNDLE_PAGE).body == page
+
+
+def test_editor_temporaries_do_not_trigger_builds(
+    workspace: Workspace, preview: Callable[..., Preview]
+) -> None:
+    workspace.add(SEED_RECORD)
+    running = preview()
+    assert running.rebuilder is not None
+    for name in (
+        ".#x.bundle.json",
+        "x.bundle.json~",
+        "x.bundle.json.swp",
+        "x.bundle.json.tmp",
+        ".hidden.json",
+    ):
+        (workspace.content / name).write_bytes(b"{ half")
+    (workspace.content / ".git").mkdir()
+    (workspace.content / ".git" / "index.json").write_bytes(b"{}")
+
+    workspace.add(SEED_BUNDLE)
+    poll(lambda: running.client.status(BUNDLE_PAGE) == 200)
+    # Had any temporary counted, it would show as an earlier rebuild or as "N more".
+    wait_for_line(workspace, f"content/{BUNDLE_NAME} created -> published 2")
+    assert len(rebuild_lines(workspace)) == 1
+    assert workspace.report().get("rejections") == []
+
+
+def test_the_build_does_not_wake_the_watcher(
+    workspace: Workspace, start_rebuilder: Callable[..., Rebuilder]
+) -> None:
+    """A build reads every input; reading must not count as a change, or it would loop forever.
+
+    The only deliberate wait for something *not* to happen in this suite: bounded at 1.5 s."""
+    workspace.add(SEED_RECORD)
+    rebuilder = start_rebuilder()
+    workspace.add(SEED_BUNDLE)
+    assert rebuilder.wait_for_rebuilds(2, TIMEOUT)
+    assert not rebuilder.wait_for_rebuilds(3, 1.5)
+    assert rebuilder.rebuilds == 2
+
+
+def test_unexpected_error_is_printed_and_the_loop_goes_on(
+    workspace: Workspace, start_rebuilder: Callable[..., Rebuilder]
+) -> None:
+    calls: list[int] = []
+
+    def flaky(config: SiteConfig, keyring: Keyring) -> BuildReport:
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("boom from a test")
+        return build(config, keyring)
+
+    workspace.add(SEED_RECORD)
+    rebuilder = start_rebuilder(build=flaky)
+    assert rebuilder.generation == 1
+
+    workspace.add(SEED_BUNDLE)
+    assert rebuilder.wait_for_rebuilds(2, TIMEOUT)
+    errors = workspace.err.text()
+    assert "unexpected error (a bug)" in errors
+    assert "Traceback (most recent call last)" in errors
+    assert "RuntimeError: boom from a test" in errors
+    assert rebuilder.generation == 1
+    assert rebuilder.running
+
+    (workspace.content / BUNDLE_NAME).touch()
+    assert rebuilder.wait_for_generation(2, TIMEOUT)
+    assert (workspace.site / "pith" / "Z5NAPRQPUU4SIDOBV5N2FREXWZ.html").is_file()
+
+
+def test_build_error_keeps_the_last_site_and_watching_resumes(
+    workspace: Workspace, preview: Callable[..., Preview]
+) -> None:
+    """The content folder vanishes (a BuildError), then comes back: the site stays, then follows."""
+    workspace.add(SEED_RECORD)
+    running = preview()
+    assert running.rebuilder is not None
+    shutil.rmtree(workspace.content)
+    poll(lambda: "the content folder does not exist; the previous site stays" in workspace.err.text())
+    assert running.client.status(RECORD_PAGE) == 200
+
+    workspace.content.mkdir()
+    workspace.add(SEED_RECORD)
+    workspace.add(SEED_BUNDLE)
+    poll(lambda: running.client.status(BUNDLE_PAGE) == 200)
+    # The new folder is watched again: a later change still arrives.
+    (workspace.content / BUNDLE_NAME).unlink()
+    poll(lambda: running.client.status(BUNDLE_PAGE) == 404)
+
+
+def test_settings_and_keys_are_read_again_when_they_change(
+    workspace: Workspace, preview: Callable[..., Preview]
+) -> None:
+    """A broken keys file is reported and the last good site stays; fixing it rebuilds; a new
+    templates folder named in the settings file is used and watched from then on."""
+    keys = workspace.root / "keys.json"
+    shutil.copyfile(REPO / "generator" / "data" / "pinned-keys.json", keys)
+    settings = workspace.root / "pith-mirror.toml"
+    settings.write_text(
+        'content = "content"\nsite = "site"\ntemplates = "templates"\nkeys = "keys.json"\njobs = 1\n'
+    )
+    workspace.add(SEED_RECORD)
+    running = preview(load=lambda: load_setup(settings, {}, cwd=workspace.root))
+    rebuilder, client = running.rebuilder, running.client
+    assert rebuilder is not None and client.status(RECORD_PAGE) == 200
+
+    good = keys.read_bytes()
+    keys.write_bytes(b"{ not json")
+    poll(lambda: "configuration: keys:" in workspace.err.text())
+    assert client.status(RECORD_PAGE) == 200
+    generation = rebuilder.generation
+    keys.write_bytes(good)
+    assert rebuilder.wait_for_generation(generation + 1, TIMEOUT)
+
+    other = workspace.root / "templates2"
+    shutil.copytree(workspace.templates, other)
+    edit(other / "base.html", "</footer>", "<p>FROM-TEMPLATES-2</p></footer>")
+    edit(settings, 'templates = "templates"', 'templates = "templates2"')
+    poll(lambda: b"FROM-TEMPLATES-2" in client.request(RECORD_PAGE).body)
+    assert rebuilder.setup.config.templates == other
+    edit(other / "record.html", "{% block main %}", "{% block main %}<p>EDITED-IN-TEMPLATES-2</p>")
+    poll(lambda: b"EDITED-IN-TEMPLATES-2" in client.request(RECORD_PAGE).body)
+
+
+def test_stop_joins_every_thread(workspace: Workspace, real_keyring: Keyring) -> None:
+    workspace.add(SEED_RECORD)
+    rebuilder = Rebuilder(
+        lambda: Setup(workspace.config(), real_keyring), out=workspace.out, err=workspace.err
+    )
+    with rebuilder:
+        assert rebuilder.running
+    assert not rebuilder.running
+    rebuilder.stop()  # a second stop is harmless
+    assert not rebuilder.running
+
+
+def test_scope_ignores_site_cache_and_temporaries(
+    workspace: Workspace, real_keyring: Keyring, tmp_path: Path
+) -> None:
+    keys = tmp_path / "keys.json"
+    config = workspace.config(keys=keys, site=workspace.templates / "site")
+    scope = Scope(Setup(config, real_keyring, (tmp_path / "pith-mirror.toml",)))
+    content, templates = str(workspace.content), str(workspace.templates)
+    assert scope.classify(os.path.join(content, "a.bundle.json")) == "content"
+    assert scope.classify(os.path.join(content, "pages", "about.md")) == "content"
+    assert scope.classify(os.path.join(templates, "base.html")) == "templates"
+    assert scope.classify(str(keys)) == "keys"
+    assert scope.classify(str(tmp_path / "pith-mirror.toml")) == "config"
+    for ignored in (
+        os.path.join(content, ".#a.json"),
+        os.path.join(content, "a.json~"),
+        os.path.join(content, "a.json.swp"),
+        os.path.join(content, ".cache", "a.json"),
+        os.path.join(templates, "site", "index.html"),
+        os.path.join(templates, ".site.staging", "index.html"),
+        str(workspace.root / ".pith-cache" / "x"),
+        str(tmp_path / "other.toml"),
+    ):
+        assert scope.classify(ignored) is None, ignored
+
+
+def test_describe_names_the_first_change_and_counts_the_rest() -> None:
+    assert describe({"content/x.bundle.json": "modified"}) == "content/x.bundle.json modified"
+    assert describe({"content/x.bundle.json": "modified", "templates/base.html": "created"}) == (
+        "content/x.bundle.json modified, 1 more"
+    )
+
+
+def test_counter_waits_are_bounded() -> None:
+    counter = Counter()
+    assert not counter.wait_for(1, 0.01)
+    counter.bump()
+    assert counter.wait_for(1, 0.01)
+
+
+def test_build_error_at_first_build_is_reported_not_raised(
+    workspace: Workspace, real_keyring: Keyring
+) -> None:
+    def failing(config: SiteConfig, keyring: Keyring) -> BuildReport:
+        raise BuildError("site", "disk full (simulated)")
+
+    rebuilder = Rebuilder(
+        lambda: Setup(workspace.config(), real_keyring), build=failing, out=workspace.out, err=workspace.err
+    )
+    assert rebuilder.rebuild() is False
+    assert (
+        "first build -> build failed: site: disk full (simulated); the previous site stays"
+        in workspace.err.text()
+    )
+    assert (rebuilder.generation, rebuilder.rebuilds) == (0, 1)
