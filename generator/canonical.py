@@ -36,9 +36,7 @@ class JsonFloat(float):
 
 def reference_canonical_json(value: Any) -> bytes:
     """SPEC.md's canonical JSON: sorted keys, no spaces, UTF-8, no ASCII escaping."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode(
-        "utf-8"
-    )
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
 def canonical_json(value: Any) -> bytes:

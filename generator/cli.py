@@ -31,9 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"pith-mirror {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    verify = commands.add_parser(
-        "verify", help="check documents against the pinned keys without building"
-    )
+    verify = commands.add_parser("verify", help="check documents against the pinned keys without building")
     verify.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="files or folders (recursive)")
     verify.add_argument("--keys", type=Path, metavar="FILE", help="pinned keys (JSON key object or list)")
     verify.add_argument("--json", action="store_true", help="print results as JSON on stdout")
@@ -105,7 +103,11 @@ def run_verify(args: argparse.Namespace) -> int:
                         }
                         for v in results
                     ],
-                    "summary": {"checked": len(results), "ok": len(results) - len(rejected), "rejected": len(rejected)},
+                    "summary": {
+                        "checked": len(results),
+                        "ok": len(results) - len(rejected),
+                        "rejected": len(rejected),
+                    },
                 },
                 indent=2,
                 ensure_ascii=False,

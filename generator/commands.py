@@ -16,15 +16,25 @@ from .errors import Rejection
 
 
 def add_site_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("content", nargs="?", type=Path, metavar="CONTENT", help="signed documents (default content/)")
+    parser.add_argument(
+        "content", nargs="?", type=Path, metavar="CONTENT", help="signed documents (default content/)"
+    )
     parser.add_argument("site", nargs="?", type=Path, metavar="SITE", help="output folder (default site/)")
     parser.add_argument("--keys", type=Path, metavar="FILE", help="pinned keys (JSON key object or list)")
-    parser.add_argument("--base-url", metavar="URL", help="where the site is served, e.g. https://example.github.io/mirror/")
-    parser.add_argument("--config", type=Path, metavar="FILE", help="settings file (pith-mirror.toml or pyproject.toml)")
+    parser.add_argument(
+        "--base-url", metavar="URL", help="where the site is served, e.g. https://example.github.io/mirror/"
+    )
+    parser.add_argument(
+        "--config", type=Path, metavar="FILE", help="settings file (pith-mirror.toml or pyproject.toml)"
+    )
     parser.add_argument("--jobs", type=int, metavar="N", help="worker processes (default: all cores)")
     parser.add_argument("--site-title", metavar="TEXT", help="the mirror's name in page titles")
-    parser.add_argument("--primary-url", metavar="URL", help="the primary resolver (default https://pith.science)")
-    parser.add_argument("--cname", metavar="DOMAIN", help="write a CNAME file for a custom domain (GitHub Pages)")
+    parser.add_argument(
+        "--primary-url", metavar="URL", help="the primary resolver (default https://pith.science)"
+    )
+    parser.add_argument(
+        "--cname", metavar="DOMAIN", help="write a CNAME file for a custom domain (GitHub Pages)"
+    )
     parser.add_argument(
         "--checksums",
         action="store_true",

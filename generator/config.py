@@ -54,7 +54,7 @@ class SiteConfig:
 
     @property
     def absolute_base(self) -> str | None:
-        """"https://host/path/" when base_url names a host, else None."""
+        """ "https://host/path/" when base_url names a host, else None."""
         parts = urlsplit(self.base_url)
         if parts.scheme in ("http", "https") and parts.netloc:
             return f"{parts.scheme}://{parts.netloc}{self.base_path}"
@@ -121,7 +121,7 @@ def apply(config: SiteConfig, settings: dict[str, Any], origin: Path | None = No
         if name not in _KEYS:
             raise ConfigError(key, "unknown setting")
         expected = _KEYS[name]
-        if not isinstance(value, expected + (Path,)) or (isinstance(value, bool) and bool not in expected):
+        if not isinstance(value, (*expected, Path)) or (isinstance(value, bool) and bool not in expected):
             raise ConfigError(key, f"expected {expected[0].__name__}, found {type(value).__name__}")
         if name in _PATH_KEYS:
             path = Path(value)

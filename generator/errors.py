@@ -13,10 +13,10 @@ Rules:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 
-class Code(str, Enum):
+class Code(StrEnum):
     """Stable rejection codes. The value is the code; the docstring table in
     README.md is generated from `CODE_HELP`."""
 

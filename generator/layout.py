@@ -10,7 +10,9 @@ Rules:
   are right from `x.html` and from `x/index.html`.
 - Alias values become look-up paths by one rule (`encode_alias_value`):
   split on "/", keep [A-Za-z0-9._-], write any other UTF-8 byte as "~XX";
-  a segment "." or ".." has its dots written "~2E"; empty segments are refused.
+  a segment "." or ".." has its dots written "~2E"; a segment before the last
+  that ends in ".json" has that dot written "~2E" (a folder must never take a
+  look-up file's name); empty segments are refused.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from .model import BODY_RE
 
 _SAFE_SEGMENT = re.compile(r"[A-Za-z0-9._-]+")
 _SAFE_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
-_INTEGRITY = re.compile(r"/pith/(?P<id>.+)/integrity\.json")
+_ARXIV_ID = re.compile(r"[0-9]{4}\.[0-9]{4,5}|[a-z][a-z-]*(\.[A-Z]{2})?/[0-9]{7}")
 
 RESOLVE_KINDS = ("arxiv", "arxiv_version", "doi", "pith_short_8", "pith_short_12", "pith_short_16")
 
@@ -80,14 +82,21 @@ def safe_relative(path: str) -> bool:
     return all(_SAFE_SEGMENT.fullmatch(s) and s not in (".", "..") for s in segments)
 
 
-def integrity_path(endpoint: object) -> str | None:
-    """`/pith/<arxiv id>/integrity.json` as a site path, if every segment is safe."""
-    if not isinstance(endpoint, str):
+def integrity_path(endpoint: object, source: object) -> str | None:
+    """`pith/<arXiv id>/integrity.json`, only for the record's own arXiv id.
+
+    The endpoint may come from an unsigned part of a record document, so it is
+    used only when it names exactly the record's own (signed) source id, and
+    that id has the shape of an arXiv id: it can then never name another
+    number's folder (Pith bodies have no "." or "/") nor another paper's.
+    """
+    if not isinstance(endpoint, str) or not isinstance(source, dict) or source.get("kind") != "arxiv":
         return None
-    match = _INTEGRITY.fullmatch(endpoint)
-    if match is None or not safe_relative(match.group("id")):
+    arxiv_id = source.get("id")
+    if not isinstance(arxiv_id, str) or not _ARXIV_ID.fullmatch(arxiv_id):
         return None
-    return endpoint.lstrip("/")
+    expected = f"/pith/{arxiv_id}/integrity.json"
+    return expected.lstrip("/") if endpoint == expected else None
 
 
 def encode_alias_value(value: str) -> str | None:
@@ -100,9 +109,10 @@ def encode_alias_value(value: str) -> str | None:
         if segment in (".", ".."):
             encoded.append(segment.replace(".", "~2E"))
             continue
-        encoded.append(
-            "".join(chr(b) if b in _SAFE_BYTES else f"~{b:02X}" for b in segment.encode("utf-8"))
-        )
+        encoded.append("".join(chr(b) if b in _SAFE_BYTES else f"~{b:02X}" for b in segment.encode("utf-8")))
+    for index in range(len(encoded) - 1):
+        if encoded[index].endswith(".json"):
+            encoded[index] = encoded[index][:-5] + "~2Ejson"
     return "/".join(encoded)
 
 

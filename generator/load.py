@@ -68,9 +68,7 @@ def discover(content: Path) -> Iterator[tuple[Path, str]]:
         here = Path(dirpath)
         rel_dir = here.relative_to(content)
         dirnames[:] = sorted(
-            d
-            for d in dirnames
-            if not is_ignored_name(d) and not (rel_dir == Path(".") and d == "pages")
+            d for d in dirnames if not is_ignored_name(d) and not (rel_dir == Path(".") and d == "pages")
         )
         for name in sorted(filenames):
             if name.endswith(".json") and not is_ignored_name(name):
@@ -218,9 +216,7 @@ def _decode_strict(raw: bytes, limits: Limits) -> dict[str, Any]:
     except RecursionError:
         raise fail(Code.JSON_TOO_DEEP, f"nesting is deeper than {limits.max_depth} levels") from None
     except json.JSONDecodeError as exc:
-        raise fail(
-            Code.JSON_INVALID, f"line {exc.lineno} column {exc.colno}: {exc.msg.lower()}"
-        ) from None
+        raise fail(Code.JSON_INVALID, f"line {exc.lineno} column {exc.colno}: {exc.msg.lower()}") from None
     except ValueError as exc:  # e.g. an integer longer than Python's digit limit
         raise fail(Code.JSON_INVALID, str(exc)) from None
     if text[end:].strip(" \t\r\n"):

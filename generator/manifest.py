@@ -29,7 +29,9 @@ MANIFEST_PATH = ".well-known/pith/mirror.json"
 MANIFEST_TYPE = "pith_mirror_record_manifest"
 
 
-def mirror_manifest(summaries: Sequence[Summary], config: SiteConfig, generated_at: str | None) -> dict[str, Any]:
+def mirror_manifest(
+    summaries: Sequence[Summary], config: SiteConfig, generated_at: str | None
+) -> dict[str, Any]:
     records = [
         {
             "pith_number": s.pith_number,

@@ -119,8 +119,7 @@ def parse(source: SourceDocument) -> tuple[ParsedDoc | None, list[Problem]]:
             Problem(
                 Code.DOC_UNKNOWN_KIND,
                 "",
-                'expected "record_type": "pith_number_record" or '
-                '"bundle_type": "pith_open_graph_bundle"',
+                'expected "record_type": "pith_number_record" or "bundle_type": "pith_open_graph_bundle"',
             )
         )
         return None, problems
@@ -229,7 +228,9 @@ def _parse_events(events: object, problems: list[Problem]) -> tuple[Event, ...]:
     parsed: list[Event] = []
     for index, item in enumerate(events):
         if not isinstance(item, dict):
-            problems.append(Problem(Code.SCHEMA_WRONG_TYPE, pointer("events", index), "an event must be an object"))
+            problems.append(
+                Problem(Code.SCHEMA_WRONG_TYPE, pointer("events", index), "an event must be an object")
+            )
             continue
         if require(item, EVENT_FIELDS, ("events", index), problems):
             require(item["signature"], SIGNATURE_FIELDS, ("events", index, "signature"), problems)

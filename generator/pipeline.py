@@ -123,7 +123,9 @@ def _examine_task(task: _Task) -> _Examined:
     """Verify one file and, if it verifies, render its number as if it were alone."""
     path = Path(task.path)
     stat = stat_key(path) if path.exists() else (0, 0, 0)
-    verdict, verified, source = examine(path, task.name, Path(task.root), _WORKER["keyring"], _WORKER["limits"])
+    verdict, verified, source = examine(
+        path, task.name, Path(task.root), _WORKER["keyring"], _WORKER["limits"]
+    )
     rejections = [Rejection(task.name, p.pointer, p.code, p.message) for p in verdict.problems]
     if verified is None or source is None:
         entry = FileEntry(stat, source.raw_sha256 if source else "", verdict.pith_number, rejections, None)
@@ -145,7 +147,9 @@ def _examine_task(task: _Task) -> _Examined:
         verified if verified.kind == "bundle" else None,
     )
     raw = {verified.kind: source.raw}
-    files, summary = render_publication(pub, raw.get("record"), raw.get("bundle"), _WORKER["env"], _WORKER["config"])
+    files, summary = render_publication(
+        pub, raw.get("record"), raw.get("bundle"), _WORKER["env"], _WORKER["config"]
+    )
     Writer(_WORKER["output"], atomic=False).write(files)
     return _Examined(task, entry, paths=_owned(files, summary, pub), summary=summary)
 
@@ -167,12 +171,16 @@ def _render_task(item: tuple[Choice, dict[str, str]]) -> _Rendered:
         path = Path(paths[candidate.file])
         _, doc, source = examine(path, candidate.file, path.parent, _WORKER["keyring"], _WORKER["limits"])
         if doc is None or source is None or source.raw_sha256 != candidate.raw_sha256:
-            problem = Rejection(candidate.file, "", Code.FILE_UNREADABLE, "the file changed while the build ran")
+            problem = Rejection(
+                candidate.file, "", Code.FILE_UNREADABLE, "the file changed while the build ran"
+            )
             return _Rendered(choice.pith_number, (), None, (problem,))
         verified[candidate.kind] = doc
         raws[candidate.kind] = source.raw
     pub = Publication(choice.pith_number, verified.get("record"), verified.get("bundle"))
-    files, summary = render_publication(pub, raws.get("record"), raws.get("bundle"), _WORKER["env"], _WORKER["config"])
+    files, summary = render_publication(
+        pub, raws.get("record"), raws.get("bundle"), _WORKER["env"], _WORKER["config"]
+    )
     Writer(_WORKER["output"], atomic=False).write(files)
     return _Rendered(choice.pith_number, _owned(files, summary, pub), summary, ())
 
@@ -194,7 +202,9 @@ def _run(
 ) -> Iterator[R]:
     """Map in order, in the pool when there is one; report progress now and then."""
     if pool is not None and len(items) > 1:
-        results: Any = pool.map(fn, items, chunksize=max(1, min(64, len(items) // (4 * (pool._max_workers or 1)))))
+        results: Any = pool.map(
+            fn, items, chunksize=max(1, min(64, len(items) // (4 * (pool._max_workers or 1))))
+        )
     else:
         results = map(fn, items)
     step = max(1, len(items) // 20)
@@ -253,7 +263,9 @@ def build(
     try:
         save_cache(config.cache_dir, run.new_cache)
     except OSError as exc:
-        report = _with_note(report, f"the build cache could not be saved ({exc.strerror}); the next build is a full one")
+        report = _with_note(
+            report, f"the build cache could not be saved ({exc.strerror}); the next build is a full one"
+        )
     return report
 
 
@@ -350,7 +362,9 @@ class _Build:
                 try:
                     stat = stat_key(path)
                     if stat == old.stat or file_sha256(path) == old.raw_sha256:
-                        entries[name] = FileEntry(stat, old.raw_sha256, old.pith_number, old.rejections, old.candidate)
+                        entries[name] = FileEntry(
+                            stat, old.raw_sha256, old.pith_number, old.rejections, old.candidate
+                        )
                         continue
                 except OSError:
                     pass
@@ -410,7 +424,12 @@ class _Build:
             number = choice.pith_number
             claimants = by_number.pop(number, [])
             old = previous.get(number)
-            if old is not None and old.record == choice.record and old.bundle == choice.bundle and not claimants:
+            if (
+                old is not None
+                and old.record == choice.record
+                and old.bundle == choice.bundle
+                and not claimants
+            ):
                 numbers[number] = old
                 continue
             only = claimants[0] if len(claimants) == 1 else None
@@ -455,9 +474,8 @@ class _Build:
     def discard(self, claimants: list[_Examined]) -> None:
         """Remove optimistic renders that are not what gets published."""
         for result in claimants:
-            for path in result.paths:
-                (self.staging / path).unlink(missing_ok=True)
-                self.written -= 1
+            _remove_files(self.staging, set(result.paths))
+            self.written -= len(result.paths)
 
     def move_into_site(
         self, numbers: dict[str, NumberEntry], accepted: set[str], previous: dict[str, NumberEntry]
@@ -489,9 +507,13 @@ class _Build:
             return set()
         env = make_environment(config, self.keyring)
         extra, replacing = short_pages(summaries, env, config.base_path)
-        lazies = render_site(summaries, rejections, notes, self.keyring, env, config, config.content / "pages")
+        lazies = render_site(
+            summaries, rejections, notes, self.keyring, env, config, config.content / "pages"
+        )
         lazies += extra
-        lazies += [eager(f.path, f.data) for f in manifest_files(summaries, config, self.keyring, build_time())]
+        lazies += [
+            eager(f.path, f.data) for f in manifest_files(summaries, config, self.keyring, build_time())
+        ]
         final: dict[str, Lazy] = {}
         for lazy in lazies:
             if lazy.path in final:

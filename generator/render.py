@@ -135,7 +135,7 @@ def render_publication(
                 {
                     "derived_by": DERIVED_BY,
                     "pith_number": pub.pith_number,
-                    "provenance": snapshot_origin or "no graph snapshot",
+                    "provenance": _provenance_sentence(snapshot_origin),
                     "graph_snapshot": snapshot,
                 }
             ),
@@ -156,13 +156,17 @@ def render_publication(
         )
     )
     integrity = snapshot.get("integrity") if isinstance(snapshot, dict) else None
-    integrity_path = layout.integrity_path(integrity.get("endpoint")) if isinstance(integrity, dict) else None
+    integrity_path = (
+        layout.integrity_path(integrity.get("endpoint"), primary.doc.canonical_record.get("source"))
+        if isinstance(integrity, dict)
+        else None
+    )
     integrity_file = None
     if integrity_path is not None:
         report = {
             "derived_by": DERIVED_BY,
             "pith_number": pub.pith_number,
-            "provenance": snapshot_origin,
+            "provenance": _provenance_sentence(snapshot_origin),
             "integrity": integrity,
         }
         integrity_file = (integrity_path, pretty_json(report))
@@ -172,6 +176,13 @@ def render_publication(
     files += page(layout.record_page(body), render_template(env, "record.html", context))
     files += page(layout.paper_page(body), render_template(env, "paper.html", context))
     return files, summary
+
+
+def _provenance_sentence(origin: str) -> str:
+    """For derived JSON: say outright when something is not signed."""
+    if not origin:
+        return "no graph snapshot"
+    return origin if origin.startswith("signed") else f"not signed: {origin}"
 
 
 def render_template(env: Environment, name: str, context: dict[str, Any]) -> str:

@@ -18,8 +18,9 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from functools import cache
 from datetime import UTC, datetime
+from functools import cache
+from html import escape as html_escape
 from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape
@@ -96,7 +97,6 @@ def listing_pages(
     pages = max(1, -(-len(records) // per_page))
     files: list[Lazy] = []
     prefix = f"{path}/" if path else ""
-    template = env.get_template("index.html")
     for number in range(1, pages + 1):
         chunk = records[(number - 1) * per_page : number * per_page]
         context = {
@@ -112,7 +112,7 @@ def listing_pages(
         key = fingerprint(heading, number, pages, len(records), extra, *(s.digest for s in chunk))
 
         def make(context: dict[str, Any] = context) -> str:
-            return template.render(context)
+            return render(env, "index.html", **context)
 
         if number == 1 and not path:
             files.append(Lazy("index.html", key, cache(lambda make=make: make().encode("utf-8"))))
@@ -147,14 +147,22 @@ def render_site(
 
     others = {"years": years, "categories": cats, "home": False}
     files = listing_pages(env, "", "Records", ordered, config.per_page, extra)
-    files += lazy_page("browse", fingerprint(years, cats), lambda: render(env, "browse.html", years=years, categories=cats))
+    files += lazy_page(
+        "browse", fingerprint(years, cats), lambda: render(env, "browse.html", years=years, categories=cats)
+    )
     for year, records in by_year.items():
-        files += listing_pages(env, f"browse/year/{year}", f"Submitted in {year}", records, config.per_page, others)
+        files += listing_pages(
+            env, f"browse/year/{year}", f"Submitted in {year}", records, config.per_page, others
+        )
     for cat, records in by_cat.items():
         heading = f"Primary category {cat}"
         files += listing_pages(env, f"browse/category/{cat}", heading, records, config.per_page, others)
     for slug, title, html in md_pages:
-        files += lazy_page(slug, fingerprint(title, html), lambda t=title, h=html: render(env, "page.html", title=t, content=h))
+        files += lazy_page(
+            slug,
+            fingerprint(title, html),
+            lambda t=title, h=html: render(env, "page.html", title=t, content=h),
+        )
     fixed = [
         *report_files(ordered, rejections, notes, env),
         OutputFile("404.html", render(env, "404.html").encode("utf-8")),
@@ -166,9 +174,13 @@ def render_site(
         *asset_files(config.templates / "static"),
     ]
     entries = [k.entry for k in keyring.keys]
-    fixed.append(OutputFile("pith-signing-key.json", pretty_json(entries[0] if len(entries) == 1 else entries)))
-    sitemap = f"{config.absolute_base or config.base_path}sitemap.xml"
-    fixed.append(OutputFile("robots.txt", f"User-agent: *\nAllow: /\nSitemap: {sitemap}\n".encode()))
+    fixed.append(
+        OutputFile("pith-signing-key.json", pretty_json(entries[0] if len(entries) == 1 else entries))
+    )
+    robots = "User-agent: *\nAllow: /\n"
+    if config.absolute_base:  # a Sitemap line must be an absolute URL
+        robots += f"Sitemap: {config.absolute_base}sitemap.xml\n"
+    fixed.append(OutputFile("robots.txt", robots.encode()))
     fixed.append(OutputFile(".nojekyll", b""))
     fixed.append(OutputFile("_headers", headers_file(config.base_path)))
     if config.cname:
@@ -192,7 +204,10 @@ REDIRECT = """<!doctype html>
 <link rel="canonical" href="{url}">
 </head>
 <body>
+<main>
+<h1>{title}</h1>
 <p>This short form of <a href="{url}">{title}</a> moved to its full record page.</p>
+</main>
 </body>
 </html>
 """
@@ -219,13 +234,24 @@ def short_pages(ordered: Sequence[Summary], env: Environment, base: str) -> tupl
             files += lazy_page(path, fingerprint(path, number), lambda html=html: html)
             continue
         heading = f"{len(records)} records share the short form {path.rsplit('/', 1)[1]}"
-        context = {"heading": heading, "records": records, "page_number": 1, "page_count": 1,
-                   "total": len(records), "prev": None, "next": None, "years": [], "categories": [],
-                   "home": False}
+        context = {
+            "heading": heading,
+            "records": records,
+            "page_number": 1,
+            "page_count": 1,
+            "total": len(records),
+            "prev": None,
+            "next": None,
+            "years": [],
+            "categories": [],
+            "home": False,
+        }
         key = fingerprint(path, *(s.digest for s in records))
         files += lazy_page(path, key, lambda c=context: render(env, "index.html", **c))
         if len(path) == len("pith/") + 8:
-            replacing += lazy_page(layout.paper_page(records[0].body), key, lambda c=context: render(env, "index.html", **c))
+            replacing += lazy_page(
+                layout.paper_page(records[0].body), key, lambda c=context: render(env, "index.html", **c)
+            )
     return files, replacing
 
 
@@ -245,7 +271,7 @@ def report_files(
         "rejections": [{"file": r.file, **r.as_json()} for r in refused],
         "notes": list(notes),
     }
-    html = env.get_template("report.html").render(report=report, rejections=refused)
+    html = render(env, "report.html", report=report, rejections=refused)
     return [OutputFile("report.json", pretty_json(report)), *page("report", html)]
 
 
@@ -309,7 +335,9 @@ def search_files(ordered: Sequence[Summary], config: SiteConfig) -> list[OutputF
     files = [
         OutputFile(
             "search/meta.json",
-            pretty_json({"format": 1, "records": len(ordered), "chunk_size": SEARCH_CHUNK, "prefix_length": 2}),
+            pretty_json(
+                {"format": 1, "records": len(ordered), "chunk_size": SEARCH_CHUNK, "prefix_length": 2}
+            ),
         )
     ]
     for key, terms in sorted(shards.items()):
@@ -343,7 +371,8 @@ def sitemap_files(ordered: Sequence[Summary], config: SiteConfig, slugs: Sequenc
         return [OutputFile("sitemap.xml", urlset(chunks[0]))]
     files = [OutputFile(f"sitemaps/sitemap-{i + 1}.xml", urlset(c)) for i, c in enumerate(chunks)]
     index = "".join(
-        f"  <sitemap><loc>{escape(base)}sitemaps/sitemap-{i + 1}.xml</loc></sitemap>\n" for i in range(len(chunks))
+        f"  <sitemap><loc>{escape(base)}sitemaps/sitemap-{i + 1}.xml</loc></sitemap>\n"
+        for i in range(len(chunks))
     )
     files.append(
         OutputFile(
@@ -375,7 +404,7 @@ def atom_feed(ordered: Sequence[Summary], config: SiteConfig) -> bytes:
     return (
         '<?xml version="1.0" encoding="UTF-8"?>\n'
         '<feed xmlns="http://www.w3.org/2005/Atom">\n'
-        f"  <id>{escape(base)}</id>\n"
+        f"  <id>{escape(config.absolute_base or 'urn:pith-mirror:' + config.site_title)}</id>\n"
         f"  <title>{escape(config.site_title)}</title>\n"
         f'  <link rel="self" href="{escape(base)}feed.xml"/>\n'
         f"  <updated>{escape(_atom_time(updated))}</updated>\n"
@@ -384,14 +413,16 @@ def atom_feed(ordered: Sequence[Summary], config: SiteConfig) -> bytes:
 
 
 def _atom_time(value: str) -> str:
-    return value if re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)", value) else (
-        "1970-01-01T00:00:00Z"
+    return (
+        value
+        if re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)", value)
+        else ("1970-01-01T00:00:00Z")
     )
 
 
 def markdown_pages(pages_dir: Path) -> list[tuple[str, str, str]]:
     """content/pages/*.md as (slug, title, html); raw HTML in Markdown is shown as text."""
-    if not pages_dir.is_dir():
+    if not pages_dir.is_dir() or pages_dir.is_symlink():
         return []
     md = MarkdownIt("js-default")
     result = []
@@ -400,8 +431,12 @@ def markdown_pages(pages_dir: Path) -> list[tuple[str, str, str]]:
         if not _SLUG.fullmatch(slug) or slug in RESERVED_SLUGS or path.is_symlink():
             continue
         text = path.read_text("utf-8", errors="replace")
-        heading = next((line[2:].strip() for line in text.splitlines() if line.startswith("# ")), slug)
-        result.append((slug, heading, md.render(text)))
+        heading = next((line[2:].strip() for line in text.splitlines() if line.startswith("# ")), None)
+        body = md.render(text)
+        if heading is None:  # every page has one h1: the file name stands in for a title
+            heading = slug.replace("-", " ").capitalize()
+            body = f"<h1>{html_escape(heading)}</h1>\n{body}"
+        result.append((slug, heading, body))
     return result
 
 
@@ -411,5 +446,7 @@ def asset_files(static: Path) -> list[OutputFile]:
     return [
         OutputFile(f"assets/{p.relative_to(static).as_posix()}", p.read_bytes())
         for p in sorted(static.rglob("*"))
-        if p.is_file() and not p.name.startswith(".") and layout.safe_relative(p.relative_to(static).as_posix())
+        if p.is_file()
+        and not p.name.startswith(".")
+        and layout.safe_relative(p.relative_to(static).as_posix())
     ]

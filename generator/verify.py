@@ -199,7 +199,9 @@ class _Checker:
         self, sig: Mapping[str, Any], path: Path, digest: bytes, message: str, code: Code
     ) -> bool:
         if sig.get("algorithm") != "ed25519":
-            self.fail(Code.KEY_BAD_ALGORITHM, (*path, "algorithm"), f"{sig.get('algorithm')!r} is not ed25519")
+            self.fail(
+                Code.KEY_BAD_ALGORITHM, (*path, "algorithm"), f"{sig.get('algorithm')!r} is not ed25519"
+            )
             return False
         if sig.get("signed_message") != message:
             self.fail(
@@ -305,7 +307,9 @@ class _Checker:
         for event in self.doc.events:
             reason = self.check_event(event)
             if event.event_id in seen:
-                self.fail(Code.EVENT_DUPLICATE, ("events", event.index, "event_id"), "this event appears twice")
+                self.fail(
+                    Code.EVENT_DUPLICATE, ("events", event.index, "event_id"), "this event appears twice"
+                )
             seen.add(event.event_id)
             if event.event_type == "record_created":
                 record_created += 1
@@ -354,9 +358,15 @@ class _Checker:
             )
         signer = data["signer"]
         signature = data["signature"]
-        if self.pinned(signer.get("key_id"), signer.get("public_key_fingerprint"), (*path, "signer")):
-            if signature.get("key_id") != signer.get("key_id"):
-                self.fail(Code.KEY_UNKNOWN, (*path, "signature", "key_id"), "signature key differs from the signer's")
+        signer_key = self.pinned(
+            signer.get("key_id"), signer.get("public_key_fingerprint"), (*path, "signer")
+        )
+        if signer_key is not None and signature.get("key_id") != signer.get("key_id"):
+            self.fail(
+                Code.KEY_UNKNOWN,
+                (*path, "signature", "key_id"),
+                "signature key differs from the signer's",
+            )
         self.check_signature(
             signature, (*path, "signature"), digest, "open_graph_event_sha256_bytes", Code.EVENT_BAD_SIGNATURE
         )
@@ -365,7 +375,9 @@ class _Checker:
             if event.event_type == "record_created":
                 self.check_record_created(payload, (*path, "payload"))
             elif event.event_type == "graph_snapshot" and isinstance(payload.get("graph_snapshot"), dict):
-                self.check_title(payload["graph_snapshot"].get("paper"), (*path, "payload", "graph_snapshot", "paper"))
+                self.check_title(
+                    payload["graph_snapshot"].get("paper"), (*path, "payload", "graph_snapshot", "paper")
+                )
         if len(self.problems) > before:
             return self.problems[before].code.value
         return None
@@ -433,7 +445,7 @@ def provenance(doc: ParsedDoc) -> dict[str, Provenance]:
     title = Provenance("verified", "matches title_canon_sha256 in the signed canonical record")
     checked_aliases = Provenance("verified", "each alias checked against the signed canonical record")
     if doc.kind == "record":
-        unsigned = Provenance("unsigned", "not signed: from the record document's unsigned part")
+        unsigned = Provenance("unsigned", "from the record document's unsigned part; shown, not verified")
         return {
             "record": receipt,
             "title": title,

@@ -22,14 +22,26 @@ from .merge import LIST_FOR_TYPE
 from .model import Provenance, Verified
 
 CHECKLIST = (
-    ("timestamp_anchors", "Bitcoin timestamp", "Anchor canonical hash to Bitcoin via OpenTimestamps",
-     "timestamp_anchor"),
-    ("storage_attestations", "Internet Archive", "Mirror to Internet Archive (Wayback Machine)",
-     "storage_attestation"),
+    (
+        "timestamp_anchors",
+        "Bitcoin timestamp",
+        "Anchor canonical hash to Bitcoin via OpenTimestamps",
+        "timestamp_anchor",
+    ),
+    (
+        "storage_attestations",
+        "Internet Archive",
+        "Mirror to Internet Archive (Wayback Machine)",
+        "storage_attestation",
+    ),
     ("author_attestations", "Author claim", "Claim authorship", "author_attestation"),
     ("citation_signatures", "Citations", "Sign a citation pointing at this record", "citation_signature"),
-    ("replication_records", "Replications", "Submit replication, falsification, or formal bridge",
-     "replication_record"),
+    (
+        "replication_records",
+        "Replications",
+        "Submit replication, falsification, or formal bridge",
+        "replication_record",
+    ),
 )
 
 
@@ -141,9 +153,11 @@ def graph_snapshot(pub: Publication) -> tuple[dict[str, Any] | None, str]:
     if snapshots:
         entry = snapshots[-1]
         snap = _get(entry, "payload", "graph_snapshot")
-        return (snap if isinstance(snap, dict) else None), f"signed by the resolver in event {_get(entry, 'event_id')}"
+        return (
+            snap if isinstance(snap, dict) else None
+        ), f"signed by the resolver in event {_get(entry, 'event_id')}"
     if pub.record is not None and isinstance(pub.record.doc.data.get("graph_snapshot"), dict):
-        return pub.record.doc.data["graph_snapshot"], "not signed: from the record document"
+        return pub.record.doc.data["graph_snapshot"], "from the record document's unsigned part"
     return None, ""
 
 
@@ -240,10 +254,13 @@ def summarize(
     canonical = primary.doc.canonical_record
     metadata, source = canonical["metadata"], canonical["source"]
     paper, _ = paper_block(pub)
-    key_ids = sorted({str(primary.doc.receipt.get("key_id"))} | {
-        str(e.data.get("signer", {}).get("key_id")) for e in primary.doc.events
-    })
-    updated = max([e.created_at for e in primary.doc.events] or [str(primary.doc.receipt.get("signed_at", ""))])
+    key_ids = sorted(
+        {str(primary.doc.receipt.get("key_id"))}
+        | {str(e.data.get("signer", {}).get("key_id")) for e in primary.doc.events}
+    )
+    updated = max(
+        [e.created_at for e in primary.doc.events] or [str(primary.doc.receipt.get("signed_at", ""))]
+    )
     summary = Summary(
         pith_number=pub.pith_number,
         title=str(paper.get("title", "")),

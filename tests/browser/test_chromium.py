@@ -1,0 +1,321 @@
+"""A sanity check of the four scripts in a real Chromium (marked `browser`).
+
+A throw-away site is served from a temporary folder on 127.0.0.1 (a secure
+context, so Web Crypto is there) with a strict Content-Security-Policy. The
+record pages use the real seed documents; the home page uses the small search
+index of test_search_js.py. Requests to any other host are refused and
+recorded. The end-to-end tests of the built site live elsewhere; this only
+shows that the scripts work in a browser as they do under Node.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import shutil
+import threading
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from .conftest import BUNDLE_FILE, PINNED_KEYS_FILE, RECORD_FILE, STATIC
+from .test_search_js import build_index
+from .test_verify_js import derived_record
+
+pytestmark = pytest.mark.browser
+expect = None  # playwright.sync_api.expect, set by the browser fixture (Playwright is optional)
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+CSP = "; ".join(
+    ["default-src 'self'", "script-src 'self'", "style-src 'self'", "object-src 'none'", "base-uri 'none'"]
+)
+
+RECORD = json.loads(RECORD_FILE.read_bytes())
+BUNDLE = json.loads(BUNDLE_FILE.read_bytes())
+GO43 = RECORD["pith_number"].split(":")[2]
+Z5NA = BUNDLE["pith_number"].split(":")[2]
+
+
+def record_page(
+    number: str, record_json: str, bundle_json: str = "", state_json: str = "", signed: bool = True
+) -> str:
+    attrs = {
+        "data-pith-number": number,
+        "data-record-json": record_json,
+        "data-bundle-json": bundle_json,
+        "data-state-json": state_json,
+        "data-keys": "/pith-signing-key.json",
+        "data-record-signed": "true" if signed else "false",
+    }
+    section_attrs = " ".join(f'{k}="{html.escape(v)}"' for k, v in attrs.items())
+    return f"""<!doctype html>
+<html lang="en" data-base="/"><head><meta charset="utf-8"><title>{html.escape(number)}</title>
+<script src="/static/canonical.js" defer></script><script src="/static/verify.js" defer></script></head>
+<body><main><section id="browser-verify" {section_attrs}>
+<button type="button" id="verify-button">Verify in your browser</button>
+<p id="verify-summary" role="status" aria-live="polite"></p>
+<ol id="verify-steps"></ol></section></main></body></html>
+"""
+
+
+HOME = """<!doctype html>
+<html lang="en" data-base="/"><head><meta charset="utf-8"><title>Home</title>
+<script src="/static/search.js" defer></script></head>
+<body><main><form id="search" role="search"><label for="search-input">Search</label>
+<input id="search-input" name="q" type="search" autocomplete="off"></form>
+<ol id="search-results"></ol></main></body></html>
+"""
+
+RESOLVE = """<!doctype html>
+<html lang="en" data-base="/"><head><meta charset="utf-8"><title>Resolve</title>
+<script src="/static/resolve.js" defer></script></head>
+<body><main><p id="resolve-status" role="status"></p></main></body></html>
+"""
+
+
+def write(root: Path, path: str, data: str | bytes) -> None:
+    target = root / path.lstrip("/")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+
+
+def build_site(root: Path) -> None:
+    for js in STATIC.glob("*.js"):
+        write(root, f"/static/{js.name}", js.read_bytes())
+    write(root, "/pith-signing-key.json", PINNED_KEYS_FILE.read_bytes())
+    # a signed record document
+    write(root, f"/pith/{GO43}.json", RECORD_FILE.read_bytes())
+    write(root, f"/pith/{GO43}/index.html", record_page(RECORD["pith_number"], f"/pith/{GO43}.json"))
+    # a number known only from its bundle: the record JSON is derived by the mirror
+    write(root, f"/pith/{Z5NA}.json", json.dumps(derived_record(BUNDLE), indent=1))
+    write(root, f"/pith/{Z5NA}/bundle.json", BUNDLE_FILE.read_bytes())
+    write(root, f"/pith/{Z5NA}/state.json", json.dumps(BUNDLE["state"], indent=2))
+    write(
+        root,
+        f"/pith/{Z5NA}/index.html",
+        record_page(
+            BUNDLE["pith_number"],
+            f"/pith/{Z5NA}.json",
+            f"/pith/{Z5NA}/bundle.json",
+            f"/pith/{Z5NA}/state.json",
+            signed=False,
+        ),
+    )
+    # a record whose title was altered after signing
+    tampered = json.loads(RECORD_FILE.read_bytes())
+    tampered["paper"]["title"] = "Varuna: <b>Altered</b> title"
+    write(root, "/tampered/record.json", json.dumps(tampered))
+    write(root, "/tampered/index.html", record_page(RECORD["pith_number"], "/tampered/record.json"))
+    # home page with a search index
+    write(root, "/index.html", HOME)
+    for url, data in build_index("/").items():
+        write(root, url, json.dumps(data, ensure_ascii=False))
+    # the resolver page and one alias file per kind the seeds have
+    write(root, "/api/pith-number/resolve/index.html", RESOLVE)
+    lookups = {
+        ("arxiv", "2111.04007"): GO43,
+        ("doi", "10.48550/arxiv.2111.04007"): GO43,
+        ("pith_short_8", GO43[:8]): GO43,
+        ("arxiv", "2010.10458"): Z5NA,
+        ("arxiv", "hep-th/9901001"): GO43,  # an old-style id with a slash, pointed at a real page
+    }
+    for (kind, value), body in lookups.items():
+        entry = {
+            "alias_kind": kind,
+            "alias_value": value,
+            "pith_number": f"pith:x:{body}",
+            "record": f"/pith/{body}/",
+            "json": f"/pith/{body}.json",
+        }
+        write(root, f"/api/pith-number/resolve/{kind}/{value}.json", json.dumps(entry))
+
+
+class Handler(SimpleHTTPRequestHandler):
+    def end_headers(self) -> None:
+        self.send_header("Content-Security-Policy", CSP)
+        self.send_header("Cache-Control", "no-store")
+        super().end_headers()
+
+    def log_message(self, format: str, *args: object) -> None:  # keep test output quiet
+        pass
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    root = tmp_path_factory.mktemp("site")
+    build_site(root)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(Handler, directory=str(root)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api")
+    global expect
+    expect = sync_api.expect
+    if not Path(CHROMIUM).exists() and shutil.which("chromium") is None:
+        pytest.skip("chromium is not installed")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser, site):
+    context = browser.new_context()
+    pg = context.new_page()
+    pg.foreign = []  # requests to any host but the site
+    pg.problems = []  # console errors (CSP violations included) and uncaught exceptions
+
+    def route(r):
+        if r.request.url.startswith(site):
+            r.continue_()
+        else:
+            pg.foreign.append(r.request.url)
+            r.abort()
+
+    pg.route("**/*", route)
+    pg.on("console", lambda m: pg.problems.append(m.text) if m.type == "error" else None)
+    pg.on("pageerror", lambda e: pg.problems.append(str(e)))
+    yield pg
+    assert pg.foreign == []
+    context.close()
+
+
+def verify(pg, url: str) -> tuple[str, list[tuple[str, str, str]], str]:
+    pg.goto(url)
+    pg.click("#verify-button")
+    # Selectors, not wait_for_function: the page's CSP forbids the eval that needs.
+    pg.wait_for_selector(
+        ", ".join(f'#browser-verify[data-result="{r}"]' for r in ("verified", "failed", "unsupported")),
+        state="attached",
+        timeout=20000,
+    )
+    result = pg.get_attribute("#browser-verify", "data-result")
+    steps = pg.eval_on_selector_all(
+        "#verify-steps li", "els => els.map(e => [e.dataset.step, e.dataset.ok, e.textContent])"
+    )
+    return result, [tuple(s) for s in steps], pg.text_content("#verify-summary")
+
+
+def test_signed_record_verifies(page, site):
+    result, steps, summary = verify(page, f"{site}/pith/{GO43}/")
+    assert result == "verified", steps
+    assert summary == "Verified: every check passed"
+    assert [s[0] for s in steps] == [
+        "load",
+        "keys",
+        "canonical-hash",
+        "pith-number",
+        "receipt-signature",
+        "title",
+        "aliases",
+    ]
+    assert all(ok == "true" for _, ok, _ in steps)
+    receipt = dict((s[0], s[2]) for s in steps)["receipt-signature"]
+    assert "verifies with the pinned key pith-v1-2026-05 (8d4b5ee74e4693bc…)" in receipt
+    assert page.problems == []
+
+
+def test_bundle_and_derived_record_verify(page, site):
+    result, steps, _ = verify(page, f"{site}/pith/{Z5NA}/")
+    assert result == "verified", steps
+    ids = [s[0] for s in steps]
+    assert ids[-5:] == ["event-0", "event-1", "bundle-keys", "bundle-signature", "state"]
+    assert all(ok == "true" for _, ok, _ in steps)
+    assert page.problems == []
+
+
+def test_altered_title_fails_and_is_shown_as_text(page, site):
+    result, steps, summary = verify(page, f"{site}/tampered/")
+    assert result == "failed"
+    assert [s[0] for s in steps if s[1] == "false"] == ["title"]
+    assert summary.startswith("Not verified: Title:")
+    assert page.locator("#verify-steps b").count() == 0  # document text never becomes markup
+
+
+def test_without_ed25519_the_page_says_so(page, site):
+    page.add_init_script(
+        """(() => {
+          const real = crypto.subtle.importKey.bind(crypto.subtle);
+          crypto.subtle.importKey = (format, data, algorithm, ...rest) =>
+            (algorithm && (algorithm === 'Ed25519' || algorithm.name === 'Ed25519'))
+              ? Promise.reject(new DOMException('Unrecognized name.', 'NotSupportedError'))
+              : real(format, data, algorithm, ...rest);
+        })();"""
+    )
+    result, steps, summary = verify(page, f"{site}/pith/{Z5NA}/")
+    assert result == "unsupported"
+    assert summary.startswith("Partly verified")
+    unsupported = [s[0] for s in steps if s[1] == "unsupported"]
+    assert unsupported == ["receipt-signature", "event-0", "event-1", "bundle-signature"]
+    assert (
+        "this browser cannot check Ed25519 signatures; hashes were checked"
+        in dict((s[0], s[2]) for s in steps)["event-0"]
+    )
+
+
+def test_search_as_you_type(page, site):
+    page.goto(f"{site}/")
+    page.fill("#search-input", "varuna")
+    expect(page.locator("#search-results li")).to_have_count(1)
+    link = page.locator("#search-results li a")
+    assert link.get_attribute("href") == f"/pith/{GO43}"
+    assert link.text_content() == RECORD["paper"]["title"]
+    assert page.text_content("#search-status") == "1 record matches"
+    assert page.get_attribute("#search-status", "aria-live") == "polite"
+    page.fill("#search-input", "deep learning")
+    expect(page.locator("#search-status")).to_have_text("123 records match; showing the first 50")
+    assert page.locator("#search-results li").count() == 50
+    assert page.text_content("#search-status") == "123 records match; showing the first 50"
+    page.fill("#search-input", "zzzz-nothing")
+    expect(page.locator("#search-status")).to_have_text("No records match")
+    assert page.locator("#search-results li").count() == 0
+    page.goto(f"{site}/?q=hep-lat/0407033")
+    expect(page.locator("#search-results li")).to_have_count(1)
+    # A shard no term starts with ("zz") is simply absent: the 404 is expected.
+    assert [p for p in page.problems if "status of 404" not in p] == []
+
+
+@pytest.mark.parametrize(
+    ("query", "lands_on"),
+    [
+        ("?arxiv=2111.04007", f"/pith/{GO43}/"),
+        ("?arxiv=2111.04007&json=true", f"/pith/{GO43}.json"),
+        ("?doi=10.48550/ARXIV.2111.04007&json=1", f"/pith/{GO43}.json"),
+        (f"?pith_short_8={GO43[:8].lower()}", f"/pith/{GO43}/"),
+        ("?arxiv=2010.10458", f"/pith/{Z5NA}/"),
+        ("?arxiv=hep-th/9901001", f"/pith/{GO43}/"),
+    ],
+)
+def test_resolver_redirects(page, site, query, lands_on):
+    # Without the trailing slash, as the resolver's own links are written: the
+    # static server redirects to the folder and keeps the query string.
+    page.goto(f"{site}/api/pith-number/resolve{query}")
+    page.wait_for_url(f"{site}{lands_on}", timeout=10000)
+
+
+def test_resolver_miss_and_bad_query(page, site):
+    page.goto(f"{site}/api/pith-number/resolve/?arxiv=9999.99999")
+    expect(page.locator("#resolve-status")).to_contain_text("No record on this mirror has arxiv 9999.99999.")
+    assert page.get_attribute("#resolve-status a", "href") == "/"
+    page.goto(f"{site}/api/pith-number/resolve/?nonsense=1")
+    expect(page.locator("#resolve-status")).to_contain_text("This address does not say what to look up")
+    page.goto(f"{site}/api/pith-number/resolve/?arxiv=%3Cb%3Ex%3C/b%3E")
+    expect(page.locator("#resolve-status")).to_contain_text("No record on this mirror has arxiv <b>x</b>.")
+    assert page.locator("#resolve-status b").count() == 0

@@ -1,0 +1,52 @@
+"""The static scripts as files: loadable as classic <script>s, and within ES2020."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from .conftest import STATIC
+
+SCRIPTS = ["canonical.js", "verify.js", "search.js", "resolve.js"]
+
+# Syntax and built-ins newer than ES2020 (or, for look-behind, missing from Safari < 16.4):
+# one of these makes the whole file fail to parse, or throw, in an older browser.
+TOO_NEW = {
+    "logical assignment (ES2021)": r"(\?\?=|\|\|=|&&=)",
+    "String.replaceAll (ES2021)": r"\.replaceAll\(",
+    "Array/String .at() (ES2022)": r"\.at\(",
+    "Object.hasOwn (ES2022)": r"Object\.hasOwn\(",
+    "String.isWellFormed (ES2024)": r"\.isWellFormed\(",
+    "structuredClone": r"\bstructuredClone\(",
+    "regex look-behind": r"\(\?<[=!]",
+    "class fields / private names": r"^\s+(#\w+|static\s+\w+\s*=)",
+    "top-level await / modules": r"^\s*(import|export)\s",
+}
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_no_syntax_newer_than_es2020(name):
+    text = (STATIC / name).read_text("utf-8")
+    code = re.sub(r"/\*.*?\*/|^\s*//.*$", "", text, flags=re.S | re.M)  # comments may mention anything
+    found = {what for what, pattern in TOO_NEW.items() if re.search(pattern, code, re.M)}
+    assert not found, f"{name} uses {sorted(found)}"
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_no_markup_from_strings(name):
+    """Document text reaches the page through textContent only."""
+    text = (STATIC / name).read_text("utf-8")
+    assert not re.search(
+        r"innerHTML|outerHTML|insertAdjacentHTML|document\.write|\beval\(|new Function", text
+    )
+
+
+def test_scripts_load_as_classic_scripts(run_node):
+    exposed = run_node("run_globals.js", {})
+    assert {"parse", "parseBytes", "canonical"} <= set(exposed["PithCanonical"])
+    assert {"verifyFiles", "checkDocuments"} <= set(exposed["PithVerify"])
+    assert {"queryTokens", "SearchIndex"} <= set(exposed["PithSearch"])
+    assert {"encodeValue", "parseQuery"} <= set(exposed["PithResolve"])
+    assert exposed["sample"] == '{"a":[10],"b":1.0}'
+    assert exposed["encoded"] == "a~20b/~2E~2E"

@@ -1,0 +1,589 @@
+"""verify.js, run under Node's Web Crypto on the real documents and on tampered copies.
+
+Every case goes through PithVerify.verifyFiles from the bytes a browser would
+fetch (strict parse included), in one Node process. Each case names the steps
+that must fail; all other steps must pass. Where a case changes only a record
+or bundle document, the Python verifier (generator.verify) must reach the same
+verdict: the browser must never call verified what the build refuses, or the
+other way round.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import factories
+import pytest
+
+from generator.canonical import b32
+from generator.keys import default_keyring, keyring_from_json
+from generator.load import Limits, SourceDocument, decode
+from generator.merge import merge, state_sha256
+from generator.verify import verify_document
+
+from .conftest import BUNDLE_FILE, PINNED_KEYS_FILE, RECORD_FILE
+
+REAL_KEYS = PINNED_KEYS_FILE.read_bytes()
+REAL_RECORD = json.loads(RECORD_FILE.read_bytes())
+REAL_BUNDLE = json.loads(BUNDLE_FILE.read_bytes())
+TEST_KEYS = json.dumps([factories.TEST_SIGNER.key_entry()]).encode()
+
+RECORD_STEPS = ["load", "keys", "canonical-hash", "pith-number", "receipt-signature", "title", "aliases"]
+BUNDLE_STEPS = [*RECORD_STEPS, "event-0", "event-1", "bundle-keys", "bundle-signature", "state"]
+
+
+def derived_record(bundle: dict[str, Any], derived_by: Any = None) -> dict[str, Any]:
+    """What the mirror publishes as /pith/<P>.json for a number it only has a bundle of
+    (shaped like generator/render.py's: a `derived_by` object, the receipt copied)."""
+    snapshot = next(e for e in bundle["events"] if e["event_type"] == "graph_snapshot")
+    created = next(e for e in bundle["events"] if e["event_type"] == "record_created")
+    return {
+        "derived_by": derived_by
+        or {"tool": "pith-mirror", "version": "test", "note": "derived from the bundle"},
+        "record_type": "pith_number_record",
+        "pith_number": bundle["pith_number"],
+        "short_pith_number": bundle["short_pith_number"],
+        "canonical_sha256": bundle["canonical_sha256"],
+        "source": copy.deepcopy(bundle["source"]),
+        "canonical_record": copy.deepcopy(bundle["canonical_record"]),
+        "receipt": copy.deepcopy(created["payload"]["receipt"]),
+        "paper": copy.deepcopy(snapshot["payload"]["graph_snapshot"]["paper"]),
+        "aliases": copy.deepcopy(bundle["source_aliases"]),
+    }
+
+
+def record_only_state(record: dict[str, Any]) -> dict[str, Any]:
+    """The state the mirror publishes for a number with a record document only: the empty merge."""
+    state = merge(record["pith_number"], record["canonical_record"], record.get("aliases", []), [])
+    state["derived_by"] = {"tool": "pith-mirror", "version": "test"}
+    state["state_sha256"] = state_sha256(state)
+    return state
+
+
+def as_bytes(doc: Any) -> bytes:
+    return doc if isinstance(doc, bytes) else json.dumps(doc, ensure_ascii=False, indent=1).encode("utf-8")
+
+
+@dataclass
+class Case:
+    record: Any
+    bundle: Any = None
+    state: Any = None
+    keys: Any = REAL_KEYS
+    signed: bool = True
+    number: str | None = None
+    crypto: str = "webcrypto"
+    result: str = "verified"
+    failing: set[str] = field(default_factory=set)
+    steps: list[str] | None = None
+    python: str | None = None  # "record" or "bundle": also verify that document in Python
+    python_keys: Any = None
+    says: str = ""  # a fragment the first failing step's sentence must contain
+
+    def request(self) -> dict[str, Any]:
+        doc = self.bundle if isinstance(self.bundle, dict) else self.record
+        number = self.number or (doc["pith_number"] if isinstance(doc, dict) else REAL_RECORD["pith_number"])
+        body = number.split(":")[-1]
+
+        def file(name: str, content: Any) -> dict[str, str] | None:
+            if content is None:
+                return None
+            if isinstance(content, str):  # a failed fetch
+                return {"name": name, "error": content}
+            return {"name": name, "b64": base64.b64encode(as_bytes(content)).decode("ascii")}
+
+        return {
+            "pith_number": number,
+            "record_signed": self.signed,
+            "crypto": self.crypto,
+            "files": {
+                "record": file(f"/pith/{body}.json", self.record),
+                "bundle": file(f"/pith/{body}/bundle.json", self.bundle),
+                "state": file(f"/pith/{body}/state.json", self.state),
+                "keys": file("/pith-signing-key.json", self.keys),
+            },
+        }
+
+
+def changed(doc: dict[str, Any], *edits: tuple[tuple[Any, ...], Any]) -> dict[str, Any]:
+    """A deep copy of doc with each (path, value) set."""
+    result = copy.deepcopy(doc)
+    for path, value in edits:
+        node = result
+        for part in path[:-1]:
+            node = node[part]
+        node[path[-1]] = value
+    return result
+
+
+def flip(sig: str) -> str:
+    return factories.flip_signature_byte(sig, 5)
+
+
+R, B = REAL_RECORD, REAL_BUNDLE
+DERIVED = derived_record(B)
+BSTATE = B["state"]
+ATTACKER_REAL_ID = factories.Signer(factories.ATTACKER_SEED_HEX, key_id="pith-v1-2026-05")
+
+
+def factory_cases() -> dict[str, Case]:
+    s = factories.TEST_SIGNER
+    record = factories.record_document(s)
+    bundle = factories.bundle(s)
+    forged = changed(
+        bundle, (("state", "current", "graph_snapshots"), []), (("state", "valid_event_count"), 1)
+    )
+    forged["state"]["state_sha256"] = state_sha256(forged["state"])
+    forged_state = factories.sign_bundle(s, forged)
+    sigma = factories.record_document(s, title="ΣΑΣ: Über İstanbul and the ǅ digraph  in  2 spaces")
+    attacker_bundle = factories.bundle(factories.ATTACKER)
+    impostor_bundle = factories.bundle(factories.IMPOSTOR)
+    # Four events, served out of merge order, two of them claiming the same prev_event
+    # (an equivocation the merge must list, exactly as generator/merge.py does).
+    fork = factories.bundle(s)
+    first, second = fork["events"]
+    record_ = fork["canonical_record"]
+    late = [
+        factories.graph_snapshot_event(
+            s, record_, "A Small Test Paper", created_at=at, prev_event=second["event_id"]
+        )
+        for at in ("2026-07-07T00:00:00Z", "2026-07-06T00:00:00Z")
+    ]
+    fork = factories.restate(changed(fork, (("events",), [late[0], second, late[1], first])))
+    assert fork["state"]["equivocation_count"] == 1
+    fork = factories.sign_bundle(s, fork)
+    common = {"keys": TEST_KEYS, "python_keys": factories.TEST_SIGNER.keyring()}
+    return {
+        "factory-record": Case(record, steps=RECORD_STEPS, python="record", **common),
+        "factory-record-non-ascii-title": Case(sigma, python="record", **common),
+        "factory-bundle": Case(
+            derived_record(bundle), bundle, signed=False, steps=BUNDLE_STEPS, python="bundle", **common
+        ),
+        "factory-bundle-four-events-with-equivocation": Case(
+            derived_record(fork), fork, signed=False, python="bundle", **common
+        ),
+        "factory-state-forged-and-resigned": Case(
+            derived_record(forged_state),
+            forged_state,
+            signed=False,
+            result="failed",
+            failing={"state"},
+            python="bundle",
+            says="differs at /state/current/graph_snapshots",
+            **common,
+        ),
+        "factory-signed-by-attacker": Case(
+            derived_record(attacker_bundle),
+            attacker_bundle,
+            signed=False,
+            result="failed",
+            failing={"receipt-signature", "event-0", "event-1", "bundle-keys", "bundle-signature", "state"},
+            python="bundle",
+            says="not pinned key test-key-2026's",
+            **common,
+        ),
+        "factory-impostor-key": Case(
+            derived_record(impostor_bundle),
+            impostor_bundle,
+            signed=False,
+            result="failed",
+            failing={"receipt-signature", "event-0", "event-1", "bundle-signature", "state"},
+            python="bundle",
+            says="does not verify with the pinned key test-key-2026",
+            **common,
+        ),
+    }
+
+
+CASES: dict[str, Case] = {
+    # the real documents
+    "real-record": Case(R, steps=RECORD_STEPS, python="record"),
+    "real-bundle-derived-record": Case(DERIVED, B, BSTATE, signed=False, steps=BUNDLE_STEPS, python="bundle"),
+    "real-bundle-no-state-json": Case(DERIVED, B, signed=False, python="bundle"),
+    "real-record-with-its-derived-state": Case(R, state=record_only_state(R), steps=[*RECORD_STEPS, "state"]),
+    "real-record-derived-state-altered": Case(
+        R,
+        state=changed(record_only_state(R), (("current", "source_aliases"), [])),
+        result="failed",
+        failing={"state"},
+        says="Merged state: state.json declares state_sha256",
+    ),
+    "real-record-derived-state-altered-and-rehashed": Case(
+        R,
+        state=(lambda st: changed(st, (("state_sha256",), state_sha256(st))))(
+            changed(record_only_state(R), (("current", "source_aliases"), []))
+        ),
+        result="failed",
+        failing={"state"},
+        says="differs at /current/source_aliases",
+    ),
+    "derived-record-says-derived-by-as-a-string": Case(
+        derived_record(B, derived_by="pith-mirror"), B, BSTATE, signed=False
+    ),
+    "derived-record-copied-receipt-altered": Case(
+        changed(DERIVED, (("receipt", "signed_at"), "2030-01-01T00:00:00Z")),
+        B,
+        BSTATE,
+        signed=False,
+        result="failed",
+        failing={"receipt-signature"},
+        says="differs from the one in the bundle's record_created event",
+    ),
+    "real-key-file-is-one-object": Case(R, keys=json.dumps(json.loads(REAL_KEYS)[0]).encode()),
+    "real-record-with-bundle-of-same-number": Case(
+        changed(DERIVED, (("receipt",), B["events"][0]["payload"]["receipt"])), B, BSTATE, signed=True
+    ),
+    "title-case-and-spacing-allowed": Case(
+        changed(
+            R, (("paper", "title"), "VARUNA:  Scalable, Low-cost\nTraining of Massive Deep Learning Models")
+        ),
+        python="record",
+    ),
+    # a record document, altered
+    "record-title-altered": Case(
+        changed(R, (("paper", "title"), R["paper"]["title"] + " (revised)")),
+        result="failed",
+        failing={"title"},
+        python="record",
+        says="has been altered",
+    ),
+    "record-snapshot-title-altered": Case(
+        changed(R, (("graph_snapshot", "paper", "title"), "Another title")),
+        result="failed",
+        failing={"title"},
+        python="record",
+    ),
+    "record-license-altered": Case(
+        changed(R, (("canonical_record", "metadata", "license"), "CC0")),
+        result="failed",
+        failing={"canonical-hash", "pith-number", "receipt-signature", "aliases"},
+        python="record",
+        says="the record declares 33b9b5781d61d6d0",
+    ),
+    "record-version-is-a-float": Case(
+        changed(R, (("canonical_record", "source", "version"), 2.0)),
+        result="failed",
+        failing={"canonical-hash", "pith-number", "receipt-signature", "aliases"},
+        python="record",
+    ),
+    "record-receipt-flipped": Case(
+        changed(R, (("receipt", "signature_b64"), flip(R["receipt"]["signature_b64"]))),
+        result="failed",
+        failing={"receipt-signature"},
+        python="record",
+        says="does not verify with the pinned key pith-v1-2026-05",
+    ),
+    "record-receipt-not-base64": Case(
+        changed(R, (("receipt", "signature_b64"), "not*base64")),
+        result="failed",
+        failing={"receipt-signature"},
+        python="record",
+        says="not 64 bytes of standard base64",
+    ),
+    "record-receipt-other-hash": Case(
+        changed(R, (("receipt", "canonical_sha256"), "00" * 32)),
+        result="failed",
+        failing={"receipt-signature"},
+        python="record",
+    ),
+    "record-alias-altered": Case(
+        changed(R, (("aliases", 0, "alias_value"), "2111.04008")),
+        result="failed",
+        failing={"aliases"},
+        python="record",
+    ),
+    "record-doi-alias-upper-case-is-fine": Case(
+        changed(R, (("aliases", 2, "alias_value"), "10.48550/arXiv.2111.04007")),
+        python="record",
+    ),
+    "record-source-altered": Case(
+        changed(R, (("source", "version"), 3)),
+        result="failed",
+        failing={"canonical-hash"},
+        python="record",
+        says="the record's source",
+    ),
+    "record-short-number-altered": Case(
+        changed(R, (("short_pith_number",), "pith:GO43K6A6")),
+        result="failed",
+        failing={"pith-number"},
+        python="record",
+    ),
+    "page-shows-another-number": Case(
+        R,
+        number="pith:2021:AAAAAAAAAAAAAAAAAAAAAAAAAA",
+        result="failed",
+        failing={"pith-number"},
+        says="this page shows",
+    ),
+    "record-with-duplicate-key": Case(
+        RECORD_FILE.read_bytes().replace(b"{", b'{"record_type": "x",', 1),
+        result="failed",
+        failing={"load"},
+        steps=["load"],
+        says='duplicate key "record_type"',
+    ),
+    "record-with-nan": Case(
+        RECORD_FILE.read_bytes().replace(b'"version":2', b'"version":NaN', 1),
+        result="failed",
+        failing={"load"},
+        steps=["load"],
+    ),
+    "record-with-bom": Case(
+        b"\xef\xbb\xbf" + RECORD_FILE.read_bytes(), result="failed", failing={"load"}, steps=["load"]
+    ),
+    "record-not-found": Case("HTTP 404", result="failed", failing={"load"}, steps=["load"], says="HTTP 404"),
+    "record-derived-but-no-bundle": Case(
+        R,
+        signed=False,
+        result="failed",
+        failing={"receipt-signature"},
+        says="no bundle",
+    ),
+    # the pinned key file
+    "keys-pin-another-key-under-the-real-id": Case(
+        R,
+        keys=json.dumps([ATTACKER_REAL_ID.key_entry()]).encode(),
+        result="failed",
+        failing={"receipt-signature"},
+        python="record",
+        python_keys=keyring_from_json([ATTACKER_REAL_ID.key_entry()], "attacker"),
+    ),
+    "keys-wrong-fingerprint-in-key-file": Case(
+        R,
+        keys=json.dumps([dict(json.loads(REAL_KEYS)[0], fingerprint_sha256_hex="00" * 16)]).encode(),
+        result="failed",
+        failing={"keys", "receipt-signature"},
+    ),
+    "keys-file-empty-list": Case(R, keys=b"[]", result="failed", failing={"keys", "receipt-signature"}),
+    # a bundle, altered
+    "bundle-snapshot-title-altered": Case(
+        DERIVED,
+        changed(B, (("events", 1, "payload", "graph_snapshot", "paper", "title"), "Another title")),
+        BSTATE,
+        signed=False,
+        result="failed",
+        failing={"title", "event-1", "bundle-signature", "state"},
+        python="bundle",
+    ),
+    "bundle-event-signature-flipped": Case(
+        DERIVED,
+        changed(
+            B,
+            (("events", 0, "signature", "signature_b64"), flip(B["events"][0]["signature"]["signature_b64"])),
+        ),
+        BSTATE,
+        signed=False,
+        result="failed",
+        failing={"event-0", "bundle-signature", "state"},
+        python="bundle",
+    ),
+    "bundle-event-receipt-flipped": Case(
+        DERIVED,
+        changed(
+            B,
+            (
+                ("events", 0, "payload", "receipt", "signature_b64"),
+                flip(B["events"][0]["payload"]["receipt"]["signature_b64"]),
+            ),
+        ),
+        BSTATE,
+        signed=False,
+        result="failed",
+        failing={"receipt-signature", "event-0", "bundle-signature", "state"},
+        python="bundle",
+    ),
+    "bundle-event-other-subject": Case(
+        DERIVED,
+        changed(B, (("events", 1, "subject_pith_number"), R["pith_number"])),
+        BSTATE,
+        signed=False,
+        result="failed",
+        failing={"event-1", "bundle-signature", "state"},
+        python="bundle",
+    ),
+    "bundle-embedded-key-replaced": Case(
+        DERIVED,
+        changed(B, (("public_keys", 0), ATTACKER_REAL_ID.key_entry())),
+        BSTATE,
+        signed=False,
+        result="failed",
+        failing={"bundle-keys", "bundle-signature"},
+        python="bundle",
+        says="proves nothing",
+    ),
+    "bundle-signature-flipped": Case(
+        DERIVED,
+        changed(B, (("bundle_signature", "signature_b64"), flip(B["bundle_signature"]["signature_b64"]))),
+        BSTATE,
+        signed=False,
+        result="failed",
+        failing={"bundle-signature"},
+        python="bundle",
+    ),
+    "bundle-state-hash-altered": Case(
+        DERIVED,
+        changed(B, (("state", "state_sha256"), "0" * 64)),
+        BSTATE,
+        signed=False,
+        result="failed",
+        failing={"bundle-signature", "state"},
+        python="bundle",
+    ),
+    "bundle-merge-version-altered": Case(
+        DERIVED,
+        changed(B, (("merge_version",), "other-merge")),
+        BSTATE,
+        signed=False,
+        result="failed",
+        failing={"bundle-signature", "state"},
+        python="bundle",
+    ),
+    "state-json-altered": Case(
+        DERIVED,
+        B,
+        changed(BSTATE, (("event_count",), 3)),
+        signed=False,
+        result="failed",
+        failing={"state"},
+        says="differs from the bundle's state at /event_count",
+    ),
+    "state-json-not-found": Case(
+        DERIVED, B, "HTTP 404", signed=False, result="failed", failing={"load"}, steps=["load"]
+    ),
+    "derived-record-of-another-number": Case(
+        derived_record(changed(B, (("canonical_record",), R["canonical_record"]))),
+        B,
+        BSTATE,
+        signed=False,
+        result="failed",
+        failing={
+            "canonical-hash",
+            "pith-number",
+            "receipt-signature",
+            "aliases",
+            "title",
+            "event-0",
+            "state",
+        },
+    ),
+    "derived-record-without-derived-by": Case(
+        {k: v for k, v in DERIVED.items() if k != "derived_by"},
+        B,
+        BSTATE,
+        signed=False,
+        result="failed",
+        failing={"receipt-signature"},
+    ),
+    "derived-record-title-altered": Case(
+        changed(DERIVED, (("paper", "title"), "Another title")),
+        B,
+        BSTATE,
+        signed=False,
+        result="failed",
+        failing={"title"},
+    ),
+    # browsers without Ed25519 (or without Web Crypto at all, on plain HTTP)
+    "no-ed25519-record": Case(R, crypto="no-ed25519", result="unsupported"),
+    "no-ed25519-bundle": Case(DERIVED, B, BSTATE, signed=False, crypto="no-ed25519", result="unsupported"),
+    "no-web-crypto-bundle": Case(DERIVED, B, BSTATE, signed=False, crypto="no-subtle", result="unsupported"),
+    "no-web-crypto-hashes-still-checked": Case(
+        changed(R, (("paper", "title"), "Another title")),
+        crypto="no-subtle",
+        result="failed",
+        failing={"title"},
+    ),
+    "no-ed25519-cannot-see-a-bad-signature": Case(
+        changed(R, (("receipt", "signature_b64"), flip(R["receipt"]["signature_b64"]))),
+        crypto="no-ed25519",
+        result="unsupported",
+    ),
+    **factory_cases(),
+}
+
+
+@pytest.fixture(scope="module")
+def answers(run_node) -> dict[str, dict[str, Any]]:
+    names = list(CASES)
+    results = run_node("run_verify.js", {"cases": [CASES[n].request() for n in names]})
+    return dict(zip(names, results, strict=True))
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_case(answers, name):
+    case, answer = CASES[name], answers[name]
+    steps = answer["steps"]
+    by_id = {s["id"]: s for s in steps}
+    assert answer["result"] == case.result, (answer["summary"], steps)
+    failing = {s["id"] for s in steps if s["ok"] is False}
+    assert failing == case.failing, [s["text"] for s in steps if s["ok"] is not True]
+    if case.steps is not None:
+        assert [s["id"] for s in steps] == case.steps
+    if case.result == "verified":
+        assert answer["summary"] == "Verified: every check passed"
+        assert all(s["ok"] is True for s in steps)
+    elif case.result == "failed":
+        first = next(s for s in steps if s["ok"] is False)
+        assert answer["summary"] == "Not verified: " + first["text"]
+        assert case.says in first["text"], first["text"]
+    else:
+        assert answer["summary"].startswith("Partly verified")
+        unsupported = {s["id"] for s in steps if s["ok"] == "unsupported"}
+        assert "receipt-signature" in unsupported
+        assert unsupported <= {"receipt-signature", "bundle-signature"} | {
+            i for i in by_id if i.startswith("event-")
+        }
+        assert "cannot check Ed25519 signatures; hashes were checked" in by_id["receipt-signature"]["text"]
+
+
+@pytest.mark.parametrize("name", [n for n, c in CASES.items() if c.python])
+def test_python_verifier_agrees(answers, name):
+    """generator.verify reaches the same verdict on the record or bundle document."""
+    case = CASES[name]
+    doc = case.record if case.python == "record" else case.bundle
+    raw = as_bytes(doc)
+    keyring = case.python_keys or default_keyring()
+    verdict, _ = verify_document(
+        SourceDocument(file="doc.json", raw=raw, data=decode(raw, Limits())), keyring
+    )
+    js_ok = answers[name]["result"] == "verified"
+    assert verdict.ok == js_ok, [p.message for p in verdict.problems]
+
+
+def test_real_sentences(answers):
+    """The plain-words sentences a reader sees, on the real documents."""
+    record = {s["id"]: s["text"] for s in answers["real-record"]["steps"]}
+    assert record["canonical-hash"] == (
+        "Canonical hash: the canonical record hashes to 33b9b5781d61d6d0…, as the record says"
+    )
+    assert record["pith-number"] == (
+        "Pith number: derived from the hash, matches pith:2021:GO43K6A5MHLNBUADUVZ3AKFBNI"
+        " (short form pith:GO43K6A5)"
+    )
+    assert record["receipt-signature"] == (
+        "Receipt signature: verifies with the pinned key pith-v1-2026-05 (8d4b5ee74e4693bc…)"
+    )
+    assert record["title"].startswith("Title: “Varuna: Scalable, Low-cost Training")
+    bundle = {s["id"]: s["text"] for s in answers["real-bundle-derived-record"]["steps"]}
+    assert bundle["event-0"] == "Event 1 (record_created): hash and signature verify"
+    assert bundle["event-1"] == "Event 2 (graph_snapshot): hash and signature verify"
+    assert bundle["receipt-signature"].endswith("taken from the bundle's record_created event")
+    assert bundle["bundle-signature"] == "Bundle signature: verifies with the pinned key pith-v1-2026-05"
+    assert bundle["state"].startswith("Merged state: state.json equals the bundle's state;")
+    assert "a4163a30e8828a51" in bundle["state"]
+
+
+def test_fallback_sha256_and_base32(run_node):
+    """The plain-JS SHA-256 (used without Web Crypto) and base32 agree with Python."""
+    samples = [os.urandom(n) for n in (*range(0, 140), 1000, 4096, 65537)] + [b"abc", b"\xff" * 64]
+    samples.append(os.urandom(1 << 20))
+    enc = [base64.b64encode(s).decode("ascii") for s in samples]
+    got = run_node("run_helpers.js", {"sha256": enc, "base32": enc[:80]})
+    assert got["sha256"] == [hashlib.sha256(s).hexdigest() for s in samples]
+    assert got["base32"] == [b32(s) for s in samples[:80]]

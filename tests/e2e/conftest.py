@@ -1,0 +1,142 @@
+"""End-to-end browser tests: the real CLI serves a real build; Chromium reads it.
+
+Chromium is Debian's (`/usr/bin/chromium`), driven by Playwright for Python;
+no browser of Playwright's own is ever downloaded. Without Chromium these
+tests are skipped, unless PITH_MIRROR_REQUIRE_BROWSER=1 (set by .ci/run),
+where a missing browser is a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CONTENT = ROOT / "content"
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = ROOT / "tests" / "artifacts"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def _require_browser() -> None:
+    missing = []
+    if not Path(CHROMIUM).exists():
+        missing.append(CHROMIUM)
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        missing.append("the playwright package")
+    if missing:
+        message = "browser tests need " + " and ".join(missing)
+        if os.environ.get("PITH_MIRROR_REQUIRE_BROWSER") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+
+
+class Served:
+    """A `pith-mirror serve` subprocess and the address it printed."""
+
+    def __init__(self, content: Path, site: Path, *extra: str) -> None:
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "generator",
+                "serve",
+                "--port",
+                "0",
+                "--no-watch",
+                "--jobs",
+                "1",
+                *extra,
+                str(content),
+                str(site),
+            ],
+            cwd=content.parent,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
+        self.output: list[str] = []
+        deadline = time.monotonic() + 60
+        self.url = ""
+        assert self.proc.stdout is not None
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                break
+            self.output.append(line)
+            match = re.search(r"(http://127\.0\.0\.1:\d+/\S*)", line)
+            if match:
+                self.url = match.group(1)
+                break
+        if not self.url:
+            self.stop()
+            raise AssertionError("serve printed no address:\n" + "".join(self.output))
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    _require_browser()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_default_timeout(20_000)
+    yield page
+    context.close()
+
+
+@pytest.fixture(scope="session")
+def real_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """The two real resolver documents, built and served by the real CLI."""
+    _require_browser()
+    root = tmp_path_factory.mktemp("e2e")
+    shutil.copytree(CONTENT, root / "content")
+    served = Served(root / "content", root / "site")
+    yield served
+    served.stop()
+
+
+@pytest.fixture
+def artifacts() -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return ARTIFACTS

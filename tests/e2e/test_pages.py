@@ -1,0 +1,137 @@
+"""What a reader sees in a real Chromium, on a site the real CLI built and serves."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import CONTENT, Served
+
+pytestmark = pytest.mark.browser
+
+RECORD = "GO43K6A5MHLNBUADUVZ3AKFBNI"  # record document only
+BUNDLE = "Z5NAPRQPUU4SIDOBV5N2FREXWZ"  # bundle
+
+
+def verify(page: Any, url: str) -> tuple[str, list[tuple[str, str, str]]]:
+    """Click "Verify in your browser"; return the verdict and each step (id, ok, text)."""
+    page.goto(url)
+    page.click("#verify-button")
+    section = page.locator("#browser-verify")
+    page.wait_for_function(
+        "() => ['verified', 'failed', 'unsupported'].includes("
+        "document.getElementById('browser-verify').dataset.result)"
+    )
+    steps = page.eval_on_selector_all(
+        "#verify-steps li", "els => els.map(e => [e.dataset.step, e.dataset.ok, e.textContent])"
+    )
+    return section.get_attribute("data-result"), [tuple(s) for s in steps]
+
+
+@pytest.mark.parametrize("body", [RECORD, BUNDLE])
+def test_verify_button_says_verified_for_the_real_records(page: Any, real_site: Served, body: str) -> None:
+    result, steps = verify(page, f"{real_site.url}pith/{body}")
+    assert result == "verified", steps
+    ids = {s[0] for s in steps}
+    assert {"canonical-hash", "pith-number", "receipt-signature"} <= ids
+    if body == BUNDLE:
+        assert {"event-0", "event-1", "bundle-signature", "state"} <= ids
+    assert all(ok == "true" for _, ok, _ in steps)
+
+
+def test_a_byte_changed_after_the_build_is_not_verified(page: Any, tmp_path: Path) -> None:
+    shutil.copytree(CONTENT, tmp_path / "content")
+    served = Served(tmp_path / "content", tmp_path / "site")
+    try:
+        bundle = tmp_path / "site" / "pith" / BUNDLE / "bundle.json"
+        data = bundle.read_bytes()
+        # one byte of the graph snapshot's title, after the build
+        bundle.write_bytes(data.replace(b"Towards Scalable", b"Towards Scalabel", 1))
+        result, steps = verify(page, f"{served.url}pith/{BUNDLE}")
+    finally:
+        served.stop()
+    assert result == "failed"
+    failing = [s for s in steps if s[1] == "false"]
+    assert failing, steps
+    summary = page.text_content("#verify-summary") or ""
+    assert "Not verified" in summary
+    # the summary names the first failing step
+    assert failing[0][2].split(":")[0].strip() in summary or failing[0][0] in summary
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("Varuna", RECORD),  # a title word
+        ("Sivathanu", RECORD),  # an author
+        ("2010.10458", BUNDLE),  # an arXiv id
+        ("pith:Z5NAPRQP", BUNDLE),  # a short Pith number
+        ("GO43K6A5", RECORD),  # a bare short form
+    ],
+)
+def test_search_finds_records(page: Any, real_site: Served, query: str, expected: str) -> None:
+    page.goto(real_site.url)
+    page.fill("#search-input", query)
+    link = page.locator(f"#search-results a[href$='/pith/{expected}']")
+    link.first.wait_for()
+    assert page.locator("#search-results li").count() == 1
+
+
+@pytest.mark.parametrize(
+    ("query", "expected_path"),
+    [
+        ("arxiv=2111.04007", f"/pith/{RECORD}"),
+        ("doi=10.48550/arxiv.2010.10458", f"/pith/{BUNDLE}"),
+        ("pith_short_8=Z5NAPRQP", f"/pith/{BUNDLE}"),
+        ("arxiv=2111.04007&json=true", f"/pith/{RECORD}.json"),
+    ],
+)
+def test_resolve_page_lands_on_the_record(
+    page: Any, real_site: Served, query: str, expected_path: str
+) -> None:
+    page.goto(f"{real_site.url}api/pith-number/resolve?{query}")
+    page.wait_for_url(f"**{expected_path}")
+    assert page.url.split("?")[0].endswith(expected_path)
+
+
+@pytest.mark.parametrize("body", [RECORD, BUNDLE])
+def test_record_page_has_no_horizontal_scroll_on_a_phone(browser: Any, real_site: Served, body: str) -> None:
+    context = browser.new_context(
+        viewport={"width": 360, "height": 740}, device_scale_factor=2, is_mobile=True
+    )
+    page = context.new_page()
+    try:
+        page.goto(f"{real_site.url}pith/{body}")
+        widths = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
+    finally:
+        context.close()
+    assert widths[0] <= widths[1], widths
+
+
+def test_screenshots_are_kept(browser: Any, real_site: Served, artifacts: Path) -> None:
+    for width, name in ((1280, "desktop"), (390, "phone")):
+        context = browser.new_context(viewport={"width": width, "height": 900})
+        page = context.new_page()
+        try:
+            page.goto(f"{real_site.url}pith/{BUNDLE}")
+            page.click("#verify-button")
+            page.wait_for_function("() => document.getElementById('browser-verify').dataset.result")
+            page.screenshot(path=str(artifacts / f"record-{name}.png"), full_page=True)
+            page.goto(real_site.url)
+            page.screenshot(path=str(artifacts / f"home-{name}.png"), full_page=True)
+        finally:
+            context.close()
+    for name in ("record-desktop", "record-phone", "home-desktop", "home-phone"):
+        assert (artifacts / f"{name}.png").stat().st_size > 10_000
+
+
+def test_pages_load_nothing_from_other_hosts(page: Any, real_site: Served) -> None:
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    for path in ("", f"pith/{BUNDLE}", f"paper/{RECORD[:8]}", "report", "browse"):
+        page.goto(f"{real_site.url}{path}")
+    outside = [u for u in requests if not u.startswith(real_site.url)]
+    assert not outside, outside

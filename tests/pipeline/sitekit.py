@@ -1,0 +1,274 @@
+"""Helpers for the build's tests (the fixtures built on them are in conftest.py).
+
+A `Project` is one small mirror in a temporary folder: `content/` with signed
+documents (the two real ones and/or documents from `tests/factories.py`),
+`site/` for the output and a keys file pinning both the real resolver key and
+the tests' key. Builds run in-process with `jobs=1` unless a test says so.
+
+The link checker and the tree helpers live here too, so every test module
+checks the site the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from dataclasses import dataclass, replace
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+TESTS = Path(__file__).resolve().parent.parent
+if str(TESTS) not in sys.path:  # for `factories`, whatever pytest's import mode
+    sys.path.insert(0, str(TESTS))
+
+import factories as f  # noqa: E402
+
+from generator.config import SiteConfig  # noqa: E402
+from generator.keys import Keyring, default_keyring, keyring_from_json  # noqa: E402
+from generator.pipeline import BuildReport, build  # noqa: E402
+
+REPO = TESTS.parent
+CONTENT = REPO / "content"
+REAL_RECORD = CONTENT / "GO43K6A5MHLNBUADUVZ3AKFBNI.record.json"
+REAL_BUNDLE = CONTENT / "Z5NAPRQPUU4SIDOBV5N2FREXWZ.bundle.json"
+RECORD_BODY = "GO43K6A5MHLNBUADUVZ3AKFBNI"
+BUNDLE_BODY = "Z5NAPRQPUU4SIDOBV5N2FREXWZ"
+RECORD_NUMBER = f"pith:2021:{RECORD_BODY}"
+BUNDLE_NUMBER = f"pith:2020:{BUNDLE_BODY}"
+
+SUB_BASE_URL = "https://example.github.io/mirror/"
+
+
+def key_entries() -> list[dict[str, Any]]:
+    """The real resolver key and the tests' key, as a keys file holds them."""
+    real = [dict(k.entry) for k in default_keyring().keys]
+    return [*real, f.TEST_SIGNER.key_entry()]
+
+
+BOTH_KEYS: Keyring = keyring_from_json(key_entries(), "real + test")
+
+
+# ---------------------------------------------------------------- trees
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    """Every file under root (hidden ones included) -> its bytes, by relative posix path."""
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not p.is_symlink()
+    }
+
+
+def all_paths(root: Path) -> set[str]:
+    """Every file, folder and link under root, relative (for "nothing else was written")."""
+    return {p.relative_to(root).as_posix() for p in root.rglob("*")}
+
+
+def html_files(site: Path) -> list[Path]:
+    return sorted(p for p in site.rglob("*.html") if p.is_file())
+
+
+# ---------------------------------------------------------------- projects
+
+
+@dataclass
+class Project:
+    root: Path
+
+    @property
+    def content(self) -> Path:
+        return self.root / "content"
+
+    @property
+    def site(self) -> Path:
+        return self.root / "site"
+
+    @property
+    def staging(self) -> Path:
+        return self.root / ".site.staging"
+
+    @property
+    def keys_file(self) -> Path:
+        return self.root / "keys.json"
+
+    def add(self, name: str, doc: Any) -> Path:
+        """Write a document (dict -> JSON via the factory; bytes as they are) into content/."""
+        path = self.content / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(doc, bytes):
+            path.write_bytes(doc)
+        else:
+            f.write(path, doc)
+        return path
+
+    def add_real(self, record: bool = True, bundle: bool = True) -> None:
+        self.content.mkdir(parents=True, exist_ok=True)
+        if record:
+            shutil.copyfile(REAL_RECORD, self.content / REAL_RECORD.name)
+        if bundle:
+            shutil.copyfile(REAL_BUNDLE, self.content / REAL_BUNDLE.name)
+
+    def remove(self, name: str) -> None:
+        (self.content / name).unlink()
+
+    def config(self, **overrides: Any) -> SiteConfig:
+        config = SiteConfig(content=self.content, site=self.site, jobs=1)
+        return replace(config, **overrides)
+
+    def build(self, **overrides: Any) -> BuildReport:
+        self.content.mkdir(parents=True, exist_ok=True)
+        return build(self.config(**overrides), BOTH_KEYS)
+
+    def write_keys(self) -> Path:
+        self.keys_file.write_text(json.dumps(key_entries()), "utf-8")
+        return self.keys_file
+
+    def read(self, path: str) -> bytes:
+        return (self.site / path).read_bytes()
+
+    def json(self, path: str) -> Any:
+        return json.loads(self.read(path))
+
+    def text(self, path: str) -> str:
+        return self.read(path).decode("utf-8")
+
+
+ABOUT_MD = """# About this mirror
+
+This mirror re-verifies every record.
+
+<script>alert("md")</script>
+
+<div onclick="alert(2)">raw block</div>
+
+A [bad link](javascript:alert(3)) and a [good one](https://example.org/).
+"""
+
+
+# ---------------------------------------------------------------- documents
+
+
+def record_doc(
+    source_id: str = "2101.00001",
+    version: int = 1,
+    title: str = "A Small Test Paper",
+    submitted_at: str = "2021-01-02T03:04:05Z",
+    **record_kw: Any,
+) -> dict[str, Any]:
+    """A valid record document for a given arXiv id (the factory's, with its own canonical record)."""
+    record = f.canonical_record(
+        source_id=source_id, version=version, title=title, submitted_at=submitted_at, **record_kw
+    )
+    return f.record_document(record=record, title=title)
+
+
+def bundle_events(
+    record: dict[str, Any], title: str, snapshots: int, start_day: int = 10
+) -> list[dict[str, Any]]:
+    """record_created plus `snapshots` graph_snapshot events on successive days."""
+    events = [f.record_created_event(f.TEST_SIGNER, record)]
+    for i in range(snapshots):
+        events.append(
+            f.graph_snapshot_event(
+                f.TEST_SIGNER, record, title, created_at=f"2026-07-{start_day + i:02d}T00:00:00Z"
+            )
+        )
+    return events
+
+
+# ---------------------------------------------------------------- links
+
+
+class _Refs(HTMLParser):
+    """Collects every URL a page refers to: a/link href, script/img src, meta refresh,
+    and the data-*-json / data-keys attributes that the browser verifier fetches."""
+
+    URL_DATA_ATTRS = ("data-record-json", "data-bundle-json", "data-state-json", "data-keys")
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.refs: list[tuple[str, str]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = {k: (v or "") for k, v in attrs}
+        if tag in ("a", "link") and "href" in a:
+            self.refs.append((f"<{tag} href>", a["href"]))
+        if tag in ("script", "img", "iframe", "source") and "src" in a:
+            self.refs.append((f"<{tag} src>", a["src"]))
+        if tag == "meta" and a.get("http-equiv", "").lower() == "refresh":
+            content = a.get("content", "")
+            _, _, rest = content.partition(";")
+            rest = rest.strip()
+            if rest.lower().startswith("url="):
+                self.refs.append(("<meta refresh>", rest[4:].strip().strip("'\"")))
+        if tag == "form" and a.get("action"):
+            self.refs.append(("<form action>", a["action"]))
+        for name in self.URL_DATA_ATTRS:
+            if a.get(name):
+                self.refs.append((f"[{name}]", a[name]))
+
+
+def page_refs(html: str) -> list[tuple[str, str]]:
+    parser = _Refs()
+    parser.feed(html)
+    parser.close()
+    return parser.refs
+
+
+def resolves(site: Path, path: str) -> bool:
+    """Does the URL path (relative to the site root, no leading slash) answer on GitHub Pages?"""
+    path = unquote(path)
+    if path == "" or path.endswith("/"):
+        return (site / path / "index.html").is_file()
+    return any((site / p).is_file() for p in (path, f"{path}.html", f"{path}/index.html"))
+
+
+def broken_links(site: Path, base_path: str = "/", absolute_base: str | None = None) -> list[str]:
+    """Every internal link of every HTML page that does not resolve, or is not under base_path."""
+    problems: list[str] = []
+    for page in html_files(site):
+        name = page.relative_to(site).as_posix()
+        for where, url in page_refs(page.read_text("utf-8")):
+            parts = urlsplit(url)
+            if absolute_base and url.startswith(absolute_base):
+                path = urlsplit(url).path
+            elif parts.scheme in ("http", "https") or url.startswith("//"):
+                continue  # external
+            elif parts.scheme:
+                problems.append(f"{name}: {where} {url!r}: not an http(s) or internal link")
+                continue
+            elif url.startswith("#"):
+                continue
+            else:
+                path = parts.path
+            if not path.startswith(base_path):
+                problems.append(f"{name}: {where} {url!r} is not under the base path {base_path!r}")
+                continue
+            if not resolves(site, path[len(base_path) :]):
+                problems.append(f"{name}: {where} {url!r} does not resolve to a file of the site")
+    return problems
+
+
+def encode_alias(value: str) -> str:
+    """The documented alias encoding (layout.py's docstring), written independently of layout.py:
+    split on "/", keep [A-Za-z0-9._-], any other UTF-8 byte as "~XX"; "." and ".." segments as "~2E"."""
+    out = []
+    for segment in value.split("/"):
+        if segment in (".", ".."):
+            out.append(segment.replace(".", "~2E"))
+            continue
+        out.append(
+            "".join(
+                chr(b) if chr(b).isascii() and (chr(b).isalnum() or chr(b) in "._-") else f"~{b:02X}"
+                for b in segment.encode("utf-8")
+            )
+        )
+    return "/".join(out)
+
+
+def expected_resolve_path(kind: str, value: str) -> str:
+    return f"api/pith-number/resolve/{kind}/{encode_alias(value.lower() if kind == 'doi' else value)}.json"

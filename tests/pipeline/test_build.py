@@ -1,0 +1,399 @@
+"""The `build` command end to end: exit codes, settings files and flags, the
+summary line, and a site that stays whole when a build fails or is killed."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from sitekit import (
+    BUNDLE_BODY,
+    RECORD_BODY,
+    REPO,
+    Project,
+    all_paths,
+    record_doc,
+    tree,
+)
+
+from generator.cli import main
+from generator.errors import BuildError, Code
+
+SUMMARY = re.compile(r"^published (\d+), refused (\d+) file\(s\), (\d+) files written in \d+\.\d\ds\b")
+
+
+def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def cli(project: Project, monkeypatch: pytest.MonkeyPatch) -> Project:
+    """A project whose folder is the working directory, with the real documents."""
+    monkeypatch.chdir(project.root)
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+    project.add_real()
+    return project
+
+
+def title_of(project: Project, page: str = "index.html") -> str:
+    match = re.search(r"<title>(.*?)</title>", project.text(page), re.S)
+    assert match
+    return match.group(1)
+
+
+# ---------------------------------------------------------------- exit codes and output
+
+
+def test_exit_0_and_the_summary_line(cli: Project, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(["build", "--jobs", "1"], capsys)
+    assert code == 0, err
+    lines = out.strip().splitlines()
+    match = SUMMARY.match(lines[-1])
+    assert match, out
+    published, refused, written = map(int, match.groups())
+    assert (published, refused) == (2, 0)
+    assert written == len(tree(cli.site))
+    assert (cli.site / f"pith/{RECORD_BODY}.html").is_file()
+    assert (cli.site / f"pith/{BUNDLE_BODY}/bundle.json").is_file()
+
+
+def test_exit_1_when_something_is_refused_and_the_rest_is_published(
+    cli: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cli.add("garbage.json", b"{not json")
+    bad = record_doc(source_id="2110.10101")  # signed by the test key, which is not pinned here
+    cli.add("unpinned.json", bad)
+    code, out, err = run(["build", "--jobs", "1"], capsys)
+    assert code == 1
+    assert "content/garbage.json: /: json.invalid:" in err
+    assert "content/unpinned.json:" in err and "key.unknown" in err
+    match = SUMMARY.match(out.strip().splitlines()[-1])
+    assert match and match.groups()[:2] == ("2", "2")
+    assert (cli.site / f"pith/{RECORD_BODY}.html").is_file()
+    assert (cli.site / f"pith/{BUNDLE_BODY}.html").is_file()
+    report = cli.json("report.json")
+    assert report["summary"]["refused_files"] == 2
+    assert {r["file"] for r in report["rejections"]} == {"content/garbage.json", "content/unpinned.json"}
+    html = cli.text("report.html")
+    assert "content/garbage.json" in html and "json.invalid" in html
+
+
+def test_keys_flag_pins_other_keys(cli: Project, capsys: pytest.CaptureFixture[str]) -> None:
+    cli.add("test-signed.json", record_doc(source_id="2110.10102"))
+    keys = cli.write_keys()
+    code, out, err = run(["build", "--jobs", "1", "--keys", str(keys)], capsys)
+    assert code == 0, err
+    assert SUMMARY.match(out.strip().splitlines()[-1]).group(1) == "3"
+
+
+@pytest.mark.parametrize(
+    ("args", "toml", "message"),
+    [
+        (["--base-url", "ftp://x"], None, "base_url"),
+        (["--base-url", "https://example.org/m/?x=1"], None, "base_url"),
+        (["--base-url", "https://"], None, "base_url"),
+        (["--jobs", "0"], None, "jobs"),
+        ([], "site_titel = 'typo'\n", "site_titel"),
+        ([], "site_title = 3\n", "site_title"),
+        ([], "[tool]\nx = 1\n", "tool"),
+        ([], "this is not toml", "TOML"),
+        (["--primary-url", "ftp://pith.science"], None, "primary_url"),
+        (["--cname", "a/b"], None, "cname"),
+        (["--keys", "missing-keys.json"], None, "keys"),
+    ],
+)
+def test_exit_2_for_bad_settings_with_nothing_written(
+    cli: Project, capsys: pytest.CaptureFixture[str], args: list[str], toml: str | None, message: str
+) -> None:
+    if toml is not None:
+        (cli.root / "pith-mirror.toml").write_text(toml)
+    before = all_paths(cli.root)
+    code, _out, err = run(["build", "--jobs", "1", *args], capsys)
+    assert code == 2
+    assert message in err
+    assert "Traceback" not in err
+    assert all_paths(cli.root) == before
+
+
+def test_exit_2_for_a_missing_content_folder(
+    project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(project.root)
+    before = all_paths(project.root)
+    code, _, err = run(["build", "no-such-folder", "out", "--jobs", "1"], capsys)
+    assert code == 2
+    assert "no-such-folder" in err
+    assert all_paths(project.root) == before
+
+
+def test_exit_2_for_a_bad_keys_file(cli: Project, capsys: pytest.CaptureFixture[str]) -> None:
+    (cli.root / "keys.json").write_text(json.dumps({"key_id": "k", "public_key_b64": "short"}))
+    before = all_paths(cli.root)
+    code, _, err = run(["build", "--jobs", "1", "--keys", "keys.json"], capsys)
+    assert code == 2 and "keys" in err
+    assert all_paths(cli.root) == before
+
+
+def test_usage_error_exits_2(cli: Project, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["build", "--no-such-flag"])
+    assert exc.value.code == 2
+    assert not cli.site.exists()
+
+
+# ---------------------------------------------------------------- settings
+
+
+def test_pith_mirror_toml_is_honoured(cli: Project, capsys: pytest.CaptureFixture[str]) -> None:
+    (cli.root / "pith-mirror.toml").write_text(
+        'site_title = "Toml Mirror"\njobs = 1\nbase_url = "https://example.org/sub/"\nper_page = 1\n'
+    )
+    code, _, err = run(["build"], capsys)
+    assert code == 0, err
+    assert title_of(cli) == "Toml Mirror"
+    assert "Toml Mirror" in cli.text(f"pith/{RECORD_BODY}.html")
+    assert 'href="/sub/browse"' in cli.text("index.html")
+    assert (cli.site / "page/2.html").is_file()  # per_page = 1
+    assert cli.json("pith-mirrors.json")["mirrors"][1]["base_url"] == "https://example.org/sub"
+
+
+def test_pyproject_tool_table_is_honoured(cli: Project, capsys: pytest.CaptureFixture[str]) -> None:
+    (cli.root / "pyproject.toml").write_text(
+        '[project]\nname = "x"\n\n[tool.pith-mirror]\nsite_title = "Pyproject Mirror"\njobs = 1\n'
+    )
+    code, _, err = run(["build"], capsys)
+    assert code == 0, err
+    assert title_of(cli) == "Pyproject Mirror"
+
+
+def test_pyproject_without_the_table_is_ignored(cli: Project, capsys: pytest.CaptureFixture[str]) -> None:
+    (cli.root / "pyproject.toml").write_text('[project]\nname = "x"\n[tool.other]\nsite_title = "No"\n')
+    code, _, err = run(["build", "--jobs", "1"], capsys)
+    assert code == 0, err
+    assert title_of(cli) == "Pith mirror"
+
+
+def test_pith_mirror_toml_wins_over_pyproject(cli: Project, capsys: pytest.CaptureFixture[str]) -> None:
+    (cli.root / "pyproject.toml").write_text('[tool.pith-mirror]\nsite_title = "Pyproject"\njobs = 1\n')
+    (cli.root / "pith-mirror.toml").write_text('site_title = "Toml"\njobs = 1\n')
+    code, _, err = run(["build"], capsys)
+    assert code == 0, err
+    assert title_of(cli) == "Toml"
+
+
+def test_flags_override_the_settings_file(cli: Project, capsys: pytest.CaptureFixture[str]) -> None:
+    (cli.root / "pith-mirror.toml").write_text('site_title = "Toml Mirror"\njobs = 1\nbase_url = "/a/"\n')
+    code, _, err = run(["build", "--site-title", "Flag Mirror", "--base-url", "/b/"], capsys)
+    assert code == 0, err
+    assert title_of(cli) == "Flag Mirror"
+    assert 'href="/b/browse"' in cli.text("index.html")
+
+
+def test_explicit_config_file_and_paths_relative_to_it(
+    project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    conf = project.root / "conf"
+    conf.mkdir()
+    (conf / "mirror.toml").write_text(
+        'content = "../docs"\nsite = "../public"\nsite_title = "Elsewhere"\njobs = 1\n'
+    )
+    (project.root / "docs").mkdir()
+    shutil.copy(REPO / "content" / f"{RECORD_BODY}.record.json", project.root / "docs")
+    work = project.root / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    code, _out, err = run(["build", "--config", str(conf / "mirror.toml")], capsys)
+    assert code == 0, err
+    assert (project.root / "public" / f"pith/{RECORD_BODY}.html").is_file()
+    assert "Elsewhere" in (project.root / "public/index.html").read_text()
+    assert not (work / "site").exists()
+
+
+def test_cname_file(cli: Project, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(["build", "--jobs", "1", "--cname", "mirror.example.org"], capsys)
+    assert code == 0, err
+    assert cli.read("CNAME") == b"mirror.example.org\n"
+
+
+# ---------------------------------------------------------------- failures leave the site whole
+
+
+def broken_templates(root: Path, name: str, edit: tuple[str, str] | None = None, append: str = "") -> Path:
+    templates = root / "tpl"
+    shutil.copytree(REPO / "templates", templates)
+    target = templates / name
+    text = target.read_text()
+    if edit is not None:
+        assert edit[0] in text
+        text = text.replace(edit[0], edit[1], 1)
+    target.write_text(text + append)
+    return templates
+
+
+def test_template_syntax_error_is_a_build_error_and_the_site_stays(project: Project) -> None:
+    project.add_real()
+    project.build()
+    before = tree(project.site)
+    templates = broken_templates(project.root, "record.html", append="{% if %}")
+    with pytest.raises(BuildError, match=r"record\.html"):
+        project.build(templates=templates)
+    assert tree(project.site) == before
+    assert not project.staging.exists()
+
+
+def test_cli_exits_2_on_a_broken_template(cli: Project, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["build", "--jobs", "1"], capsys)[0] == 0
+    before = tree(cli.site)
+    broken_templates(cli.root, "paper.html", append="{% for %}")
+    (cli.root / "pith-mirror.toml").write_text('templates = "tpl"\njobs = 1\n')
+    code, _, err = run(["build"], capsys)
+    assert code == 2
+    assert "paper.html" in err and "Traceback" not in err
+    assert tree(cli.site) == before
+    assert not cli.staging.exists()
+
+
+def test_template_render_error_in_a_record_page_is_a_build_error(project: Project) -> None:
+    project.add_real()
+    project.build()
+    before = tree(project.site)
+    templates = broken_templates(
+        project.root, "record.html", edit=("{{ number }}", "{{ no_such_name.attr }}")
+    )
+    with pytest.raises(BuildError):
+        project.build(templates=templates)
+    assert tree(project.site) == before
+    assert not project.staging.exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "edit"),
+    [
+        pytest.param("browse.html", ("Browse the records", "{{ no_such_name.attr }}"), id="browse"),
+        pytest.param(
+            "report.html",
+            ("{{ report.summary.published }}", "{{ no_such_name.attr }}"),
+            id="report",
+        ),
+        pytest.param(
+            "index.html",
+            ('id="list-h">{{ heading }}', 'id="list-h">{{ no_such_name.attr }}'),
+            id="index",
+        ),
+    ],
+)
+def test_template_render_error_in_a_site_wide_page_is_a_build_error(
+    project: Project, name: str, edit: tuple[str, str]
+) -> None:
+    project.add_real()
+    project.build()
+    before = tree(project.site)
+    templates = broken_templates(project.root, name, edit=edit)
+    try:
+        project.build(templates=templates)
+    except BuildError as exc:
+        assert name in str(exc)
+    except Exception as exc:
+        raise AssertionError(f"{type(exc).__name__} instead of BuildError: {exc}") from None
+    else:
+        raise AssertionError("the build succeeded with a broken template")
+    assert tree(project.site) == before
+    assert not project.staging.exists()
+
+
+def make_many(project: Project, count: int) -> None:
+    for i in range(count):
+        project.add(f"many/{i:03d}.json", record_doc(source_id=f"2112.{i:05d}", title=f"Paper number {i}"))
+
+
+BUILD_ARGS = ["build", "content", "site", "--keys", "keys.json", "--jobs", "1", "--quiet"]
+
+
+@pytest.mark.parametrize("mode", ["full", "incremental"])
+def test_a_killed_build_leaves_the_old_site_whole(
+    project: Project, mode: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project.add_real()
+    project.write_keys()
+    monkeypatch.chdir(project.root)
+    assert run(BUILD_ARGS, capsys)[0] == 0  # the same settings as the killed build's, so its cache applies
+    if mode == "full":
+        shutil.rmtree(project.root / ".pith-cache", ignore_errors=True)
+    before = tree(project.site)
+    make_many(project, 40)
+
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("SOURCE_DATE_EPOCH", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "generator", *BUILD_ARGS],
+        cwd=project.root,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        # wait until the build has started writing pages into its staging folder
+        while not (project.staging / "pith").exists():
+            assert proc.poll() is None, "the build finished before it could be killed: make the tree larger"
+            assert time.monotonic() < deadline, "the build never started writing"
+            time.sleep(0.002)
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    assert project.staging.exists(), "killed midway: its staging folder is left behind"
+    assert tree(project.site) == before
+
+    code, out, err = run(BUILD_ARGS, capsys)
+    assert code == 0, err
+    assert not project.staging.exists()
+    assert out.startswith("published 42, refused 0 file(s)")
+    assert (project.site / f"pith/{RECORD_BODY}.html").is_file()
+    assert len(list((project.site / "api/pith-number/resolve/arxiv").glob("2112.*.json"))) == 40
+
+
+def test_an_interrupted_swap_is_undone_by_the_next_build(project: Project) -> None:
+    """Killed between the swap's two renames: SITE is gone, the old one is .site.previous."""
+    project.add_real()
+    project.build()
+    before = tree(project.site)
+    previous = project.root / ".site.previous"
+    os.rename(project.site, previous)
+    (project.staging / "pith").mkdir(parents=True)
+    (project.staging / "pith" / "half-written.html").write_text("<p>half")
+    shutil.rmtree(project.root / ".pith-cache", ignore_errors=True)
+    report = project.build()
+    assert report.rejections == ()
+    assert tree(project.site) == before
+    assert not previous.exists() and not project.staging.exists()
+
+
+def test_refused_files_are_reported_by_code(project: Project) -> None:
+    project.add_real()
+    project.add("empty.json", b"")
+    project.add("array.json", b"[]")
+    project.add("bom.json", b"\xef\xbb\xbf{}")
+    project.add("dup.json", b'{"a": 1, "a": 2}')
+    project.add("notes.txt", b"not a document")
+    project.add(".hidden.json", b"{not json")
+    project.add("draft.json~", b"{not json")
+    report = project.build()
+    assert sorted((r.file, r.code) for r in report.rejections) == [
+        ("content/array.json", Code.JSON_NOT_OBJECT),
+        ("content/bom.json", Code.JSON_BOM),
+        ("content/dup.json", Code.JSON_DUPLICATE_KEY),
+        ("content/empty.json", Code.JSON_INVALID),
+    ]
+    assert report.published == 2

@@ -1,0 +1,333 @@
+"""Every path the resolver's URL layout promises exists after a build, and the
+path rules themselves (layout.py) hold: safe segments, alias encoding, DOIs
+lower-cased, traversal refused."""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+from sitekit import (
+    BUNDLE_BODY,
+    BUNDLE_NUMBER,
+    REAL_BUNDLE,
+    REAL_RECORD,
+    RECORD_BODY,
+    RECORD_NUMBER,
+    Project,
+    encode_alias,
+)
+
+from generator import layout
+
+BODIES = [pytest.param(RECORD_BODY, id="record"), pytest.param(BUNDLE_BODY, id="bundle")]
+ARXIV = {RECORD_BODY: ("2111.04007", 2), BUNDLE_BODY: ("2010.10458", 1)}
+
+
+@pytest.mark.parametrize("body", BODIES)
+def test_every_per_number_path_exists(real_site: Project, body: str) -> None:
+    arxiv_id, version = ARXIV[body]
+    expected = [
+        f"pith/{body}/index.html",
+        f"pith/{body}.html",
+        f"pith/{body}.json",
+        f"pith/{body}/state.json",
+        f"api/pith-number/{body}/graph.json",
+        f"api/pith-number/{body}/events.json",
+        f"paper/{body[:8]}/index.html",
+        f"paper/{body[:8]}.html",
+        f"pith/{arxiv_id}/integrity.json",
+        f"api/pith-number/resolve/arxiv/{arxiv_id}.json",
+        f"api/pith-number/resolve/arxiv_version/{arxiv_id}v{version}.json",
+        f"api/pith-number/resolve/doi/10.48550/arxiv.{arxiv_id}.json",
+        *(f"api/pith-number/resolve/pith_short_{n}/{body[:n]}.json" for n in (8, 12, 16)),
+        *(f"pith/{body[:n]}.html" for n in (8, 12, 16)),
+        *(f"pith/{body[:n]}/index.html" for n in (8, 12, 16)),
+    ]
+    missing = [p for p in expected if not (real_site.site / p).is_file()]
+    assert missing == []
+
+
+def test_bundle_paths_only_for_the_bundle_number(real_site: Project) -> None:
+    assert (real_site.site / f"pith/{BUNDLE_BODY}/bundle.json").is_file()
+    assert (real_site.site / f".well-known/pith/{BUNDLE_BODY}/bundle.json").is_file()
+    assert not (real_site.site / f"pith/{RECORD_BODY}/bundle.json").exists()
+    assert not (real_site.site / f".well-known/pith/{RECORD_BODY}").exists()
+
+
+def test_site_wide_files_exist(real_site: Project) -> None:
+    expected = [
+        "index.html",
+        "report.html",
+        "report/index.html",
+        "report.json",
+        "pith-signing-key.json",
+        "404.html",
+        "sitemap.xml",
+        "robots.txt",
+        "feed.xml",
+        ".nojekyll",
+        "search/meta.json",
+        ".well-known/pith/mirror.json",
+        "pith-mirrors.json",
+        "browse.html",
+        "browse/index.html",
+        "browse/year/2021.html",
+        "browse/year/2020/index.html",
+        "browse/category/cs.DC/index.html",
+        "api/pith-number/resolve/index.html",
+        "api/pith-number/resolve.html",
+        "about.html",
+        "about/index.html",
+    ]
+    missing = [p for p in expected if not (real_site.site / p).is_file()]
+    assert missing == []
+
+
+def test_search_index_shards_name_every_record(real_site: Project) -> None:
+    site = real_site.site
+    meta = json.loads((site / "search/meta.json").read_bytes())
+    assert meta["records"] == 2
+    rows = json.loads((site / "search/records/0.json").read_bytes())
+    assert sorted(r[0] for r in rows) == [BUNDLE_NUMBER, RECORD_NUMBER]
+    shards = sorted((site / "search/terms").glob("*.json"))
+    assert shards, "no term shards"
+    # every shard is named by its terms' first two characters, and points into the record rows
+    terms: dict[str, list[int]] = {}
+    for shard in shards:
+        data = json.loads(shard.read_bytes())
+        for term, indexes in data.items():
+            assert layout_shard(term) == shard.stem
+            assert all(0 <= i < len(rows) for i in indexes)
+            terms[term] = indexes
+    for body, (arxiv_id, _) in ARXIV.items():
+        row = next(i for i, r in enumerate(rows) if r[0].endswith(body))
+        assert row in terms[body[:8].lower()]
+        assert row in terms[arxiv_id]
+
+
+def layout_shard(term: str) -> str:
+    return "".join(c if ("a" <= c <= "z" or "0" <= c <= "9") else "_" for c in term[:2]).ljust(2, "_")
+
+
+def test_manifests_list_the_published_numbers(real_site: Project) -> None:
+    manifest = real_site.json(".well-known/pith/mirror.json")
+    assert manifest["manifest_type"] == "pith_mirror_record_manifest"
+    assert [r["pith_number"] for r in manifest["records"]] == [BUNDLE_NUMBER, RECORD_NUMBER]
+    mirrors = real_site.json("pith-mirrors.json")
+    assert mirrors["manifest_type"] == "pith_mirror_manifest"
+    statuses = [m["status"] for m in mirrors["mirrors"]]
+    assert statuses == ["primary", "mirror"]
+    for m in mirrors["mirrors"]:
+        assert "{suffix}" in m["bundle_pattern"]
+        assert m["public_key"]["key_id"]
+
+
+def test_signing_key_is_the_pinned_keys(real_site: Project) -> None:
+    keys = real_site.json("pith-signing-key.json")
+    keys = keys if isinstance(keys, list) else [keys]
+    assert {k["key_id"] for k in keys} == {"pith-v1-2026-05", "test-key-2026"}
+
+
+def test_feed_sitemap_robots(real_site: Project) -> None:
+    site = real_site.site
+    atom = "{http://www.w3.org/2005/Atom}"
+    feed = ET.fromstring((site / "feed.xml").read_bytes())
+    assert feed.tag == f"{atom}feed"
+    entries = feed.findall(f"{atom}entry")
+    assert sorted(e.findtext(f"{atom}id") for e in entries) == [BUNDLE_NUMBER, RECORD_NUMBER]
+    for entry in entries:
+        assert entry.find(f"{atom}link").get("href").startswith("/pith/")
+        assert entry.findtext(f"{atom}updated")
+    sitemap = ET.fromstring((site / "sitemap.xml").read_bytes())
+    locs = [e.text for e in sitemap.iter("{http://www.sitemaps.org/schemas/sitemap/0.9}loc")]
+    assert f"/pith/{RECORD_BODY}" in locs and f"/pith/{BUNDLE_BODY}" in locs
+    robots = (site / "robots.txt").read_text()
+    assert "User-agent: *" in robots
+    # a Sitemap line must be an absolute URL: without an absolute base URL there is none
+    assert "Sitemap:" not in robots
+
+
+def test_sub_path_build_uses_absolute_urls_in_feed_and_sitemap(sub_site: Project) -> None:
+    site = sub_site.site
+    base = "https://example.github.io/mirror/"
+    sitemap = (site / "sitemap.xml").read_text()
+    assert f"<loc>{base}pith/{RECORD_BODY}</loc>" in sitemap
+    assert f"Sitemap: {base}sitemap.xml" in (site / "robots.txt").read_text()
+    assert f'href="{base}pith/{BUNDLE_BODY}"' in (site / "feed.xml").read_text()
+    resolve = sub_site.json(f"api/pith-number/resolve/arxiv/{ARXIV[RECORD_BODY][0]}.json")
+    assert resolve["record"] == f"/mirror/pith/{RECORD_BODY}"
+
+
+def test_signed_json_is_copied_byte_for_byte(real_site: Project) -> None:
+    assert real_site.read(f"pith/{RECORD_BODY}.json") == REAL_RECORD.read_bytes()
+    assert real_site.read(f"pith/{BUNDLE_BODY}/bundle.json") == REAL_BUNDLE.read_bytes()
+    assert real_site.read(f".well-known/pith/{BUNDLE_BODY}/bundle.json") == REAL_BUNDLE.read_bytes()
+
+
+def test_bundle_state_is_the_signed_state(real_site: Project) -> None:
+    state = real_site.json(f"pith/{BUNDLE_BODY}/state.json")
+    assert state == json.loads(REAL_BUNDLE.read_bytes())["state"]
+    assert "derived_by" not in state
+
+
+def test_derived_json_says_so(real_site: Project) -> None:
+    derived = [
+        f"pith/{RECORD_BODY}/state.json",  # a record has no state of its own
+        f"pith/{BUNDLE_BODY}.json",  # a bundle-only number's record document
+        *(
+            f"api/pith-number/{b}/{name}.json"
+            for b in (RECORD_BODY, BUNDLE_BODY)
+            for name in ("graph", "events")
+        ),
+        "pith/2111.04007/integrity.json",
+        "pith/2010.10458/integrity.json",
+        "api/pith-number/resolve/arxiv/2111.04007.json",
+        "report.json",
+    ]
+    for path in derived:
+        data = real_site.json(path)
+        assert data.get("derived_by", {}).get("tool") == "pith-mirror", path
+    record_state = real_site.json(f"pith/{RECORD_BODY}/state.json")
+    assert record_state["pith_number"] == RECORD_NUMBER and record_state["event_count"] == 0
+    derived_record = real_site.json(f"pith/{BUNDLE_BODY}.json")
+    bundle = json.loads(REAL_BUNDLE.read_bytes())
+    assert derived_record["canonical_record"] == bundle["canonical_record"]
+    assert derived_record["pith_number"] == BUNDLE_NUMBER
+
+
+def test_events_and_graph_copy_the_signed_events(real_site: Project) -> None:
+    bundle = json.loads(REAL_BUNDLE.read_bytes())
+    events = real_site.json(f"api/pith-number/{BUNDLE_BODY}/events.json")
+    assert events["events"] == bundle["events"] and events["event_count"] == 2
+    assert real_site.json(f"api/pith-number/{RECORD_BODY}/events.json")["events"] == []
+    graph = real_site.json(f"api/pith-number/{RECORD_BODY}/graph.json")
+    assert graph["graph_snapshot"] == json.loads(REAL_RECORD.read_bytes())["graph_snapshot"]
+    assert "not signed" in graph["provenance"]
+
+
+def test_short_forms_redirect_to_the_record_page(real_site: Project) -> None:
+    for body in (RECORD_BODY, BUNDLE_BODY):
+        for n in (8, 12, 16):
+            html = real_site.text(f"pith/{body[:n]}.html")
+            assert f'content="0; url=/pith/{body}"' in html
+            assert html == real_site.text(f"pith/{body[:n]}/index.html")
+
+
+def test_page_pairs_are_identical(real_site: Project) -> None:
+    """`x.html` and `x/index.html` carry the same bytes (links are absolute)."""
+    site = real_site.site
+    for page in site.rglob("index.html"):
+        twin = page.parent.with_suffix(".html") if page.parent != site else None
+        if twin is not None and twin.exists():
+            assert twin.read_bytes() == page.read_bytes(), twin
+
+
+# ---------------------------------------------------------------- layout rules
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "2111.04007",
+        "hep-lat/0305021",
+        "10.48550/arxiv.hep-lat/0407033",
+        "a b",
+        "é",
+        "..",
+        "../x",
+        "x/..",
+        ".",
+        "a\\b",
+        "a\x00b",
+        "%2e%2e%2f",
+        "~",
+        "<script>",
+    ],
+)
+def test_alias_encoding(value: str) -> None:
+    got = layout.encode_alias_value(value)
+    assert got == encode_alias(value)
+    assert got is not None
+    assert all(re.fullmatch(r"[A-Za-z0-9._~-]+", s) and s not in (".", "..") for s in got.split("/"))
+
+
+@pytest.mark.parametrize("value", ["", "/", "/etc/passwd", "a//b", "a/", "/abs"])
+def test_alias_values_that_cannot_be_paths(value: str) -> None:
+    assert layout.encode_alias_value(value) is None
+
+
+def test_resolve_paths() -> None:
+    assert layout.resolve_json("doi", "10.48550/arXiv.2111.04007") == (
+        "api/pith-number/resolve/doi/10.48550/arxiv.2111.04007.json"
+    )
+    assert (
+        layout.resolve_json("arxiv", "hep-lat/0305021")
+        == "api/pith-number/resolve/arxiv/hep-lat/0305021.json"
+    )
+    assert layout.resolve_json("arxiv", "X") != layout.resolve_json("arxiv", "x")  # only DOIs fold case
+    assert layout.resolve_json("../../etc", "x") is None
+    assert layout.resolve_json("unknown", "x") is None
+    assert layout.resolve_json("arxiv", "/etc/passwd") is None
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "",
+        "GO43K6A5",
+        "go43k6a5mhlnbuaduvz3akfbni",
+        "../../../../../../../../../x",
+        "GO43K6A5MHLNBUADUVZ3AKFBN1",
+    ],
+)
+def test_bad_bodies_never_become_paths(body: str) -> None:
+    for fn in (
+        layout.record_page,
+        layout.record_json,
+        layout.bundle_json,
+        layout.graph_json,
+        layout.paper_page,
+    ):
+        with pytest.raises(ValueError):
+            fn(body)
+
+
+NEW_ID = {"kind": "arxiv", "id": "2111.04007", "version": 2}
+OLD_ID = {"kind": "arxiv", "id": "hep-lat/0305021", "version": 1}
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "source", "expected"),
+    [
+        ("/pith/2111.04007/integrity.json", NEW_ID, "pith/2111.04007/integrity.json"),
+        ("/pith/hep-lat/0305021/integrity.json", OLD_ID, "pith/hep-lat/0305021/integrity.json"),
+        # only the record's own (signed) arXiv id may name the file
+        ("/pith/2111.04008/integrity.json", NEW_ID, None),
+        ("/pith/2111.04007/integrity.json", {**NEW_ID, "kind": "doi"}, None),
+        ("/pith/../../etc/integrity.json", {**NEW_ID, "id": "../../etc"}, None),
+        ("/pith/a/../../integrity.json", {**NEW_ID, "id": "a/../.."}, None),
+        ("/pith//integrity.json", {**NEW_ID, "id": ""}, None),
+        ("/pith/a\\b/integrity.json", {**NEW_ID, "id": "a\\b"}, None),
+        ("/pith/a%2F..%2F/integrity.json", {**NEW_ID, "id": "a%2F..%2F"}, None),
+        (
+            "/pith/GO43K6A5MHLNBUADUVZ3AKFBNI/state.json/integrity.json",
+            {**NEW_ID, "id": "GO43K6A5MHLNBUADUVZ3AKFBNI/state.json"},
+            None,
+        ),
+        ("https://evil.example/pith/x/integrity.json", NEW_ID, None),
+        ("javascript:alert(1)", NEW_ID, None),
+        (None, NEW_ID, None),
+    ],
+)
+def test_integrity_path(endpoint: object, source: dict[str, object], expected: str | None) -> None:
+    assert layout.integrity_path(endpoint, source) == expected
+
+
+@pytest.mark.parametrize(
+    ("cat", "ok"), [("cs.DC", True), ("hep-th", True), ("..", False), ("a/b", False), ("", False)]
+)
+def test_category_slug(cat: str, ok: bool) -> None:
+    assert (layout.category_slug(cat) is not None) is ok

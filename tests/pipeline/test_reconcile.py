@@ -1,0 +1,262 @@
+"""Across documents and builds: one record and one bundle per number, the
+superset bundle wins, conflicts and rollbacks are reported and never replace
+what is published, refused documents keep their pages, deleted ones go."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import factories as f
+import pytest
+from sitekit import Project, record_doc, tree
+
+from generator.cli import main
+from generator.errors import Code
+
+TITLE = "A Bundle That Grows"
+RECORD = f.canonical_record(source_id="2105.55555", title=TITLE, submitted_at="2021-05-05T00:00:00Z")
+NUMBER = f.pith_number(RECORD)
+BODY = NUMBER.rsplit(":", 1)[1]
+
+
+def make_bundle(days: tuple[int, ...]) -> dict[str, Any]:
+    """The number's bundle with record_created and one graph_snapshot per day of July 2026."""
+    events = [f.record_created_event(f.TEST_SIGNER, RECORD)]
+    events += [
+        f.graph_snapshot_event(f.TEST_SIGNER, RECORD, TITLE, created_at=f"2026-07-{d:02d}T00:00:00Z")
+        for d in days
+    ]
+    return f.bundle(record=RECORD, title=TITLE, events=events)
+
+
+@pytest.fixture(scope="module")
+def bundles() -> dict[str, bytes]:
+    """Two events (A), three (B = A + day 11), three others (C = A + day 12)."""
+    return {
+        "A": f.to_bytes(make_bundle((10,))),
+        "B": f.to_bytes(make_bundle((10, 11))),
+        "C": f.to_bytes(make_bundle((10, 12))),
+    }
+
+
+def codes(report: Any) -> list[tuple[str, Code]]:
+    return sorted((r.file, r.code) for r in report.rejections)
+
+
+def test_superset_bundle_is_published(project: Project, bundles: dict[str, bytes]) -> None:
+    project.add("a.json", bundles["A"])
+    project.add("b.json", bundles["B"])
+    report = project.build()
+    assert report.rejections == ()
+    assert project.read(f"pith/{BODY}/bundle.json") == bundles["B"]
+    assert project.read(f".well-known/pith/{BODY}/bundle.json") == bundles["B"]
+    assert project.json(f"api/pith-number/{BODY}/events.json")["event_count"] == 3
+
+
+def test_a_later_superset_replaces_the_published_bundle(project: Project, bundles: dict[str, bytes]) -> None:
+    project.add("x.json", bundles["A"])
+    project.build()
+    project.add("x.json", bundles["B"])
+    report = project.build()
+    assert report.rejections == ()
+    assert project.read(f"pith/{BODY}/bundle.json") == bundles["B"]
+
+
+def test_disagreeing_bundles_conflict_and_none_is_published(
+    project: Project, bundles: dict[str, bytes]
+) -> None:
+    project.add_real(record=False)
+    project.add("b.json", bundles["B"])
+    project.add("c.json", bundles["C"])
+    report = project.build()
+    assert codes(report) == [
+        ("content/b.json", Code.BUNDLE_CONFLICT),
+        ("content/c.json", Code.BUNDLE_CONFLICT),
+    ]
+    assert report.published == 1  # the real bundle is still published
+    assert [p for p in tree(project.site) if BODY[:8] in p] == []
+    report_json = project.json("report.json")
+    assert {r["code"] for r in report_json["rejections"]} == {"bundle.conflict"}
+
+
+def test_conflict_keeps_the_published_bundle(project: Project, bundles: dict[str, bytes]) -> None:
+    project.add("a.json", bundles["A"])
+    project.build()
+    project.remove("a.json")
+    project.add("b.json", bundles["B"])
+    project.add("c.json", bundles["C"])
+    report = project.build()
+    assert codes(report) == [
+        ("content/b.json", Code.BUNDLE_CONFLICT),
+        ("content/c.json", Code.BUNDLE_CONFLICT),
+    ]
+    assert project.read(f"pith/{BODY}/bundle.json") == bundles["A"]
+    assert project.read(f".well-known/pith/{BODY}/bundle.json") == bundles["A"]
+    assert (project.site / f"pith/{BODY}.html").is_file()
+
+
+def test_rollback_is_refused_and_the_published_bundle_stays(
+    project: Project,
+    bundles: dict[str, bytes],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(project.root)
+    keys = str(project.write_keys())
+    project.add("bundle.json", bundles["B"])
+    assert main(["build", "--keys", keys, "--jobs", "1", "--quiet"]) == 0
+    published = tree(project.site)
+    per_number = {k: v for k, v in published.items() if BODY in k}
+
+    project.add("bundle.json", bundles["A"])  # the 2-event version: a rollback
+    capsys.readouterr()
+    assert main(["build", "--keys", keys, "--jobs", "1", "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "content/bundle.json: /events: bundle.rollback:" in err
+    after = tree(project.site)
+    assert {k: v for k, v in after.items() if BODY in k} == per_number
+    assert after[f"pith/{BODY}/bundle.json"] == bundles["B"]
+    assert json.loads(after["report.json"])["rejections"][0]["code"] == "bundle.rollback"
+
+
+def test_rollback_against_a_superset_published_in_two_steps(
+    project: Project, bundles: dict[str, bytes]
+) -> None:
+    """Published B; content then holds A and C (C a superset of A but missing B's day 11)."""
+    project.add("b.json", bundles["B"])
+    project.build()
+    project.remove("b.json")
+    project.add("a.json", bundles["A"])
+    project.add("c.json", bundles["C"])
+    report = project.build()
+    assert codes(report) == [("content/c.json", Code.BUNDLE_ROLLBACK)]
+    assert project.read(f"pith/{BODY}/bundle.json") == bundles["B"]
+
+
+def test_different_record_documents_for_one_number_conflict(project: Project) -> None:
+    one = record_doc(source_id="2106.66666")
+    two = f.clone(one)
+    two["paper"]["authors_text"] = "Someone Else"  # unsigned: both still verify
+    project.add("one.json", one)
+    project.add("two.json", two)
+    report = project.build()
+    assert codes(report) == [
+        ("content/one.json", Code.RECORD_CONFLICT),
+        ("content/two.json", Code.RECORD_CONFLICT),
+    ]
+    assert report.published == 0
+
+
+def test_record_and_bundle_of_one_number_are_both_published(
+    project: Project, bundles: dict[str, bytes]
+) -> None:
+    record = f.record_document(record=RECORD, title=TITLE)
+    project.add("record.json", record)
+    project.add("bundle.json", bundles["B"])
+    report = project.build()
+    assert report.published == 1 and report.rejections == ()
+    assert project.read(f"pith/{BODY}.json") == (project.content / "record.json").read_bytes()
+    assert project.read(f"pith/{BODY}/bundle.json") == bundles["B"]
+    assert "derived_by" not in project.json(f"pith/{BODY}/state.json")
+
+
+def tamper_record(doc: dict[str, Any]) -> dict[str, Any]:
+    bad = f.clone(doc)
+    bad["receipt"]["signature_b64"] = f.flip_signature_byte(bad["receipt"]["signature_b64"])
+    return bad
+
+
+def test_a_tampered_document_keeps_its_published_pages(project: Project) -> None:
+    doc = record_doc(source_id="2107.77777")
+    body = doc["pith_number"].rsplit(":", 1)[1]
+    project.add("r.json", doc)
+    project.add_real()
+    project.build()
+    before = tree(project.site)
+    project.add("r.json", tamper_record(doc))
+    report = project.build()
+    assert [r.code for r in report.rejections] == [Code.RECEIPT_BAD_SIGNATURE]
+    after = tree(project.site)
+    kept = {k: v for k, v in before.items() if body[:8] in k}
+    assert len(kept) > 10
+    assert {k: v for k, v in after.items() if body[:8] in k} == kept
+    assert any("kept as published" in n for n in report.notes)
+    assert doc["pith_number"] in json.loads(after["report.json"])["published"]
+
+
+def test_a_tampered_bundle_keeps_the_published_one(project: Project, bundles: dict[str, bytes]) -> None:
+    project.add("b.json", bundles["B"])
+    project.build()
+    bad = json.loads(bundles["B"])
+    bad["bundle_signature"]["signature_b64"] = f.flip_signature_byte(bad["bundle_signature"]["signature_b64"])
+    project.add("b.json", bad)
+    report = project.build()
+    assert [r.code for r in report.rejections] == [Code.BUNDLE_BAD_SIGNATURE]
+    assert project.read(f"pith/{BODY}/bundle.json") == bundles["B"]
+
+
+def test_unidentifiable_garbage_keeps_every_missing_number(project: Project) -> None:
+    project.add_real()
+    project.build()
+    before = tree(project.site)
+    project.remove("GO43K6A5MHLNBUADUVZ3AKFBNI.record.json")
+    project.add("truncated.json", b'{"record_type": "pith_number_record", "pith_num')
+    report = project.build()
+    assert [r.code for r in report.rejections] == [Code.JSON_INVALID]
+    assert report.published == 2
+    after = tree(project.site)
+    assert {k: v for k, v in after.items() if "GO43K6A5" in k} == {
+        k: v for k, v in before.items() if "GO43K6A5" in k
+    }
+
+
+def test_a_deleted_document_is_unpublished_when_everything_else_verifies(project: Project) -> None:
+    project.add_real()
+    gone = record_doc(source_id="2108.88888")
+    body = gone["pith_number"].rsplit(":", 1)[1]
+    project.add("gone.json", gone)
+    project.build()
+    assert (project.site / f"pith/{body}.html").is_file()
+    project.remove("gone.json")
+    report = project.build()
+    assert report.rejections == () and report.published == 2
+    leftovers = [p for p in tree(project.site) if body[:8] in p or "2108.88888" in p]
+    assert leftovers == []
+    assert gone["pith_number"] not in project.text(".well-known/pith/mirror.json")
+    assert gone["pith_number"] not in project.text("index.html")
+    assert any("unpublished" in n for n in report.notes)
+
+
+def empty_folders(root: Path) -> list[str]:
+    return sorted(
+        p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_dir() and not any(p.iterdir())
+    )
+
+
+def test_no_empty_folders_after_a_fresh_build(project: Project, bundles: dict[str, bytes]) -> None:
+    project.add_real()
+    project.add("b.json", bundles["B"])
+    project.build()
+    assert empty_folders(project.site) == []
+
+
+def test_no_empty_folders_for_a_number_that_is_not_published(
+    project: Project, bundles: dict[str, bytes]
+) -> None:
+    project.add_real()
+    project.add("b.json", bundles["B"])
+    project.add("c.json", bundles["C"])
+    project.build()
+    assert empty_folders(project.site) == []
+
+
+def test_no_empty_folders_after_a_document_is_deleted(project: Project) -> None:
+    project.add_real()
+    gone = record_doc(source_id="hep-th/0101001")
+    project.add("gone.json", gone)
+    project.build()
+    project.remove("gone.json")
+    project.build()
+    assert empty_folders(project.site) == []

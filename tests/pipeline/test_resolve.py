@@ -1,0 +1,144 @@
+"""The static alias look-ups: one file per alias of every published record,
+naming the right number; DOIs lower-cased; the newest version wins a shared id."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import factories as f
+import pytest
+from sitekit import (
+    REAL_BUNDLE,
+    REAL_RECORD,
+    Project,
+    bundle_events,
+    expected_resolve_path,
+    record_doc,
+)
+
+KINDS = ("arxiv", "arxiv_version", "doi", "pith_short_8", "pith_short_12", "pith_short_16")
+
+
+def doc_aliases(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    return doc.get("aliases") or doc.get("source_aliases") or []
+
+
+@pytest.fixture(scope="module")
+def resolve_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Project, list[dict[str, Any]]]:
+    p = Project(tmp_path_factory.mktemp("resolve"))
+    p.add_real()
+    docs = [json.loads(REAL_RECORD.read_bytes()), json.loads(REAL_BUNDLE.read_bytes())]
+    old = record_doc(source_id="hep-lat/0305021", title="Old Style")
+    record = f.canonical_record(source_id="astro-ph/9811308", title="Old Style Bundle", version=3)
+    bundle = f.bundle(
+        record=record, title="Old Style Bundle", events=bundle_events(record, "Old Style Bundle", 1)
+    )
+    mixed = record_doc(source_id="2203.11111", title="Mixed Case DOI")
+    for alias in mixed["aliases"]:
+        if alias["alias_kind"] == "doi":
+            alias["alias_value"] = "10.48550/arXiv.2203.11111"
+    for name, doc in (("old.json", old), ("bundle.json", bundle), ("mixed.json", mixed)):
+        p.add(name, doc)
+        docs.append(doc)
+    report = p.build()
+    assert report.published == 5 and not report.rejections, report.rejections
+    return p, docs
+
+
+def test_every_alias_of_every_record_has_a_look_up(
+    resolve_site: tuple[Project, list[dict[str, Any]]],
+) -> None:
+    project, docs = resolve_site
+    checked = 0
+    for doc in docs:
+        number = doc["pith_number"]
+        body = number.rsplit(":", 1)[1]
+        kinds = set()
+        for alias in doc_aliases(doc):
+            path = expected_resolve_path(alias["alias_kind"], alias["alias_value"])
+            assert (project.site / path).is_file(), path
+            data = project.json(path)
+            assert data["pith_number"] == number
+            assert data["alias_kind"] == alias["alias_kind"]
+            assert data["alias_value"] == alias["alias_value"]
+            assert data["record"] == f"/pith/{body}"
+            assert data["json"] == f"/pith/{body}.json"
+            assert (project.site / f"pith/{body}.html").is_file() and (
+                project.site / f"pith/{body}.json"
+            ).is_file()
+            kinds.add(alias["alias_kind"])
+            checked += 1
+        assert kinds == set(KINDS), number
+    assert checked == 5 * 6
+
+
+def test_look_ups_are_only_for_aliases(resolve_site: tuple[Project, list[dict[str, Any]]]) -> None:
+    project, docs = resolve_site
+    expected = {
+        expected_resolve_path(a["alias_kind"], a["alias_value"]) for d in docs for a in doc_aliases(d)
+    }
+    root = project.site / "api/pith-number/resolve"
+    found = {p.relative_to(project.site).as_posix() for p in root.rglob("*.json")}
+    assert found == expected
+
+
+def test_old_style_ids_keep_their_slash(resolve_site: tuple[Project, list[dict[str, Any]]]) -> None:
+    project, _ = resolve_site
+    site = project.site
+    assert (site / "api/pith-number/resolve/arxiv/hep-lat/0305021.json").is_file()
+    assert (site / "api/pith-number/resolve/arxiv_version/astro-ph/9811308v3.json").is_file()
+    assert (site / "api/pith-number/resolve/doi/10.48550/arxiv.hep-lat/0305021.json").is_file()
+
+
+def test_doi_look_ups_are_lower_cased(resolve_site: tuple[Project, list[dict[str, Any]]]) -> None:
+    project, _ = resolve_site
+    root = project.site / "api/pith-number/resolve/doi"
+    names = [p.relative_to(root).as_posix() for p in root.rglob("*.json")]
+    assert names and all(n == n.lower() for n in names)
+    data = project.json("api/pith-number/resolve/doi/10.48550/arxiv.2203.11111.json")
+    assert data["alias_value"] == "10.48550/arXiv.2203.11111"
+    assert not (root / "10.48550/arXiv.2203.11111.json").exists()
+
+
+def test_resolve_page_exists_both_ways(resolve_site: tuple[Project, list[dict[str, Any]]]) -> None:
+    project, _ = resolve_site
+    assert project.read("api/pith-number/resolve.html") == project.read("api/pith-number/resolve/index.html")
+    assert b"<h1>" in project.read("api/pith-number/resolve.html")
+
+
+def test_newest_version_wins_a_shared_arxiv_id(project: Project) -> None:
+    numbers = {}
+    for version in (2, 1, 3):
+        doc = record_doc(source_id="2101.00001", version=version)
+        numbers[version] = doc["pith_number"]
+        project.add(f"v{version}.json", doc)
+    report = project.build()
+    assert report.published == 3
+    assert project.json("api/pith-number/resolve/arxiv/2101.00001.json")["pith_number"] == numbers[3]
+    assert (
+        project.json("api/pith-number/resolve/doi/10.48550/arxiv.2101.00001.json")["pith_number"]
+        == numbers[3]
+    )
+    for version, number in numbers.items():
+        data = project.json(f"api/pith-number/resolve/arxiv_version/2101.00001v{version}.json")
+        assert data["pith_number"] == number
+
+
+def test_sub_path_look_ups_point_under_the_base(sub_site: Project) -> None:
+    for path in (sub_site.site / "api/pith-number/resolve").rglob("*.json"):
+        data = json.loads(path.read_bytes())
+        assert data["record"].startswith("/mirror/pith/") and data["json"].startswith("/mirror/pith/")
+        assert (sub_site.site / (data["json"][len("/mirror/") :])).is_file()
+
+
+def test_unpublished_alias_has_no_look_up(tmp_path: Path) -> None:
+    """A refused document's aliases are not resolvable."""
+    p = Project(tmp_path)
+    doc = record_doc(source_id="2104.44444")
+    doc["receipt"]["signature_b64"] = f.flip_signature_byte(doc["receipt"]["signature_b64"])
+    p.add("bad.json", doc)
+    report = p.build()
+    assert report.published == 0 and report.refused_files == 1
+    assert not (p.site / "api/pith-number/resolve/arxiv").exists()

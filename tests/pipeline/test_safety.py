@@ -1,0 +1,359 @@
+"""Hostile documents: markup in every displayed field is text, never markup, and
+no document can make the build write outside SITE, follow a link out of
+content/, or claim another number's files."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import factories as f
+import html5lib
+import pytest
+from sitekit import (
+    Project,
+    all_paths,
+    html_files,
+    page_refs,
+    record_doc,
+)
+
+from generator.errors import Code
+
+XSS_SCRIPT = "<script>alert(1)</script>"
+XSS_IMG = '"><img src=x onerror=alert(1)>'
+XSS_JS = "javascript:alert(1)"
+XSS_CLOSE = "</script><script>alert(2)</script><!--"
+TITLE = f"Hostile {XSS_SCRIPT} {XSS_IMG} {XSS_JS} {XSS_CLOSE} ' & done"
+AUTHORS = f"{XSS_SCRIPT}, {XSS_IMG}, Mallory ({XSS_JS})"
+ABSTRACT = f"An abstract {XSS_SCRIPT} {XSS_IMG} {XSS_CLOSE}"
+
+
+def hostile_record(source_id: str, title: str = TITLE) -> dict[str, Any]:
+    """A valid signed record whose every displayed field carries markup.
+
+    The title hashes (the factory sets title_canon_sha256 from it); authors,
+    abstract, headline and graph snapshot are the unsigned parts a record carries."""
+    doc = record_doc(source_id=source_id, title=title)
+    paper = doc["paper"]
+    paper.update(authors_text=AUTHORS, abstract_excerpt=ABSTRACT, headline=XSS_IMG)
+    snap = doc["graph_snapshot"]
+    snap["paper"].update(authors_text=AUTHORS, abstract_excerpt=ABSTRACT)
+    snap["integrity"]["endpoint"] = XSS_JS
+    snap["verdict"].update(one_line_summary=XSS_SCRIPT, strongest_claim=XSS_IMG, weakest_assumption=XSS_JS)
+    doc["aliases"].append({"alias_kind": XSS_JS, "alias_value": XSS_IMG, "created_at": XSS_SCRIPT})
+    return doc
+
+
+def hostile_bundle() -> dict[str, Any]:
+    """A valid signed bundle whose signed graph snapshot carries markup."""
+    record = f.canonical_record(
+        source_id=XSS_SCRIPT, title=TITLE, primary_cat=XSS_IMG, submitted_at="2022-05-05T00:00:00Z"
+    )
+    number = f.pith_number(record)
+    snapshot = f.graph_snapshot(record, TITLE)
+    snapshot["paper"].update(authors_text=AUTHORS, abstract_excerpt=ABSTRACT, headline=XSS_JS)
+    snapshot["verdict"].update(one_line_summary=XSS_CLOSE)
+    events = [
+        f.record_created_event(f.TEST_SIGNER, record),
+        f.event(
+            f.TEST_SIGNER,
+            number,
+            "graph_snapshot",
+            {"graph_snapshot": snapshot, "verdict_id": None},
+            target="graph",
+            created_at="2026-07-09T00:00:00Z",
+        ),
+    ]
+    return f.bundle(record=record, title=TITLE, events=events)
+
+
+@pytest.fixture(scope="module")
+def hostile_site(tmp_path_factory: pytest.TempPathFactory) -> Project:
+    p = Project(tmp_path_factory.mktemp("xss"))
+    p.add_real()
+    p.add("script-id.json", hostile_record(XSS_SCRIPT))
+    p.add("img-id.json", hostile_record(XSS_IMG))
+    p.add("js-id.json", hostile_record(XSS_JS))
+    p.add("bundle.json", hostile_bundle())
+    (p.content / "pages").mkdir()
+    (p.content / "pages" / "notes.md").write_text(f"# Notes {XSS_SCRIPT}\n\n{XSS_IMG}\n\n[x]({XSS_JS})\n")
+    report = p.build(site_title=f"Mirror {XSS_SCRIPT}", base_url="https://example.org/m/")
+    assert report.published == 6, report.rejections
+    assert not report.rejections
+    return p
+
+
+def test_hostile_documents_verify() -> None:
+    """The documents are genuinely signed and title-hashed (so escaping, not refusal, is tested)."""
+    for doc in (
+        hostile_record(XSS_SCRIPT),
+        hostile_record(XSS_IMG),
+        hostile_record(XSS_JS),
+        hostile_bundle(),
+    ):
+        assert f.verdict(doc).ok, f.pairs(f.verdict(doc))
+
+
+def test_no_markup_escapes_into_any_page(hostile_site: Project) -> None:
+    pages = html_files(hostile_site.site)
+    assert len(pages) > 30
+    for page in pages:
+        name = page.relative_to(hostile_site.site).as_posix()
+        raw = page.read_text("utf-8")
+        assert "<script>alert" not in raw, name
+        assert "<img" not in raw and "</script><script>alert" not in raw, name
+        doc = html5lib.HTMLParser(strict=True, namespaceHTMLElements=False).parse(raw)
+        for element in doc.iter():
+            handlers = [k for k in element.attrib if k.lower().startswith("on")]
+            assert handlers == [], f"{name}: <{element.tag}> has {handlers}"
+        for script in doc.iter("script"):
+            if script.get("type") == "application/ld+json":
+                continue
+            assert script.get("src", "").startswith("/m/assets/"), f"{name}: inline or foreign script"
+            assert not (script.text or "").strip(), f"{name}: inline script"
+        for _, url in page_refs(raw):
+            assert not url.strip().lower().startswith(("javascript:", "data:", "vbscript:")), f"{name}: {url}"
+
+
+def test_titles_round_trip_as_text(hostile_site: Project) -> None:
+    summaries = json.loads(hostile_site.read("search/records/0.json"))
+    hostile = [row for row in summaries if row[1] == TITLE]
+    assert len(hostile) == 4
+    for number, _title, authors, _source_id, url in hostile:
+        body = number.rsplit(":", 1)[1]
+        doc = html5lib.parse(hostile_site.read(f"pith/{body}.html"), namespaceHTMLElements=False)
+        assert "".join(doc.find(".//h1").itertext()) == TITLE
+        assert AUTHORS in "".join(doc.find(".//main").itertext())
+        assert ABSTRACT in "".join(doc.find(".//main").itertext())
+        assert url == f"/m/pith/{body}"
+        assert authors == AUTHORS
+
+
+def test_json_ld_cannot_be_closed_by_a_title(hostile_site: Project) -> None:
+    for row in json.loads(hostile_site.read("search/records/0.json")):
+        if row[1] != TITLE:
+            continue
+        raw = hostile_site.text(f"pith/{row[0].rsplit(':', 1)[1]}.html")
+        blocks = re.findall(r'<script type="application/ld\+json">(.*?)</script>', raw, re.S | re.I)
+        assert len(blocks) == 1
+        assert "<" not in blocks[0] and ">" not in blocks[0]
+        article = json.loads(blocks[0])
+        assert article["name"] == TITLE
+        assert article["@type"] == "ScholarlyArticle"
+
+
+def test_site_title_is_escaped(hostile_site: Project) -> None:
+    doc = html5lib.parse(hostile_site.read("index.html"), namespaceHTMLElements=False)
+    assert doc.find(".//title").text == f"Mirror {XSS_SCRIPT}"
+    assert json.loads(hostile_site.read("pith-mirrors.json"))["mirrors"][1]["name"] == f"Mirror {XSS_SCRIPT}"
+
+
+def test_feed_and_sitemap_stay_well_formed(hostile_site: Project) -> None:
+    atom = "{http://www.w3.org/2005/Atom}"
+    feed = ET.fromstring(hostile_site.read("feed.xml"))
+    assert feed.findtext(f"{atom}title") == f"Mirror {XSS_SCRIPT}"
+    titles = [e.findtext(f"{atom}title") for e in feed.iter(f"{atom}entry")]
+    assert titles.count(TITLE) == 4
+    ET.fromstring(hostile_site.read("sitemap.xml"))
+
+
+def test_hostile_integrity_endpoint_and_alias_kind_make_no_file(hostile_site: Project) -> None:
+    paths = all_paths(hostile_site.site)
+    outside_look_ups = [p for p in paths if not p.startswith("api/pith-number/resolve/")]
+    assert not any("javascript" in p.lower() for p in outside_look_ups)
+    assert not any(c in p for p in paths for c in "<>\"'\\:")
+    assert (hostile_site.site / "api/pith-number/resolve/arxiv/javascript~3Aalert~281~29.json").is_file()
+
+
+# ---------------------------------------------------------------- path traversal
+
+TRAVERSAL_IDS = [
+    "../../../../outside",
+    "..",
+    ".",
+    "/abs/path",
+    "a\\..\\..\\b",
+    "a\x00b",
+    "%2e%2e%2foutside",
+    "..%2f..%2foutside",
+    "hep-th/../../../outside",
+    "C:\\outside",
+    "~/outside",
+]
+
+
+def traversal_doc(index: int, source_id: str) -> dict[str, Any]:
+    doc = record_doc(source_id=source_id, title=f"Traversal {index}")
+    doc["graph_snapshot"]["integrity"]["endpoint"] = f"/pith/{source_id}/integrity.json"
+    doc["aliases"].append({"alias_kind": "../../../kind", "alias_value": "../../../value", "created_at": "x"})
+    return doc
+
+
+def test_traversal_values_never_leave_the_site(project: Project) -> None:
+    for i, source_id in enumerate(TRAVERSAL_IDS):
+        project.add(f"t{i:02d}.json", traversal_doc(i, source_id))
+    bad = record_doc(source_id="2101.00009")
+    bad["pith_number"] = "pith:2021:../../../../outside"
+    project.add("bad-number.json", bad)
+    before = all_paths(project.root)
+    report = project.build()
+    after = all_paths(project.root)
+
+    cache = project.config().cache_dir.relative_to(project.root).as_posix()
+    created = {p for p in after - before if p.split("/")[0] != "site"}
+    # the build cache beside SITE is the build's own state, named by SITE, never by a document
+    assert {p for p in created if not (cache.startswith(p) or p.startswith(cache))} == set()
+    assert [(r.file, r.code) for r in report.rejections] == [
+        ("content/bad-number.json", Code.PITH_BAD_FORMAT)
+    ]
+    # whatever was published, its look-ups and files are plain paths inside SITE
+    site = project.site.resolve()
+    for path in project.site.rglob("*"):
+        rel = path.relative_to(project.site).as_posix()
+        assert path.resolve().is_relative_to(site), rel
+        assert not path.is_symlink(), rel
+        assert all(seg not in ("", ".", "..") for seg in rel.split("/")), rel
+        assert "\\" not in rel and "\x00" not in rel and "%" not in rel, rel
+        assert not re.search(r"(^|/)outside", rel) or rel.startswith("api/pith-number/resolve/"), rel
+    assert not any(p.name == "integrity.json" for p in project.site.rglob("*"))
+    assert not (project.site / "api/pith-number/resolve/../../../kind").exists()
+    kinds = {p.name for p in (project.site / "api/pith-number/resolve").iterdir() if p.is_dir()}
+    assert kinds <= {"arxiv", "arxiv_version", "doi", "pith_short_8", "pith_short_12", "pith_short_16"}
+    for summary in report.summaries:
+        for kind, value in summary.aliases:
+            if kind in kinds and not value.startswith("/") and "//" not in value:
+                from generator.layout import resolve_json
+
+                target = resolve_json(kind, value)
+                assert target is not None and (project.site / target).is_file(), (kind, value)
+
+
+def test_bad_pith_number_is_refused(project: Project) -> None:
+    for i, number in enumerate(
+        [
+            "pith:2021:../../x",
+            "pith:2021:go43k6a5mhlnbuaduvz3akfbni",
+            "GO43K6A5MHLNBUADUVZ3AKFBNI",
+            "pith:21:GO43K6A5MHLNBUADUVZ3AKFBNI",
+            "pith:2021:GO43K6A5MHLNBUADUVZ3AKFBNI/..",
+        ]
+    ):
+        doc = record_doc(source_id=f"2101.0000{i}")
+        doc["pith_number"] = number
+        project.add(f"bad{i}.json", doc)
+    report = project.build()
+    assert report.published == 0
+    assert {r.code for r in report.rejections} == {Code.PITH_BAD_FORMAT}
+    assert report.refused_files == 5
+    assert not (project.site / "pith").exists()
+
+
+def test_symlinked_document_outside_content_is_not_published(project: Project) -> None:
+    outside = project.root / "outside"
+    secret = record_doc(source_id="2109.99999", title="Symlinked Secret")
+    f.write(outside / "secret.json", secret)
+    f.write(outside / "deeper" / "secret2.json", record_doc(source_id="2109.99998", title="Deeper Secret"))
+    os.symlink(outside / "secret.json", project.content / "link.json")
+    os.symlink(outside / "deeper", project.content / "linkdir")
+    project.add_real(bundle=False)
+    report = project.build()
+    assert report.published == 1
+    assert [(r.file, r.code) for r in report.rejections] == [("content/link.json", Code.FILE_OUTSIDE_CONTENT)]
+    for path in project.site.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            assert b"Secret" not in data and b"2109.9999" not in data, path
+
+
+def test_symlinked_markdown_page_outside_content_is_not_published(project: Project) -> None:
+    outside = project.root / "outside"
+    outside.mkdir()
+    (outside / "leak.md").write_text("# Leak\n\nTOP-SECRET\n")
+    (project.content / "pages").mkdir()
+    os.symlink(outside / "leak.md", project.content / "pages" / "leak.md")
+    project.build()
+    assert not (project.site / "leak.html").exists()
+
+
+def test_symlinked_pages_folder_outside_content_is_not_followed(project: Project) -> None:
+    outside = project.root / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("# Secret\n\nTOP-SECRET\n")
+    os.symlink(outside, project.content / "pages")
+    project.build()
+    leaked = [p for p in project.site.rglob("*") if p.is_file() and b"TOP-SECRET" in p.read_bytes()]
+    assert leaked == []
+
+
+def test_reserved_and_odd_markdown_slugs_are_skipped(project: Project) -> None:
+    pages = project.content / "pages"
+    pages.mkdir()
+    for name in ("report.md", "index.md", "404.md", "browse.md", "pith.md", "search.md", "Bad Name.md"):
+        (pages / name).write_text("# HIJACK\n\nHIJACK\n")
+    (pages / "ok-page.md").write_text("# Fine\n")
+    project.add_real(bundle=False)
+    report = project.build()
+    assert report.published == 1
+    assert (project.site / "ok-page.html").is_file() and (project.site / "ok-page/index.html").is_file()
+    hijacked = [p for p in html_files(project.site) if b"HIJACK" in p.read_bytes()]
+    assert hijacked == []
+
+
+# ---------------------------------------------------------------- collisions between documents
+
+
+def test_look_up_paths_cannot_collide_as_file_and_folder(project: Project) -> None:
+    project.add("a.json", record_doc(source_id="a"))
+    project.add("b.json", record_doc(source_id="a.json/b"))
+    report = project.build()
+    assert report.published + report.refused_files == 2
+
+
+def test_unsigned_integrity_endpoint_cannot_break_another_number(project: Project) -> None:
+    victim = record_doc(source_id="2101.00001")
+    body = victim["pith_number"].rsplit(":", 1)[1]
+    attacker = record_doc(source_id="2101.00002")
+    attacker["graph_snapshot"]["integrity"]["endpoint"] = f"/pith/{body}/state.json/integrity.json"
+    project.add("victim.json", victim)
+    project.add("attacker.json", attacker)
+    report = project.build()
+    assert report.published == 2
+    assert project.json(f"pith/{body}/state.json")["pith_number"] == victim["pith_number"]
+
+
+def test_integrity_report_only_for_the_records_own_arxiv_id(project: Project) -> None:
+    victim = record_doc(source_id="2101.00001")
+    victim["graph_snapshot"]["integrity"]["endpoint"] = "/pith/2101.00001/integrity.json"
+    attacker = record_doc(source_id="2101.00002", version=9)
+    attacker["graph_snapshot"]["integrity"]["endpoint"] = "/pith/2101.00001/integrity.json"
+    attacker["graph_snapshot"]["integrity"]["clean"] = False
+    project.add("victim.json", victim)
+    project.add("attacker.json", attacker)
+    project.build()
+    assert project.json("pith/2101.00001/integrity.json")["pith_number"] == victim["pith_number"]
+
+
+def test_shared_integrity_file_goes_to_the_newest_version(project: Project) -> None:
+    for version in (1, 3, 2):
+        doc = record_doc(source_id="2101.00001", version=version)
+        doc["graph_snapshot"]["integrity"]["endpoint"] = "/pith/2101.00001/integrity.json"
+        project.add(f"v{version}.json", doc)
+    report = project.build()
+    newest = next(s for s in report.summaries if s.source_version == 3)
+    assert project.json("pith/2101.00001/integrity.json")["pith_number"] == newest.pith_number
+
+
+def test_site_inside_content_is_refused(tmp_path: Path) -> None:
+    from generator.errors import BuildError
+
+    p = Project(tmp_path)
+    p.add_real()
+    with pytest.raises(BuildError):
+        p.build(site=p.content / "site")
+    assert not (p.content / "site").exists()
+    assert not (p.content / ".site.staging").exists()
