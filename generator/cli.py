@@ -115,9 +115,9 @@ def run_verify(args: argparse.Namespace) -> int:
         )
     else:
         for v in results:
-            verdict = "verified" if v.ok else "REJECTED"
+            word = "verified" if v.ok else "REJECTED"
             first = "" if v.ok else f"  {v.problems[0].code.value}: {v.problems[0].message}"
-            print(f"{verdict:<9} {v.kind or '?':<7} {v.pith_number or '-':<38} {v.file}{first}")
+            print(f"{word:<9} {v.kind or '?':<7} {v.pith_number or '-':<38} {v.file}{first}")
         for v in rejected:
             for line in sorted(Rejection(v.file, p.pointer, p.code, p.message) for p in v.problems):
                 print(line.line(), file=sys.stderr)

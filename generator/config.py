@@ -124,7 +124,7 @@ def apply(config: SiteConfig, settings: dict[str, Any], origin: Path | None = No
         if not isinstance(value, (*expected, Path)) or (isinstance(value, bool) and bool not in expected):
             raise ConfigError(key, f"expected {expected[0].__name__}, found {type(value).__name__}")
         if name in _PATH_KEYS:
-            path = Path(value)
+            path = Path(str(value))
             value = (origin.parent / path) if origin is not None and not path.is_absolute() else path
         changes[name] = value
     updated = replace(config, **changes)

@@ -133,7 +133,7 @@ def parse(source: SourceDocument) -> tuple[ParsedDoc | None, list[Problem]]:
                 f"{number!r} is not of the form pith:YYYY:<26 base32 characters>",
             )
         )
-    required = {"canonical_record": dict, "canonical_sha256": str, "short_pith_number": str}
+    required: dict[str, type] = {"canonical_record": dict, "canonical_sha256": str, "short_pith_number": str}
     require(data, required, (), problems)
     canonical = data.get("canonical_record")
     if isinstance(canonical, dict):

@@ -202,9 +202,8 @@ def _run(
 ) -> Iterator[R]:
     """Map in order, in the pool when there is one; report progress now and then."""
     if pool is not None and len(items) > 1:
-        results: Any = pool.map(
-            fn, items, chunksize=max(1, min(64, len(items) // (4 * (pool._max_workers or 1))))
-        )
+        workers = os.cpu_count() or 1
+        results: Any = pool.map(fn, items, chunksize=max(1, min(64, len(items) // (4 * workers))))
     else:
         results = map(fn, items)
     step = max(1, len(items) // 20)

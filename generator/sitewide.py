@@ -19,7 +19,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import cache
+from functools import cache, partial
 from html import escape as html_escape
 from pathlib import Path
 from typing import Any
@@ -161,7 +161,7 @@ def render_site(
         files += lazy_page(
             slug,
             fingerprint(title, html),
-            lambda t=title, h=html: render(env, "page.html", title=t, content=h),
+            partial(render, env, "page.html", title=title, content=html),
         )
     fixed = [
         *report_files(ordered, rejections, notes, env),
@@ -186,6 +186,10 @@ def render_site(
     if config.cname:
         fixed.append(OutputFile("CNAME", f"{config.cname.strip()}\n".encode()))
     return files + resolve_files(ordered, config) + [eager(f.path, f.data) for f in fixed]
+
+
+def _same(text: str) -> str:
+    return text
 
 
 def render(env: Environment, name: str, **context: Any) -> str:
@@ -231,7 +235,7 @@ def short_pages(ordered: Sequence[Summary], env: Environment, base: str) -> tupl
             number = records[0].pith_number
             url = base + layout.record_page(records[0].body)
             html = REDIRECT.format(title=escape(number), url=escape(url, {'"': "&quot;"}))
-            files += lazy_page(path, fingerprint(path, number), lambda html=html: html)
+            files += lazy_page(path, fingerprint(path, number), partial(_same, html))
             continue
         heading = f"{len(records)} records share the short form {path.rsplit('/', 1)[1]}"
         context = {
@@ -247,11 +251,10 @@ def short_pages(ordered: Sequence[Summary], env: Environment, base: str) -> tupl
             "home": False,
         }
         key = fingerprint(path, *(s.digest for s in records))
-        files += lazy_page(path, key, lambda c=context: render(env, "index.html", **c))
+        make = partial(render, env, "index.html", **context)
+        files += lazy_page(path, key, make)
         if len(path) == len("pith/") + 8:
-            replacing += lazy_page(
-                layout.paper_page(records[0].body), key, lambda c=context: render(env, "index.html", **c)
-            )
+            replacing += lazy_page(layout.paper_page(records[0].body), key, make)
     return files, replacing
 
 
@@ -296,7 +299,7 @@ def resolve_files(ordered: Sequence[Summary], config: SiteConfig) -> list[Lazy]:
             "record": config.base_path + layout.record_page(summary.body),
             "json": config.base_path + layout.record_json(summary.body),
         }
-        files.append(Lazy(path, fingerprint(kind, value, summary.pith_number), lambda d=data: pretty_json(d)))
+        files.append(Lazy(path, fingerprint(kind, value, summary.pith_number), partial(pretty_json, data)))
     return files
 
 
