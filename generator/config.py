@@ -26,6 +26,13 @@ PRIMARY_URL = "https://pith.science"
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
+def default_templates() -> Path:
+    """The repository's templates/ (a checkout or editable install), else the installed copy."""
+    checkout = PROJECT_ROOT / "templates"
+    return checkout if checkout.is_dir() else Path(__file__).resolve().parent / "templates"
+
+
+
 @dataclass(frozen=True, slots=True)
 class SiteConfig:
     content: Path = Path("content")
@@ -34,7 +41,7 @@ class SiteConfig:
     site_title: str = "Pith mirror"
     primary_url: str = PRIMARY_URL
     keys: Path | None = None
-    templates: Path = field(default_factory=lambda: PROJECT_ROOT / "templates")
+    templates: Path = field(default_factory=default_templates)
     max_bytes: int = DEFAULT_MAX_BYTES
     jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
     cache: Path | None = None
