@@ -69,9 +69,11 @@ def print_rejections(rejections: tuple[Rejection, ...]) -> None:
 
 
 def summary_line(report: Any) -> str:
+    """One line per build: what was published and refused, what was rendered, how long."""
     return (
         f"published {report.published}, refused {report.refused_files} file(s), "
-        f"{report.files_written} files written in {report.seconds:.2f}s"
+        f"{report.files_written} files written in {report.seconds:.2f}s "
+        f"({report.mode}: {report.rendered} record(s) rendered, {len(report.changed)} input(s) changed)"
     )
 
 
