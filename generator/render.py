@@ -16,7 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined, TemplateError, select_autoescape
+from jinja2 import (
+    Environment,
+    FileSystemBytecodeCache,
+    FileSystemLoader,
+    StrictUndefined,
+    TemplateError,
+    select_autoescape,
+)
 from markupsafe import Markup
 
 from . import __version__, layout
@@ -61,6 +68,7 @@ class OutputFile:
 def make_environment(config: SiteConfig, keyring: Keyring) -> Environment:
     env = Environment(
         loader=FileSystemLoader(str(config.templates)),
+        bytecode_cache=_bytecode_cache(config),
         autoescape=select_autoescape(default=True, default_for_string=True),
         undefined=StrictUndefined,
         keep_trailing_newline=True,
@@ -85,6 +93,17 @@ def make_environment(config: SiteConfig, keyring: Keyring) -> Environment:
     env.filters["jsonld"] = _jsonld
     env.filters["short"] = lambda text, n=16: text if len(text) <= n else text[:n] + "…"
     return env
+
+
+def _bytecode_cache(config: SiteConfig) -> FileSystemBytecodeCache | None:
+    """Compiled templates, kept beside the build cache: compiling costs more than a small build.
+    Jinja keys each entry by the template's source, so an edited template is never served stale."""
+    folder = config.cache_dir / "templates"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return FileSystemBytecodeCache(str(folder))
 
 
 def _jsonld(value: Any) -> Markup:
