@@ -31,8 +31,11 @@ from .manifest import MANIFEST_PATH
 from .reconcile import Candidate
 from .view import Summary
 
-CACHE_FORMAT = 2
+CACHE_FORMAT = 3
 CACHE_FILE = "build-cache.json"
+QUICK_FILE = "unchanged-check.json"
+"""A small companion file: enough to tell, without loading the cache, that
+nothing changed at all (the common case for `serve` and scheduled builds)."""
 
 
 def build_key(config: SiteConfig, keyring: Keyring) -> str:
@@ -47,6 +50,8 @@ def build_key(config: SiteConfig, keyring: Keyring) -> str:
         "max_bytes": config.max_bytes,
         "cname": config.cname,
         "per_page": config.per_page,
+        "checksums": config.checksums,
+        "mirror_key": str(config.mirror_key) if config.mirror_key else None,
         "content": str(config.content.resolve()),
     }
     digest.update(orjson.dumps(options, option=orjson.OPT_SORT_KEYS))
@@ -121,6 +126,72 @@ def load_cache(directory: Path, key: str, site: Path) -> BuildCache | None:
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None
+
+
+@dataclass(frozen=True, slots=True)
+class Unchanged:
+    """What the last build reported, valid while no input has changed."""
+
+    published: int
+    rejections: tuple[Rejection, ...]
+    notes: tuple[str, ...]
+
+
+def _read_checked(path: Path) -> Any:
+    raw = path.read_bytes()
+    checksum, _, payload = raw.partition(b"\n")
+    if hashlib.sha256(payload).hexdigest().encode() != checksum:
+        raise ValueError("checksum")
+    return orjson.loads(payload)
+
+
+def _write_checked(directory: Path, name: str, data: Any) -> None:
+    payload = orjson.dumps(data)
+    directory.mkdir(parents=True, exist_ok=True)
+    temporary = directory / f".{name}.tmp-{os.getpid()}"
+    temporary.write_bytes(hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload)
+    os.replace(temporary, directory / name)
+
+
+def check_unchanged(
+    directory: Path, key: str, site: Path, stats: dict[str, tuple[int, int, int]], extra: str
+) -> Unchanged | None:
+    """The last report, if every input has exactly the stat it had then (else None)."""
+    try:
+        data = _read_checked(directory / QUICK_FILE)
+        if data.get("format") != CACHE_FORMAT or data.get("key") != key or data.get("extra") != extra:
+            return None
+        if len(data["stats"]) != len(stats) or any(
+            tuple(data["stats"].get(name, ())) != stat for name, stat in stats.items()
+        ):
+            return None
+        manifest = site / MANIFEST_PATH
+        if not manifest.is_file() or file_sha256(manifest) != data["manifest_sha256"]:
+            return None
+        return Unchanged(
+            published=int(data["published"]),
+            rejections=tuple(Rejection(f, p, Code(c), m) for f, p, c, m in data["rejections"]),
+            notes=tuple(str(n) for n in data["notes"]),
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def save_unchanged(directory: Path, cache: BuildCache, extra: str, report: Unchanged) -> None:
+    _write_checked(
+        directory,
+        QUICK_FILE,
+        {
+            "format": CACHE_FORMAT,
+            "key": cache.key,
+            "extra": extra,
+            "manifest_sha256": cache.manifest_sha256,
+            "stats": {name: list(e.stat) for name, e in cache.files.items()},
+            "published": report.published,
+            "rejections": [[r.file, r.pointer, r.code.value, r.message] for r in report.rejections],
+            "notes": list(report.notes),
+        },
+    )
 
 
 def save_cache(directory: Path, cache: BuildCache) -> None:

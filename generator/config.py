@@ -32,7 +32,6 @@ def default_templates() -> Path:
     return checkout if checkout.is_dir() else Path(__file__).resolve().parent / "templates"
 
 
-
 @dataclass(frozen=True, slots=True)
 class SiteConfig:
     content: Path = Path("content")

@@ -40,10 +40,13 @@ from .cache import (
     BuildCache,
     FileEntry,
     NumberEntry,
+    Unchanged,
     build_key,
+    check_unchanged,
     file_sha256,
     load_cache,
     save_cache,
+    save_unchanged,
     stat_key,
 )
 from .config import SiteConfig
@@ -226,6 +229,11 @@ def build(
     if site.resolve() == content.resolve() or content.resolve() in site.resolve().parents:
         raise BuildError(str(site), "the site folder must not be inside the content folder")
     key = build_key(config, keyring)
+    extra = _extra_inputs(config)
+    if incremental:
+        quick = _unchanged_report(config, key, extra, started)
+        if quick is not None:
+            return quick
     staging = prepare_staging(site)
     cache = load_cache(config.cache_dir, key, site) if incremental else None
     _init_worker(config, keyring, staging)  # small batches run in this process
@@ -257,15 +265,49 @@ def build(
     if pool is not None:
         pool.shutdown()
     run.new_cache.manifest_sha256 = file_sha256(site / MANIFEST_PATH)
-    if cache is not None and not report.changed and run.new_cache.sitewide_inputs == cache.sitewide_inputs:
-        return report  # nothing changed: the saved cache is still exact (stats included)
     try:
         save_cache(config.cache_dir, run.new_cache)
+        unchanged = Unchanged(report.published, report.rejections, report.notes)
+        save_unchanged(config.cache_dir, run.new_cache, extra, unchanged)
     except OSError as exc:
         report = _with_note(
             report, f"the build cache could not be saved ({exc.strerror}); the next build is a full one"
         )
     return report
+
+
+def _extra_inputs(config: SiteConfig) -> str:
+    """Inputs besides the documents: Markdown pages and the build clock."""
+    import hashlib
+
+    digest = hashlib.sha256(str(build_time()).encode())
+    pages = config.content / "pages"
+    if pages.is_dir():
+        for page in sorted(pages.glob("*.md")):
+            digest.update(page.name.encode() + b"\0" + hashlib.sha256(page.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def _unchanged_report(config: SiteConfig, key: str, extra: str, started: float) -> BuildReport | None:
+    """Nothing changed since the last build: say what it said, touch nothing."""
+    content = config.content
+    stats: dict[str, tuple[int, int, int]] = {}
+    try:
+        for path, rel in discover(content):
+            stats[f"{content.name}/{rel}"] = stat_key(path)
+    except OSError:
+        return None
+    last = check_unchanged(config.cache_dir, key, config.site, stats, extra)
+    if last is None:
+        return None
+    return BuildReport(
+        published=last.published,
+        rejections=last.rejections,
+        notes=last.notes,
+        files_written=0,
+        seconds=time.monotonic() - started,
+        mode="incremental",
+    )
 
 
 def finish_publication(root: Path, config: SiteConfig) -> None:
