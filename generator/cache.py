@@ -31,7 +31,7 @@ from .manifest import MANIFEST_PATH
 from .reconcile import Candidate
 from .view import Summary
 
-CACHE_FORMAT = 3
+CACHE_FORMAT = 4
 CACHE_FILE = "build-cache.json"
 QUICK_FILE = "unchanged-check.json"
 """A small companion file: enough to tell, without loading the cache, that
@@ -94,7 +94,7 @@ class BuildCache:
     sitewide_inputs: str = ""
 
 
-def stat_key(path: Path) -> tuple[int, int, int]:
+def stat_key(path: Path | str) -> tuple[int, int, int]:
     st = os.stat(path)
     return (st.st_size, st.st_mtime_ns, st.st_ino)
 
@@ -267,6 +267,8 @@ def _number_entry(d: dict[str, Any]) -> NumberEntry:
             "cross_cats": tuple(s["cross_cats"]),
             "aliases": tuple((str(k), str(v)) for k, v in s["aliases"]),
             "key_ids": tuple(s["key_ids"]),
+            "lookups": tuple((str(p), str(k), str(v)) for p, k, v in s["lookups"]),
+            "terms": tuple(s["terms"]),
         }
     )
     return NumberEntry(

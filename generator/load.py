@@ -63,19 +63,26 @@ def is_ignored_name(name: str) -> bool:
 
 def discover(content: Path) -> Iterator[tuple[Path, str]]:
     """Yield (path, name relative to content) for every document, sorted."""
+    for path, rel in discover_names(content):
+        yield Path(path), rel
+
+
+def discover_names(content: Path) -> Iterator[tuple[str, str]]:
+    """`discover` with plain strings: a no-op rebuild walks every name, so this stays cheap."""
     root = content.resolve()
-    for dirpath, dirnames, filenames in os.walk(content, followlinks=False):
-        here = Path(dirpath)
-        rel_dir = here.relative_to(content)
+    top = str(content)
+    for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+        rel_dir = os.path.relpath(dirpath, top)
+        prefix = "" if rel_dir == "." else rel_dir.replace(os.sep, "/") + "/"
         dirnames[:] = sorted(
-            d for d in dirnames if not is_ignored_name(d) and not (rel_dir == Path(".") and d == "pages")
+            d for d in dirnames if not is_ignored_name(d) and not (not prefix and d == "pages")
         )
         for name in sorted(filenames):
             if name.endswith(".json") and not is_ignored_name(name):
-                path = here / name
-                yield path, (rel_dir / name).as_posix()
+                yield os.path.join(dirpath, name), prefix + name
         for d in list(dirnames):
-            if (here / d).is_symlink() and not _inside(here / d, root):
+            folder = Path(dirpath, d)
+            if folder.is_symlink() and not _inside(folder, root):
                 dirnames.remove(d)
 
 

@@ -53,7 +53,7 @@ from .config import SiteConfig
 from .errors import BuildError, Code, Rejection
 from .examine import examine
 from .keys import Keyring
-from .load import Limits, discover
+from .load import Limits, discover, discover_names
 from .manifest import MANIFEST_PATH, manifest_files, published_paths, read_published
 from .reconcile import Candidate, Choice, select
 from .render import OutputFile, make_environment, render_publication
@@ -293,7 +293,7 @@ def _unchanged_report(config: SiteConfig, key: str, extra: str, started: float) 
     content = config.content
     stats: dict[str, tuple[int, int, int]] = {}
     try:
-        for path, rel in discover(content):
+        for path, rel in discover_names(content):
             stats[f"{content.name}/{rel}"] = stat_key(path)
     except OSError:
         return None

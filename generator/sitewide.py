@@ -19,7 +19,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import cache, partial
+from functools import partial
 from html import escape as html_escape
 from pathlib import Path
 from typing import Any
@@ -43,7 +43,6 @@ FEED_ENTRIES = 50
 RESERVED_SLUGS = frozenset(
     {"pith", "paper", "api", "browse", "search", "assets", "page", "report", "404", "index", "sitemap"}
 )
-_WORD = re.compile(r"[\W_]+")
 _SLUG = re.compile(r"[a-z0-9][a-z0-9-]*")
 
 
@@ -61,10 +60,25 @@ def eager(path: str, data: bytes) -> Lazy:
     return Lazy(path, hashlib.sha256(data).hexdigest()[:24], lambda: data)
 
 
+class _Once:
+    """Render a page's HTML at most once for its two paths."""
+
+    __slots__ = ("data", "make_html")
+
+    def __init__(self, make_html: Callable[[], str]) -> None:
+        self.make_html = make_html
+        self.data: bytes | None = None
+
+    def __call__(self) -> bytes:
+        if self.data is None:
+            self.data = self.make_html().encode("utf-8")
+        return self.data
+
+
 def lazy_page(path: str, key: str, make_html: Callable[[], str]) -> list[Lazy]:
     """Like `render.page`: `x.html` and `x/index.html`, rendered at most once."""
-    make = cache(lambda: make_html().encode("utf-8"))
-    return [Lazy(p, key, make) for p in layout.page_paths(path)]
+    make = _Once(make_html)
+    return [Lazy(f"{path}.html", key, make), Lazy(f"{path}/index.html", key, make)]
 
 
 def fingerprint(*parts: object) -> str:
@@ -115,7 +129,7 @@ def listing_pages(
             return render(env, "index.html", **context)
 
         if number == 1 and not path:
-            files.append(Lazy("index.html", key, cache(lambda make=make: make().encode("utf-8"))))
+            files.append(Lazy("index.html", key, _Once(make)))
         else:
             files += lazy_page(path if number == 1 else f"{prefix}page/{number}", key, make)
     return files
@@ -282,11 +296,8 @@ def resolve_files(ordered: Sequence[Summary], config: SiteConfig) -> list[Lazy]:
     """One look-up file per alias; for a shared arXiv id the newest version wins."""
     chosen: dict[str, tuple[tuple[int, str], Summary, str, str]] = {}
     for summary in ordered:
-        for kind, value in summary.aliases:
-            path = layout.resolve_json(kind, value)
-            if path is None:
-                continue
-            rank = (summary.source_version, summary.pith_number)
+        rank = (summary.source_version, summary.pith_number)
+        for path, kind, value in summary.lookups:
             if path not in chosen or rank > chosen[path][0]:
                 chosen[path] = (rank, summary, kind, value)
     files = []
@@ -314,26 +325,20 @@ def integrity_files(ordered: Sequence[Summary]) -> list[OutputFile]:
     return [OutputFile(path, text.encode("utf-8")) for path, (_, text) in sorted(chosen.items())]
 
 
-def search_terms(summary: Summary) -> set[str]:
-    """The terms a record is found by (the same rules as search.js)."""
-    words = _WORD.split(f"{summary.title} {summary.authors}".lower())
-    terms = {w for w in words if len(w) >= 2}
-    body = summary.body.lower()
-    terms |= {body, summary.pith_number.lower(), f"pith:{body[:8]}", body[:8], body[:12], body[:16]}
-    terms |= {value.lower() for kind, value in summary.aliases if kind in ("arxiv", "arxiv_version", "doi")}
-    if summary.source_kind == "arxiv":
-        terms |= {summary.source_id.lower(), f"{summary.source_id}v{summary.source_version}".lower()}
-    return terms
+_SHARD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
 
 
 def shard_key(term: str) -> str:
-    return "".join(c if ("a" <= c <= "z" or "0" <= c <= "9") else "_" for c in term[:2]).ljust(2, "_")
+    head = term[:2]
+    if len(head) == 2 and head[0] in _SHARD_CHARS and head[1] in _SHARD_CHARS:
+        return head
+    return "".join(c if c in _SHARD_CHARS else "_" for c in head).ljust(2, "_")
 
 
 def search_files(ordered: Sequence[Summary], config: SiteConfig) -> list[OutputFile]:
     shards: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
     for index, summary in enumerate(ordered):
-        for term in search_terms(summary):
+        for term in summary.terms:
             shards[shard_key(term)][term].append(index)
     files = [
         OutputFile(

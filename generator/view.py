@@ -15,9 +15,11 @@ Rules:
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import astuple, dataclass, replace
 from typing import Any
 
+from .layout import resolve_json
 from .merge import LIST_FOR_TYPE
 from .model import Provenance, Verified
 
@@ -88,6 +90,10 @@ class Summary:
     updated_at: str
     integrity_path: str | None = None
     integrity_json: str | None = None
+    lookups: tuple[tuple[str, str, str], ...] = ()
+    """(look-up file path, alias kind, alias value) for every alias that has one."""
+    terms: tuple[str, ...] = ()
+    """The search terms the record is found by (the same rules as search.js)."""
     digest: str = ""
     """Fingerprint of every field above, so site-wide pages know when to re-render."""
     """The integrity report file, named by arXiv id and so shared by every
@@ -282,4 +288,25 @@ def summarize(
         integrity_path=integrity[0] if integrity else None,
         integrity_json=integrity[1].decode("utf-8") if integrity else None,
     )
+    lookups = tuple(
+        (path, kind, value)
+        for kind, value in summary.aliases
+        if (path := resolve_json(kind, value)) is not None
+    )
+    summary = replace(summary, lookups=lookups, terms=tuple(sorted(search_terms(summary))))
     return replace(summary, digest=hashlib.sha256(repr(astuple(summary)).encode("utf-8")).hexdigest())
+
+
+_WORD = re.compile(r"[\W_]+")
+
+
+def search_terms(summary: Summary) -> set[str]:
+    """Words of the title and authors, and every identifier, lower-cased."""
+    words = _WORD.split(f"{summary.title} {summary.authors}".lower())
+    terms = {w for w in words if len(w) >= 2}
+    body = summary.body.lower()
+    terms |= {body, summary.pith_number.lower(), f"pith:{body[:8]}", body[:8], body[:12], body[:16]}
+    terms |= {value.lower() for kind, value in summary.aliases if kind in ("arxiv", "arxiv_version", "doi")}
+    if summary.source_kind == "arxiv":
+        terms |= {summary.source_id.lower(), f"{summary.source_id}v{summary.source_version}".lower()}
+    return terms
