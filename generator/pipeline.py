@@ -57,7 +57,7 @@ from .load import Limits, discover, discover_names
 from .manifest import MANIFEST_PATH, manifest_files, published_paths, read_published
 from .reconcile import Candidate, Choice, select
 from .render import OutputFile, make_environment, render_publication
-from .sitewide import Lazy, build_time, eager, render_site, short_pages
+from .sitewide import Lazy, build_time, eager, family_paths, record_family_files, render_site
 from .view import Publication, Summary
 from .write import Writer, prepare_staging, swap_in, write_atomic
 
@@ -366,12 +366,13 @@ class _Build:
         published = self.published_documents(candidates, paths)
         selection = select(candidates, published, refused_numbers, unidentified)
         rejections += selection.rejections
-        numbers, rendered, render_rejections = self.publish_numbers(selection.choices, fresh, paths)
+        numbers, rendered_numbers, render_rejections = self.publish_numbers(selection.choices, fresh, paths)
         rejections += render_rejections
 
         summaries = [numbers[n].summary for n in sorted(numbers)]
         owned = {p: n for n, e in numbers.items() for p in e.paths}
-        restore = self.write_sitewide(summaries, rejections, selection.notes, owned)
+        self.new_cache.numbers = numbers
+        restore = self.write_sitewide(summaries, rejections, selection.notes, owned, rendered_numbers)
         if restore:  # a page a shared short prefix had replaced must be whole again
             redo = [Choice(n, numbers[n].record, numbers[n].bundle) for n in sorted(restore)]
             self.render_choices(redo, numbers, paths, rejections)
@@ -386,7 +387,7 @@ class _Build:
             seconds=time.monotonic() - started,
             mode="incremental" if self.incremental else "full",
             changed=tuple(changed),
-            rendered=rendered,
+            rendered=len(rendered_numbers),
             summaries=tuple(summaries),
         )
 
@@ -453,7 +454,7 @@ class _Build:
     # Stage 4-6 per number: accept the optimistic renders, redo the contested.
     def publish_numbers(
         self, choices: list[Choice], fresh: dict[str, _Examined], paths: dict[str, str]
-    ) -> tuple[dict[str, NumberEntry], int, list[Rejection]]:
+    ) -> tuple[dict[str, NumberEntry], set[str], list[Rejection]]:
         previous = self.cache.numbers if self.cache else {}
         by_number: dict[str, list[_Examined]] = {}
         for result in fresh.values():
@@ -490,7 +491,7 @@ class _Build:
         accepted |= self.render_choices(redo, numbers, paths, rejections)
         if self.incremental:
             self.move_into_site(numbers, accepted, previous)
-        return numbers, len(accepted), rejections
+        return numbers, accepted, rejections
 
     def render_choices(
         self,
@@ -533,12 +534,19 @@ class _Build:
 
     # Stage 5-6 for the whole site.
     def write_sitewide(
-        self, summaries: list[Summary], rejections: list[Rejection], notes: list[str], owned: dict[str, str]
+        self,
+        summaries: list[Summary],
+        rejections: list[Rejection],
+        notes: list[str],
+        owned: dict[str, str],
+        fresh: set[str],
     ) -> set[str]:
         """Write every site-wide file; returns numbers whose replaced pages need restoring.
 
-        An incremental build renders a site-wide file only when the fingerprint
-        of its inputs changed, and writes it only when its bytes changed.
+        Pages about the whole site are rendered only when the fingerprint of
+        their inputs changed, and written only when their bytes changed. Files
+        records share (look-ups, integrity reports, short forms) are recomputed
+        only for the paths that the records which changed claim, before or now.
         """
         config = self.config
         inputs = _sitewide_inputs(summaries, rejections, notes, config.content / "pages")
@@ -547,26 +555,28 @@ class _Build:
             self.new_cache.sitewide = self.cache.sitewide  # nothing any site-wide page shows changed
             return set()
         env = make_environment(config, self.keyring)
-        extra, replacing = short_pages(summaries, env, config.base_path)
         lazies = render_site(
             summaries, rejections, notes, self.keyring, env, config, config.content / "pages"
         )
-        lazies += extra
         lazies += [
             eager(f.path, f.data) for f in manifest_files(summaries, config, self.keyring, build_time())
         ]
-        final: dict[str, Lazy] = {}
+        affected = self.affected_family_paths()
+        family = record_family_files(summaries, env, config, affected)
+        fixed: dict[str, Lazy] = {}
         for lazy in lazies:
-            if lazy.path in final:
+            if lazy.path in fixed:
                 raise BuildError(lazy.path, "two site-wide outputs claim the same path")
-            final[lazy.path] = lazy
-        for lazy in replacing:  # a shared 8-character prefix replaces both paper pages
-            final[lazy.path] = lazy
+            fixed[lazy.path] = lazy
+        shared = {lazy.path: lazy for lazy in family}  # a shared prefix replaces paper pages
+        if set(shared) & set(fixed):
+            raise BuildError(sorted(set(shared) & set(fixed))[0], "two site-wide outputs claim the same path")
+
         previous = self.cache.sitewide if self.cache else {}
         record: dict[str, tuple[str, str]] = {}
-        changed: list[OutputFile] = []
-        for path in sorted(final, key=lambda p: (p == MANIFEST_PATH, p)):
-            lazy = final[path]
+        changed: list[OutputFile] = [OutputFile(p, lazy.make()) for p, lazy in sorted(shared.items())]
+        for path in sorted(fixed, key=lambda p: (p == MANIFEST_PATH, p)):
+            lazy = fixed[path]
             old = previous.get(path)
             if old is not None and old[0] == lazy.key:
                 record[path] = old
@@ -585,9 +595,26 @@ class _Build:
             target.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(target, file.data)
         self.written += len(changed)
-        gone = set(previous) - set(final)
+        assert affected is not None
+        gone = (set(previous) - set(fixed)) | (affected - set(shared))
         _remove_files(self.site, gone - set(owned))
-        return {owned[p] for p in gone if p in owned}
+        return {owned[p] for p in gone if p in owned and owned[p] not in fresh}
+
+    def affected_family_paths(self) -> set[str] | None:
+        """Paths claimed by records added, removed or changed since the last build
+        (None in a full build: every path)."""
+        if self.cache is None:
+            return None
+        old, new = self.cache.numbers, self.new_cache.numbers
+        paths: set[str] = set()
+        for number in set(old) | set(new):
+            before, after = old.get(number), new.get(number)
+            if before is not None and after is not None and before.summary.digest == after.summary.digest:
+                continue
+            for entry in (before, after):
+                if entry is not None:
+                    paths.update(family_paths(entry.summary))
+        return paths
 
 
 def _sitewide_inputs(

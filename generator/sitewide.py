@@ -181,7 +181,6 @@ def render_site(
         *report_files(ordered, rejections, notes, env),
         OutputFile("404.html", render(env, "404.html").encode("utf-8")),
         *page("api/pith-number/resolve", render(env, "resolve.html")),
-        *integrity_files(ordered),
         *search_files(ordered, config),
         *sitemap_files(ordered, config, [slug for slug, _, _ in md_pages]),
         OutputFile("feed.xml", atom_feed(ordered, config)),
@@ -199,7 +198,7 @@ def render_site(
     fixed.append(OutputFile("_headers", headers_file(config.base_path)))
     if config.cname:
         fixed.append(OutputFile("CNAME", f"{config.cname.strip()}\n".encode()))
-    return files + resolve_files(ordered, config) + [eager(f.path, f.data) for f in fixed]
+    return files + [eager(f.path, f.data) for f in fixed]
 
 
 def _same(text: str) -> str:
@@ -210,6 +209,32 @@ def render(env: Environment, name: str, **context: Any) -> str:
     from .render import render_template
 
     return render_template(env, name, context)
+
+
+def family_paths(summary: Summary) -> list[str]:
+    """Every site-wide path one record can claim, alone or shared with others:
+    its alias look-ups, its integrity report, its short forms, and its paper page
+    (replaced by a list when another record shares its 8-character prefix)."""
+    body = summary.body
+    paths = [p for p, _, _ in summary.lookups]
+    if summary.integrity_path:
+        paths.append(summary.integrity_path)
+    for n in (8, 12, 16):
+        paths += [f"pith/{body[:n]}.html", f"pith/{body[:n]}/index.html"]
+    paths += [f"paper/{body[:8]}.html", f"paper/{body[:8]}/index.html"]
+    return paths
+
+
+def record_family_files(
+    ordered: Sequence[Summary], env: Environment, config: SiteConfig, only: set[str] | None
+) -> list[Lazy]:
+    """Look-up files, integrity reports and short forms: files that belong to
+    records but that several records may claim. With `only`, just those paths
+    (an incremental build passes the paths its changed records claim)."""
+    base = config.base_path
+    files = resolve_files(ordered, config, only) + integrity_files(ordered, only)
+    extra, replacing = short_pages(ordered, env, base, only)
+    return files + extra + replacing
 
 
 REDIRECT = """<!doctype html>
@@ -231,7 +256,9 @@ REDIRECT = """<!doctype html>
 """
 
 
-def short_pages(ordered: Sequence[Summary], env: Environment, base: str) -> tuple[list[Lazy], list[Lazy]]:
+def short_pages(
+    ordered: Sequence[Summary], env: Environment, base: str, only: set[str] | None = None
+) -> tuple[list[Lazy], list[Lazy]]:
     """Short-form redirects, and pages for prefixes that several numbers share.
 
     Returns (new files, files that replace a per-record page): a shared
@@ -240,14 +267,17 @@ def short_pages(ordered: Sequence[Summary], env: Environment, base: str) -> tupl
     """
     by_prefix: dict[str, list[Summary]] = defaultdict(list)
     for summary in ordered:
-        for path in layout.short_pages(summary.body):
-            by_prefix[path].append(summary)
+        body = summary.body
+        for n in (8, 12, 16):
+            path = f"pith/{body[:n]}"
+            if only is None or f"{path}.html" in only or f"paper/{body[:8]}.html" in only:
+                by_prefix[path].append(summary)
     files: list[Lazy] = []
     replacing: list[Lazy] = []
     for path, records in sorted(by_prefix.items()):
         if len(records) == 1:
             number = records[0].pith_number
-            url = base + layout.record_page(records[0].body)
+            url = f"{base}pith/{records[0].body}"
             html = REDIRECT.format(title=escape(number), url=escape(url, {'"': "&quot;"}))
             files += lazy_page(path, fingerprint(path, number), partial(_same, html))
             continue
@@ -292,37 +322,40 @@ def report_files(
     return [OutputFile("report.json", pretty_json(report)), *page("report", html)]
 
 
-def resolve_files(ordered: Sequence[Summary], config: SiteConfig) -> list[Lazy]:
+def resolve_files(ordered: Sequence[Summary], config: SiteConfig, only: set[str] | None = None) -> list[Lazy]:
     """One look-up file per alias; for a shared arXiv id the newest version wins."""
     chosen: dict[str, tuple[tuple[int, str], Summary, str, str]] = {}
     for summary in ordered:
         rank = (summary.source_version, summary.pith_number)
         for path, kind, value in summary.lookups:
+            if only is not None and path not in only:
+                continue
             if path not in chosen or rank > chosen[path][0]:
                 chosen[path] = (rank, summary, kind, value)
     files = []
-    for path, (_, summary, kind, value) in sorted(chosen.items()):
+    base = config.base_path
+    for path, (_, summary, kind, value) in chosen.items():
         data = {
             "derived_by": DERIVED_BY,
             "alias_kind": kind,
             "alias_value": value,
             "pith_number": summary.pith_number,
-            "record": config.base_path + layout.record_page(summary.body),
-            "json": config.base_path + layout.record_json(summary.body),
+            "record": f"{base}pith/{summary.body}",
+            "json": f"{base}pith/{summary.body}.json",
         }
         files.append(Lazy(path, fingerprint(kind, value, summary.pith_number), partial(pretty_json, data)))
     return files
 
 
-def integrity_files(ordered: Sequence[Summary]) -> list[OutputFile]:
+def integrity_files(ordered: Sequence[Summary], only: set[str] | None = None) -> list[Lazy]:
     """Integrity reports are named by arXiv id: the newest version of a paper wins."""
     chosen: dict[str, tuple[tuple[int, str], str]] = {}
     for s in ordered:
-        if s.integrity_path and s.integrity_json is not None:
+        if s.integrity_path and s.integrity_json is not None and (only is None or s.integrity_path in only):
             rank = (s.source_version, s.pith_number)
             if s.integrity_path not in chosen or rank > chosen[s.integrity_path][0]:
                 chosen[s.integrity_path] = (rank, s.integrity_json)
-    return [OutputFile(path, text.encode("utf-8")) for path, (_, text) in sorted(chosen.items())]
+    return [eager(path, text.encode("utf-8")) for path, (_, text) in chosen.items()]
 
 
 _SHARD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")

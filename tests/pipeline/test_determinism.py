@@ -151,3 +151,32 @@ def test_output_does_not_depend_on_where_it_is_built(tmp_path: Path, files: list
     report = p.json("report.json")
     assert [r["file"] for r in report["rejections"]] == ["content/refused.json"]
     assert json.loads(p.read("search/meta.json"))["records"] == 7
+
+
+def test_shared_files_move_between_versions_incrementally(
+    tmp_path: Path, files: list[tuple[str, bytes]]
+) -> None:
+    """The arXiv look-up of a paper (shared by its versions) follows its newest
+    published version through incremental builds exactly as a fresh build places it."""
+    changing = make(tmp_path / "changing", [(n, d) for n, d in files if n != "refused.json"])
+    changing.build()  # every file identified, so a removed document is unpublished
+    steps = [
+        lambda: changing.remove("a/v2.json"),  # v1 takes the shared files back
+        lambda: changing.add("a/v3.json", record_doc(source_id="2101.00001", version=3)),  # v3 takes them
+        lambda: changing.add("a/v2.json", record_doc(source_id="2101.00001", version=2)),  # v3 keeps them
+    ]
+    for step in steps:
+        step()
+        changing.build()
+        fresh = Project(tmp_path / f"fresh{len(list(tmp_path.iterdir()))}")
+        shutil.copytree(changing.content, fresh.content)
+        fresh.build()
+        first, second = tree(changing.site), tree(fresh.site)
+        assert sorted(first) == sorted(second)
+        assert [p for p in first if first[p] != second[p] and not p.startswith("report")] == []
+        lookup = json.loads((changing.site / "api/pith-number/resolve/arxiv/2101.00001.json").read_bytes())
+        newest = max(
+            (json.loads(p.read_bytes()) for p in changing.content.glob("a/v*.json")),
+            key=lambda d: d["canonical_record"]["source"]["version"],
+        )
+        assert lookup["pith_number"] == newest["pith_number"]
