@@ -130,15 +130,22 @@ def category_slug(category: str) -> str | None:
 
 
 def number_paths(body: str, has_bundle: bool) -> tuple[str, ...]:
-    """Every file one Pith number owns; render writes exactly these."""
+    """Every file one Pith number owns; render writes exactly these.
+
+    Called for every published number on every build, so it builds the
+    strings directly (the same paths as the functions above, checked by tests).
+    """
+    check_body(body)
     paths = [
-        record_json(body),
-        state_json(body),
-        graph_json(body),
-        events_json(body),
-        *page_paths(record_page(body)),
-        *page_paths(paper_page(body)),
+        f"api/pith-number/{body}/events.json",
+        f"api/pith-number/{body}/graph.json",
+        f"paper/{body[:8]}.html",
+        f"paper/{body[:8]}/index.html",
+        f"pith/{body}.html",
+        f"pith/{body}.json",
+        f"pith/{body}/index.html",
+        f"pith/{body}/state.json",
     ]
     if has_bundle:
-        paths += [bundle_json(body), well_known_bundle(body)]
+        paths += [f".well-known/pith/{body}/bundle.json", f"pith/{body}/bundle.json"]
     return tuple(sorted(paths))

@@ -331,3 +331,19 @@ def test_integrity_path(endpoint: object, source: dict[str, object], expected: s
 )
 def test_category_slug(cat: str, ok: bool) -> None:
     assert (layout.category_slug(cat) is not None) is ok
+
+
+@pytest.mark.parametrize("has_bundle", [True, False])
+def test_number_paths_are_the_layout_functions_paths(has_bundle: bool) -> None:
+    body = "GO43K6A5MHLNBUADUVZ3AKFBNI"
+    expected = [
+        layout.record_json(body),
+        layout.state_json(body),
+        layout.graph_json(body),
+        layout.events_json(body),
+        *layout.page_paths(layout.record_page(body)),
+        *layout.page_paths(layout.paper_page(body)),
+    ]
+    if has_bundle:
+        expected += [layout.bundle_json(body), layout.well_known_bundle(body)]
+    assert layout.number_paths(body, has_bundle) == tuple(sorted(expected))
