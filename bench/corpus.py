@@ -22,13 +22,70 @@ from generator.merge import merge
 
 BENCH_SEED = bytes.fromhex("be" * 32)
 KEY_ID = "bench-key-1"
-WORDS = (
-    "scalable distributed training deep learning public cloud clusters quantum field theory "
-    "gravitational waves neutron stars graph neural networks protein folding sparse attention "
-    "reinforcement bounds convex optimization lattice gauge symmetry inflation dark matter "
-    "topological insulators superconductivity bayesian inference causal discovery robust"
-).split()
-NAMES = "Ada Bo Chen Dara Eli Farah Goran Hana Ivo Jun Kofi Lena Mika Nour Omar Pia Rui Sana Teo Uma".split()
+WORDS = [
+    "scalable",
+    "distributed",
+    "training",
+    "deep",
+    "learning",
+    "public",
+    "cloud",
+    "clusters",
+    "quantum",
+    "field",
+    "theory",
+    "gravitational",
+    "waves",
+    "neutron",
+    "stars",
+    "graph",
+    "neural",
+    "networks",
+    "protein",
+    "folding",
+    "sparse",
+    "attention",
+    "reinforcement",
+    "bounds",
+    "convex",
+    "optimization",
+    "lattice",
+    "gauge",
+    "symmetry",
+    "inflation",
+    "dark",
+    "matter",
+    "topological",
+    "insulators",
+    "superconductivity",
+    "bayesian",
+    "inference",
+    "causal",
+    "discovery",
+    "robust",
+]
+NAMES = [
+    "Ada",
+    "Bo",
+    "Chen",
+    "Dara",
+    "Eli",
+    "Farah",
+    "Goran",
+    "Hana",
+    "Ivo",
+    "Jun",
+    "Kofi",
+    "Lena",
+    "Mika",
+    "Nour",
+    "Omar",
+    "Pia",
+    "Rui",
+    "Sana",
+    "Teo",
+    "Uma",
+]
 CATS = ("cs.DC", "cs.LG", "hep-th", "gr-qc", "quant-ph", "math.OC", "astro-ph.CO", "cond-mat.str-el")
 
 
@@ -99,14 +156,27 @@ def make_bundle(index: int) -> tuple[str, bytes]:
     version = source["version"]
     aliases = [
         {"alias_kind": "arxiv", "alias_value": arxiv_id, "created_at": "2026-07-05T01:44:30Z"},
-        {"alias_kind": "arxiv_version", "alias_value": f"{arxiv_id}v{version}", "created_at": "2026-07-05T01:44:30Z"},
-        {"alias_kind": "doi", "alias_value": f"10.48550/arxiv.{arxiv_id}", "created_at": "2026-07-05T01:44:30Z"},
+        {
+            "alias_kind": "arxiv_version",
+            "alias_value": f"{arxiv_id}v{version}",
+            "created_at": "2026-07-05T01:44:30Z",
+        },
+        {
+            "alias_kind": "doi",
+            "alias_value": f"10.48550/arxiv.{arxiv_id}",
+            "created_at": "2026-07-05T01:44:30Z",
+        },
         *(
             {"alias_kind": f"pith_short_{n}", "alias_value": body[:n], "created_at": "2026-07-05T01:44:30Z"}
             for n in (12, 16, 8)
         ),
     ]
-    signer = {"signer_id": "pith.science", "signer_type": "pith_registry", "key_id": KEY_ID, "public_key_fingerprint": fp}
+    signer = {
+        "signer_id": "pith.science",
+        "signer_type": "pith_registry",
+        "key_id": KEY_ID,
+        "public_key_fingerprint": fp,
+    }
     snapshot = {
         "paper": {
             "title": title,
@@ -126,11 +196,19 @@ def make_bundle(index: int) -> tuple[str, bytes]:
     }
     events = []
     for event_type, target, payload in (
-        ("record_created", "record", {
-            "canonical_record": canonical, "canonical_sha256": digest.hex(), "receipt": receipt,
-            "source_kind": "arxiv", "source_id": arxiv_id, "source_version": version,
-            "attestation_state": "computed",
-        }),
+        (
+            "record_created",
+            "record",
+            {
+                "canonical_record": canonical,
+                "canonical_sha256": digest.hex(),
+                "receipt": receipt,
+                "source_kind": "arxiv",
+                "source_id": arxiv_id,
+                "source_version": version,
+                "attestation_state": "computed",
+            },
+        ),
         ("graph_snapshot", "graph", {"graph_snapshot": snapshot, "verdict_id": None}),
     ):
         event: dict[str, Any] = {
@@ -146,9 +224,13 @@ def make_bundle(index: int) -> tuple[str, bytes]:
         }
         event_digest = canonical_digest(event)
         event["signature"] = {
-            "signature_status": "signed_v1", "algorithm": "ed25519", "key_id": KEY_ID,
-            "public_key_fingerprint": fp, "signature_b64": _sign(event_digest),
-            "signed_message": "open_graph_event_sha256_bytes", "signed_at": "2026-07-08T18:08:17.334834Z",
+            "signature_status": "signed_v1",
+            "algorithm": "ed25519",
+            "key_id": KEY_ID,
+            "public_key_fingerprint": fp,
+            "signature_b64": _sign(event_digest),
+            "signed_message": "open_graph_event_sha256_bytes",
+            "signed_at": "2026-07-08T18:08:17.334834Z",
         }
         event["content_sha256"] = event_digest.hex()
         event["event_id"] = "sha256:" + event_digest.hex()
@@ -171,9 +253,13 @@ def make_bundle(index: int) -> tuple[str, bytes]:
     bundle["state"] = merge(number, canonical, aliases, events)
     bundle_digest = canonical_digest(bundle)
     bundle["bundle_signature"] = {
-        "signature_status": "signed_v1", "algorithm": "ed25519", "key_id": KEY_ID,
-        "public_key_fingerprint": fp, "signature_b64": _sign(bundle_digest),
-        "signed_message": "bundle_sha256_bytes", "signed_at": "2026-07-08T18:08:17.337562Z",
+        "signature_status": "signed_v1",
+        "algorithm": "ed25519",
+        "key_id": KEY_ID,
+        "public_key_fingerprint": fp,
+        "signature_b64": _sign(bundle_digest),
+        "signed_message": "bundle_sha256_bytes",
+        "signed_at": "2026-07-08T18:08:17.337562Z",
         "bundle_sha256": bundle_digest.hex(),
     }
     return body, json.dumps(bundle, ensure_ascii=False, separators=(",", ":")).encode()

@@ -31,7 +31,7 @@ from .manifest import MANIFEST_PATH
 from .reconcile import Candidate
 from .view import Summary
 
-CACHE_FORMAT = 5
+CACHE_FORMAT = 6
 CACHE_FILE = "build-cache.json"
 QUICK_FILE = "unchanged-check.json"
 """A small companion file: enough to tell, without loading the cache, that

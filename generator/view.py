@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import astuple, dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from .layout import resolve_json
@@ -294,7 +294,8 @@ def summarize(
         if (path := resolve_json(kind, value)) is not None
     )
     summary = replace(summary, lookups=lookups, terms=tuple(sorted(search_terms(summary))))
-    return replace(summary, digest=hashlib.sha256(repr(astuple(summary)).encode("utf-8")).hexdigest())
+    values = tuple(getattr(summary, f.name) for f in fields(summary))  # shallow: astuple deep-copies
+    return replace(summary, digest=hashlib.sha256(repr(values).encode("utf-8")).hexdigest())
 
 
 _WORD = re.compile(r"[\W_]+")

@@ -22,9 +22,9 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
     shutil.which("ruff") is None and run("ruff", "--version").returncode != 0, reason="no ruff"
 )
 def test_ruff_check_and_format() -> None:
-    check = run("ruff", "check", "generator", "tests", "docs")
+    check = run("ruff", "check", "generator", "tests", "bench", "docs")
     assert check.returncode == 0, check.stdout + check.stderr
-    fmt = run("ruff", "format", "--check", "generator", "tests", "docs")
+    fmt = run("ruff", "format", "--check", "generator", "tests", "bench", "docs")
     assert fmt.returncode == 0, fmt.stdout + fmt.stderr
 
 

