@@ -55,6 +55,7 @@ from generator import __version__  # noqa: E402
 from generator.canonical import canonical_digest  # noqa: E402
 from generator.config import default_templates  # noqa: E402
 from generator.merge import merge  # noqa: E402
+from generator.view import CHECKLIST  # noqa: E402
 
 HUGO_SKELETON = ROOT / "bench" / "hugo"
 DEFAULT_OUT = ROOT / "bench" / "results" / "latest.json"
@@ -339,33 +340,7 @@ def hugo_page(bundle: dict[str, Any]) -> str:
         ],
         "checklist": [
             {"short": short, "title": title, "count": len(lists[name]), "action": action}
-            for name, short, title, action in (
-                (
-                    "timestamp_anchors",
-                    "Bitcoin timestamp",
-                    "Anchor canonical hash to Bitcoin via OpenTimestamps",
-                    "timestamp_anchor",
-                ),
-                (
-                    "storage_attestations",
-                    "Internet Archive",
-                    "Mirror to Internet Archive (Wayback Machine)",
-                    "storage_attestation",
-                ),
-                ("author_attestations", "Author claim", "Claim authorship", "author_attestation"),
-                (
-                    "citation_signatures",
-                    "Citations",
-                    "Sign a citation pointing at this record",
-                    "citation_signature",
-                ),
-                (
-                    "replication_records",
-                    "Replications",
-                    "Submit replication, falsification, or formal bridge",
-                    "replication_record",
-                ),
-            )
+            for name, short, title, action in CHECKLIST
         ],
         "snapshot": {
             "claims": snapshot["claims"]["count"],
