@@ -49,8 +49,6 @@ class SiteConfig:
     per_page: int = 50
     checksums: bool = False
     """Write SHA256SUMS of the whole site (and sign it with mirror_key) after each build."""
-    preview: bool = False
-    """Preview builds (`serve`) add the live-reload script; production builds never do."""
 
     @property
     def base_path(self) -> str:

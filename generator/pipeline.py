@@ -23,6 +23,7 @@ Rules:
 
 from __future__ import annotations
 
+import hashlib
 import multiprocessing
 import os
 import shutil
@@ -31,7 +32,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -59,7 +60,7 @@ from .reconcile import Candidate, Choice, select
 from .render import OutputFile, make_environment, render_publication
 from .sitewide import Lazy, build_time, eager, family_paths, record_family_files, render_site
 from .view import Publication, Summary
-from .write import Writer, prepare_staging, swap_in, write_atomic
+from .write import Writer, is_plain_relative, prepare_staging, swap_in, write_atomic
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -149,12 +150,8 @@ def _examine_task(task: _Task) -> _Examined:
         verified if verified.kind == "record" else None,
         verified if verified.kind == "bundle" else None,
     )
-    raw = {verified.kind: source.raw}
-    files, summary = render_publication(
-        pub, raw.get("record"), raw.get("bundle"), _WORKER["env"], _WORKER["config"]
-    )
-    Writer(_WORKER["output"], atomic=False).write(files)
-    return _Examined(task, entry, paths=_owned(files, summary, pub), summary=summary)
+    paths, summary = _render_and_write(pub, {verified.kind: source.raw})
+    return _Examined(task, entry, paths=paths, summary=summary)
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,19 +178,21 @@ def _render_task(item: tuple[Choice, dict[str, str]]) -> _Rendered:
         verified[candidate.kind] = doc
         raws[candidate.kind] = source.raw
     pub = Publication(choice.pith_number, verified.get("record"), verified.get("bundle"))
+    written, summary = _render_and_write(pub, raws)
+    return _Rendered(choice.pith_number, written, summary, ())
+
+
+def _render_and_write(pub: Publication, raws: dict[str, bytes]) -> tuple[tuple[str, ...], Summary]:
+    """Render one number into the worker's output folder; return the paths written,
+    which must be exactly those `layout.number_paths` names, and its summary."""
     files, summary = render_publication(
         pub, raws.get("record"), raws.get("bundle"), _WORKER["env"], _WORKER["config"]
     )
     Writer(_WORKER["output"], atomic=False).write(files)
-    return _Rendered(choice.pith_number, _owned(files, summary, pub), summary, ())
-
-
-def _owned(files: list[OutputFile], summary: Summary, pub: Publication) -> tuple[str, ...]:
-    """The paths written, which must be exactly those `layout.number_paths` names."""
     paths = tuple(sorted(f.path for f in files))
     if paths != layout.number_paths(summary.body, pub.bundle is not None):
         raise RuntimeError(f"render wrote {paths}, not the layout's paths for {summary.pith_number}")
-    return paths
+    return paths, summary
 
 
 def _run(
@@ -249,7 +248,7 @@ def build(
             initargs=(config, keyring, staging, True),
         )
     try:
-        run = _Build(config, keyring, staging, pool, progress, cache, key)
+        run = _Build(config, keyring, staging, pool, progress, cache, key, extra)
         report = run.execute(started)
         if cache is None:
             finish_publication(staging, config)
@@ -278,8 +277,6 @@ def build(
 
 def _extra_inputs(config: SiteConfig) -> str:
     """Inputs besides the documents: Markdown pages and the build clock."""
-    import hashlib
-
     digest = hashlib.sha256(str(build_time()).encode())
     pages = config.content / "pages"
     if pages.is_dir():
@@ -330,8 +327,6 @@ def finish_publication(root: Path, config: SiteConfig) -> None:
 
 
 def _with_note(report: BuildReport, note: str) -> BuildReport:
-    from dataclasses import replace
-
     return replace(report, notes=(*report.notes, note))
 
 
@@ -347,8 +342,10 @@ class _Build:
         progress: Progress | None,
         cache: BuildCache | None,
         key: str,
+        extra: str,
     ) -> None:
         self.config, self.keyring, self.staging = config, keyring, staging
+        self.extra = extra
         self.pool, self.progress, self.cache = pool, progress, cache
         self.new_cache = BuildCache(key=key)
         self.incremental = cache is not None
@@ -549,7 +546,7 @@ class _Build:
         only for the paths that the records which changed claim, before or now.
         """
         config = self.config
-        inputs = _sitewide_inputs(summaries, rejections, notes, config.content / "pages")
+        inputs = _sitewide_inputs(summaries, rejections, notes, self.extra)
         self.new_cache.sitewide_inputs = inputs
         if self.cache is not None and self.cache.sitewide_inputs == inputs:
             self.new_cache.sitewide = self.cache.sitewide  # nothing any site-wide page shows changed
@@ -618,28 +615,20 @@ class _Build:
 
 
 def _sitewide_inputs(
-    summaries: list[Summary], rejections: list[Rejection], notes: list[str], pages: Path
+    summaries: list[Summary], rejections: list[Rejection], notes: list[str], extra: str
 ) -> str:
-    """Fingerprint of everything site-wide pages are made from."""
-    import hashlib
-
-    digest = hashlib.sha256()
+    """Fingerprint of everything site-wide pages are made from (`extra`: see `_extra_inputs`)."""
+    digest = hashlib.sha256(extra.encode())
     for summary in summaries:
         digest.update(summary.digest.encode())
     for rejection in sorted(rejections):
         digest.update(rejection.line().encode("utf-8", "replace") + b"\n")
     for note in notes:
         digest.update(note.encode("utf-8", "replace") + b"\n")
-    if pages.is_dir():
-        for page in sorted(pages.glob("*.md")):
-            digest.update(page.name.encode() + b"\0" + hashlib.sha256(page.read_bytes()).digest())
-    digest.update(str(build_time()).encode())
     return digest.hexdigest()
 
 
 def _sha(data: bytes) -> str:
-    import hashlib
-
     return hashlib.sha256(data).hexdigest()
 
 
@@ -647,8 +636,7 @@ def _remove_files(site: Path, paths: set[str]) -> None:
     """Delete files (never outside SITE) and the folders they leave empty."""
     folders: set[Path] = set()
     for path in sorted(paths):
-        parts = path.split("/")
-        if path.startswith("/") or "\\" in path or any(p in ("", ".", "..") for p in parts):
+        if not is_plain_relative(path):
             continue
         target = site / path
         target.unlink(missing_ok=True)
@@ -660,15 +648,3 @@ def _remove_files(site: Path, paths: set[str]) -> None:
             except OSError:
                 break
             folder = folder.parent
-
-
-def record_files(body: str) -> list[str]:
-    """The per-number paths a record always has (for tests and link checks)."""
-    return [
-        *layout.page_paths(layout.record_page(body)),
-        layout.record_json(body),
-        layout.state_json(body),
-        layout.graph_json(body),
-        layout.events_json(body),
-        *layout.page_paths(layout.paper_page(body)),
-    ]

@@ -13,7 +13,6 @@ Rules:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from jinja2 import (
@@ -84,7 +83,6 @@ def make_environment(config: SiteConfig, keyring: Keyring) -> Environment:
             "base": base,
             "absolute_base": config.absolute_base,
             "primary_url": config.primary_url.rstrip("/"),
-            "preview": config.preview,
             "version": __version__,
         },
     )
@@ -338,8 +336,3 @@ def _scholarly_article(
     if config.absolute_base:
         article["url"] = f"{config.absolute_base}{layout.record_page(pub.body)}"
     return article
-
-
-def template_files(templates: Path) -> list[Path]:
-    """Every template and asset, for the build cache's key."""
-    return sorted(p for p in templates.rglob("*") if p.is_file())

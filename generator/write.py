@@ -64,9 +64,15 @@ def swap_in(staging: Path, site: Path) -> None:
         shutil.rmtree(previous)
 
 
+def is_plain_relative(path: str) -> bool:
+    """No leading "/", no "", "." or ".." segment, no backslash or NUL."""
+    if path.startswith("/") or "\\" in path or "\0" in path:
+        return False
+    return all(part not in ("", ".", "..") for part in path.split("/"))
+
+
 def check_path(path: str) -> None:
-    parts = path.split("/")
-    if path.startswith("/") or any(p in ("", ".", "..") for p in parts) or "\\" in path or "\0" in path:
+    if not is_plain_relative(path):
         raise BuildError(path, "refusing to write a path that is not a plain relative path")
 
 
