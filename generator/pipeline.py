@@ -30,6 +30,7 @@ import shutil
 import signal
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -91,7 +92,9 @@ class BuildReport:
 _WORKER: dict[str, Any] = {}
 
 
-def _init_worker(config: SiteConfig, keyring: Keyring, output: Path, in_pool: bool = False) -> None:
+def _init_worker(
+    config: SiteConfig, keyring: Keyring, output: Path, family: bool, in_pool: bool = False
+) -> None:
     if in_pool:
         # Ctrl-C is the parent's to handle: it stops the pool; workers must not
         # each print a KeyboardInterrupt traceback.
@@ -100,6 +103,8 @@ def _init_worker(config: SiteConfig, keyring: Keyring, output: Path, in_pool: bo
         config=config,
         keyring=keyring,
         output=output,
+        writer=Writer(output, atomic=False),
+        family=family,
         env=make_environment(config, keyring),
         limits=Limits(max_bytes=config.max_bytes),
     )
@@ -121,6 +126,7 @@ class _Examined:
     derived: bool = False
     paths: tuple[str, ...] = ()
     summary: Summary | None = None
+    family: tuple[str, ...] = ()
 
 
 def _examine_task(task: _Task) -> _Examined:
@@ -150,8 +156,8 @@ def _examine_task(task: _Task) -> _Examined:
         verified if verified.kind == "record" else None,
         verified if verified.kind == "bundle" else None,
     )
-    paths, summary = _render_and_write(pub, {verified.kind: source.raw})
-    return _Examined(task, entry, paths=paths, summary=summary)
+    paths, family, summary = _render_and_write(pub, {verified.kind: source.raw})
+    return _Examined(task, entry, paths=paths, summary=summary, family=family)
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +166,7 @@ class _Rendered:
     paths: tuple[str, ...]
     summary: Summary | None
     rejections: tuple[Rejection, ...]
+    family: tuple[str, ...] = ()
 
 
 def _render_task(item: tuple[Choice, dict[str, str]]) -> _Rendered:
@@ -178,21 +185,32 @@ def _render_task(item: tuple[Choice, dict[str, str]]) -> _Rendered:
         verified[candidate.kind] = doc
         raws[candidate.kind] = source.raw
     pub = Publication(choice.pith_number, verified.get("record"), verified.get("bundle"))
-    written, summary = _render_and_write(pub, raws)
-    return _Rendered(choice.pith_number, written, summary, ())
+    written, family, summary = _render_and_write(pub, raws)
+    return _Rendered(choice.pith_number, written, summary, (), family)
 
 
-def _render_and_write(pub: Publication, raws: dict[str, bytes]) -> tuple[tuple[str, ...], Summary]:
-    """Render one number into the worker's output folder; return the paths written,
-    which must be exactly those `layout.number_paths` names, and its summary."""
-    files, summary = render_publication(
-        pub, raws.get("record"), raws.get("bundle"), _WORKER["env"], _WORKER["config"]
-    )
-    Writer(_WORKER["output"], atomic=False).write(files)
+def _render_and_write(
+    pub: Publication, raws: dict[str, bytes]
+) -> tuple[tuple[str, ...], tuple[str, ...], Summary]:
+    """Render one number into the worker's output folder.
+
+    Returns the paths written, which must be exactly those `layout.number_paths`
+    names, the family paths written (a full build writes the number's look-ups,
+    short forms and integrity report here too, as if no other record claimed
+    them; the site-wide stage rewrites the few that others do), and its summary.
+    """
+    env, config, writer = _WORKER["env"], _WORKER["config"], _WORKER["writer"]
+    files, summary = render_publication(pub, raws.get("record"), raws.get("bundle"), env, config)
+    writer.write(files)
     paths = tuple(sorted(f.path for f in files))
     if paths != layout.number_paths(summary.body, pub.bundle is not None):
         raise RuntimeError(f"render wrote {paths}, not the layout's paths for {summary.pith_number}")
-    return paths, summary
+    family: tuple[str, ...] = ()
+    if _WORKER["family"]:
+        lazies = record_family_files([summary], env, config, None)
+        writer.write([OutputFile(lazy.path, lazy.make()) for lazy in lazies], overwrite=True)
+        family = tuple(lazy.path for lazy in lazies)
+    return paths, family, summary
 
 
 def _run(
@@ -235,7 +253,8 @@ def build(
             return quick
     staging = prepare_staging(site)
     cache = load_cache(config.cache_dir, key, site) if incremental else None
-    _init_worker(config, keyring, staging)  # small batches run in this process
+    family = cache is None  # a full build: workers write what records share too
+    _init_worker(config, keyring, staging, family)  # small batches run in this process
     pool = None
     if config.jobs > 1:
         # fork is fastest, but forking a process that runs threads (serve, --watch)
@@ -245,7 +264,7 @@ def build(
             config.jobs,
             mp_context=multiprocessing.get_context(method),
             initializer=_init_worker,
-            initargs=(config, keyring, staging, True),
+            initargs=(config, keyring, staging, family, True),
         )
     try:
         run = _Build(config, keyring, staging, pool, progress, cache, key, extra)
@@ -351,6 +370,10 @@ class _Build:
         self.incremental = cache is not None
         self.site = config.site
         self.written = 0
+        self.family_written: set[str] = set()
+        """Family paths workers wrote (full builds: see `_render_and_write`)."""
+        self.suspect: set[str] = set()
+        """Family paths written by renders then discarded: recomputed or removed."""
 
     def execute(self, started: float) -> BuildReport:
         entries, fresh, changed = self.examine_content()
@@ -412,6 +435,7 @@ class _Build:
         for result in _run(_examine_task, tasks, self.pool, self.progress, "verified"):
             entries[result.task.name] = result.entry
             self.written += len(result.paths)
+            self.family_written.update(result.family)
             if result.summary is not None:
                 fresh[result.task.name] = result
         entries = dict(sorted(entries.items()))
@@ -504,6 +528,7 @@ class _Build:
         for result in _run(_render_task, items, self.pool, None, "re-rendered"):
             rejections += result.rejections
             self.written += len(result.paths)
+            self.family_written.update(result.family)
             if result.summary is not None:
                 choice = by_number[result.pith_number]
                 numbers[result.pith_number] = NumberEntry(choice.record, choice.bundle, result.summary)
@@ -515,6 +540,7 @@ class _Build:
         for result in claimants:
             _remove_files(self.staging, set(result.paths))
             self.written -= len(result.paths)
+            self.suspect.update(result.family)
 
     def move_into_site(
         self, numbers: dict[str, NumberEntry], accepted: set[str], previous: dict[str, NumberEntry]
@@ -558,7 +584,7 @@ class _Build:
         lazies += [
             eager(f.path, f.data) for f in manifest_files(summaries, config, self.keyring, build_time())
         ]
-        affected = self.affected_family_paths()
+        affected = self.affected_family_paths(summaries)
         family = record_family_files(summaries, env, config, affected)
         fixed: dict[str, Lazy] = {}
         for lazy in lazies:
@@ -585,23 +611,29 @@ class _Build:
                 changed.append(OutputFile(path, data))
         self.new_cache.sitewide = record
         if not self.incremental:
-            self.written += Writer(self.staging, atomic=False).write(changed, overwrite=True)
+            Writer(self.staging, atomic=False).write(changed, overwrite=True)
+            self.written += sum(1 for f in changed if f.path not in self.family_written)
+            unclaimed = affected - set(shared) - set(owned)
+            _remove_files(self.staging, unclaimed)
+            self.written += len(self.family_written - unclaimed)
             return set()
         for file in changed:
             target = self.site / file.path
             target.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(target, file.data)
         self.written += len(changed)
-        assert affected is not None
         gone = (set(previous) - set(fixed)) | (affected - set(shared))
         _remove_files(self.site, gone - set(owned))
         return {owned[p] for p in gone if p in owned and owned[p] not in fresh}
 
-    def affected_family_paths(self) -> set[str] | None:
-        """Paths claimed by records added, removed or changed since the last build
-        (None in a full build: every path)."""
+    def affected_family_paths(self, summaries: list[Summary]) -> set[str]:
+        """Family paths to compute here: in a full build, those more than one
+        record claims and those of discarded renders (workers wrote the rest);
+        in an incremental one, those claimed by records added, removed or
+        changed since the last build."""
         if self.cache is None:
-            return None
+            claims = Counter(p for s in summaries for p in set(family_paths(s)))
+            return {p for p, n in claims.items() if n > 1} | self.suspect
         old, new = self.cache.numbers, self.new_cache.numbers
         paths: set[str] = set()
         for number in set(old) | set(new):

@@ -77,6 +77,7 @@ def test_disagreeing_bundles_conflict_and_none_is_published(
     ]
     assert report.published == 1  # the real bundle is still published
     assert [p for p in tree(project.site) if BODY[:8] in p] == []
+    assert [p for p in tree(project.site) if "2105.55555" in p] == []  # no look-up left behind
     report_json = project.json("report.json")
     assert {r["code"] for r in report_json["rejections"]} == {"bundle.conflict"}
 

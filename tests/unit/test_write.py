@@ -1,0 +1,66 @@
+"""The writer: paths stay inside the root, twins share an inode, nothing is
+written through a file another path shares."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from generator.errors import BuildError
+from generator.render import OutputFile
+from generator.write import Writer, is_plain_relative
+
+
+def test_a_page_and_its_twin_share_one_inode(tmp_path: Path) -> None:
+    data = b"<p>page</p>"
+    Writer(tmp_path, atomic=False).write([OutputFile("x.html", data), OutputFile("x/index.html", data)])
+    assert (tmp_path / "x.html").read_bytes() == data
+    assert os.path.samefile(tmp_path / "x.html", tmp_path / "x/index.html")
+
+
+def test_equal_bytes_that_are_not_the_same_object_are_separate_files(tmp_path: Path) -> None:
+    first, second = bytes(bytearray(b"{}")), bytes(bytearray(b"{}"))
+    assert first is not second
+    Writer(tmp_path, atomic=False).write([OutputFile("a.json", first), OutputFile("b.json", second)])
+    assert not os.path.samefile(tmp_path / "a.json", tmp_path / "b.json")
+
+
+def test_overwriting_one_twin_leaves_the_other_alone(tmp_path: Path) -> None:
+    writer = Writer(tmp_path, atomic=False)
+    old = b"old page"
+    writer.write([OutputFile("x.html", old), OutputFile("x/index.html", old)])
+    writer.write([OutputFile("x.html", b"list page")], overwrite=True)
+    assert (tmp_path / "x.html").read_bytes() == b"list page"
+    assert (tmp_path / "x/index.html").read_bytes() == old
+
+
+def test_a_folder_removed_after_it_was_made_is_made_again(tmp_path: Path) -> None:
+    writer = Writer(tmp_path, atomic=False)
+    writer.write([OutputFile("pith/A/state.json", b"1")])
+    (tmp_path / "pith/A/state.json").unlink()
+    (tmp_path / "pith/A").rmdir()
+    writer.write([OutputFile("pith/A/state.json", b"2")])
+    assert (tmp_path / "pith/A/state.json").read_bytes() == b"2"
+
+
+def test_atomic_writes_replace_the_file_and_leave_no_temporary(tmp_path: Path) -> None:
+    writer = Writer(tmp_path, atomic=True)
+    writer.write([OutputFile("a/b.json", b"1")])
+    writer.write([OutputFile("a/b.json", b"2")], overwrite=True)
+    assert (tmp_path / "a/b.json").read_bytes() == b"2"
+    assert [p.name for p in (tmp_path / "a").iterdir()] == ["b.json"]
+
+
+def test_one_path_twice_in_one_call_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(BuildError, match="claim the same path"):
+        Writer(tmp_path, atomic=False).write([OutputFile("a", b"1"), OutputFile("a", b"2")])
+
+
+@pytest.mark.parametrize("path", ["/etc/passwd", "../x", "a/../../x", "a//b", "./a", "a\\b", "a\0b", ""])
+def test_paths_that_could_leave_the_root_are_refused(tmp_path: Path, path: str) -> None:
+    assert not is_plain_relative(path)
+    with pytest.raises(BuildError, match="plain relative path"):
+        Writer(tmp_path / "site", atomic=False).write([OutputFile(path, b"x")])
+    assert not (tmp_path / "site").exists() or not any((tmp_path / "site").rglob("*"))
