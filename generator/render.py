@@ -23,7 +23,7 @@ from jinja2 import (
     TemplateError,
     select_autoescape,
 )
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from . import __version__, layout
 from .canonical import canonical_json, pretty_json
@@ -31,15 +31,16 @@ from .config import SiteConfig
 from .errors import BuildError
 from .keys import Keyring
 from .merge import merge, state_sha256
+from .model import Provenance
 from .view import (
     Publication,
     Summary,
-    aliases,
     checklist,
     events,
     graph_snapshot,
     paper_block,
     snapshot_view,
+    state_lists,
     status_line,
     summarize,
 )
@@ -52,6 +53,29 @@ ACTIONS = {
     "citation_signature": "Sign a citation",
     "replication_record": "Submit a replication",
 }
+
+
+@dataclass(frozen=True, slots=True)
+class SiteInfo:
+    """The site-wide settings every template sees as `site`."""
+
+    title: str
+    base: str
+    """The path every URL starts with ("/" or "/mirror/"): a link is `site.base` + a path."""
+    absolute_base: str | None
+    primary_url: str
+    """The primary resolver, without a trailing "/"."""
+    version: str
+
+    @classmethod
+    def of(cls, config: SiteConfig) -> SiteInfo:
+        return cls(
+            title=config.site_title,
+            base=config.base_path,
+            absolute_base=config.absolute_base,
+            primary_url=config.primary_url.rstrip("/"),
+            version=__version__,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,17 +99,9 @@ def make_environment(config: SiteConfig, keyring: Keyring) -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    base = config.base_path
-    env.globals.update(
-        url=lambda path="": base + path.lstrip("/"),
-        site={
-            "title": config.site_title,
-            "base": base,
-            "absolute_base": config.absolute_base,
-            "primary_url": config.primary_url.rstrip("/"),
-            "version": __version__,
-        },
-    )
+    site = SiteInfo.of(config)
+    base = site.base
+    env.globals.update(url=lambda path="": base + path.lstrip("/"), site=site)
     keys = {k.key_id: k.public_key_b64 for k in keyring.keys}
     env.globals["key_b64"] = lambda key_id: keys.get(key_id, "")
     env.filters["jsonld"] = _jsonld
@@ -188,8 +204,11 @@ def render_publication(
         }
         integrity_file = (integrity_path, pretty_json(report))
 
-    summary = summarize(pub, record_bytes, bundle_raw, str(state["state_sha256"]), integrity_file)
-    context = record_context(pub, summary, snapshot, snapshot_origin, integrity_path, config)
+    paper, _ = paper_block(pub)
+    summary = summarize(pub, paper, record_bytes, bundle_raw, str(state["state_sha256"]), integrity_file)
+    site = env.globals["site"]
+    assert isinstance(site, SiteInfo), "the environment comes from make_environment"
+    context = record_context(pub, summary, snapshot, snapshot_origin, integrity_path, config, site)
     files += page(layout.record_page(body), render_template(env, "record.html", context))
     files += page(layout.paper_page(body), render_template(env, "paper.html", context))
     return files, summary
@@ -246,6 +265,96 @@ def _derived_record(pub: Publication, config: SiteConfig) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True, slots=True)
+class RecordPaths:
+    """The files of one Pith number, relative to the site (or, from `under`, as links)."""
+
+    record_page: str
+    record_json: str
+    bundle_json: str | None
+    well_known: str | None
+    state_json: str
+    graph_json: str
+    events_json: str
+    paper_page: str
+
+    @classmethod
+    def of(cls, body: str, has_bundle: bool) -> RecordPaths:
+        return cls(
+            record_page=layout.record_page(body),
+            record_json=layout.record_json(body),
+            bundle_json=layout.bundle_json(body) if has_bundle else None,
+            well_known=layout.well_known_bundle(body) if has_bundle else None,
+            state_json=layout.state_json(body),
+            graph_json=layout.graph_json(body),
+            events_json=layout.events_json(body),
+            paper_page=layout.paper_page(body),
+        )
+
+    def under(self, base: str) -> RecordPaths:
+        """The same paths as links under the site's base path (what `url()` gives)."""
+        return RecordPaths(
+            record_page=_href(base, self.record_page),
+            record_json=_href(base, self.record_json),
+            bundle_json=None if self.bundle_json is None else _href(base, self.bundle_json),
+            well_known=None if self.well_known is None else _href(base, self.well_known),
+            state_json=_href(base, self.state_json),
+            graph_json=_href(base, self.graph_json),
+            events_json=_href(base, self.events_json),
+            paper_page=_href(base, self.paper_page),
+        )
+
+
+def _href(base: str, path: str) -> str:
+    """The link to a site path: what the templates' `url(path)` gives."""
+    return base + path.lstrip("/")
+
+
+@dataclass(frozen=True, slots=True)
+class PaperText:
+    """The paper's title, authors and abstract as pages show them (see `paper_block`)."""
+
+    title: str
+    authors_text: str
+    abstract_excerpt: str
+    headline: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReceiptView:
+    """The receipt's fields a record page shows; "—" for an optional one that is missing."""
+
+    key_id: str
+    signature_b64: str
+    fingerprint: str
+    first_computed_at: str
+    signed_at: str
+    builder_version: str
+
+
+@dataclass(frozen=True, slots=True)
+class RecordProvenance:
+    """Where each part of a record page comes from, as ready `<p class="prov">` lines."""
+
+    status: Markup
+    title: Markup
+    record: Markup
+    paper: Markup
+    aliases: Markup
+    snapshot: Markup
+
+
+_PROVENANCE_LABELS = {"verified": "Verified", "signed": "Signed", "unsigned": "Not signed"}
+
+
+def provenance_html(p: Provenance) -> Markup:
+    """One provenance line; its text is escaped like any document string."""
+    return Markup(
+        f'<p class="prov prov-{escape(p.status)}"><span class="prov-label">'
+        f"{escape(_PROVENANCE_LABELS[p.status])}</span> {escape(p.text)}</p>"
+    )
+
+
 def record_context(
     pub: Publication,
     summary: Summary,
@@ -253,68 +362,73 @@ def record_context(
     snapshot_origin: str,
     integrity_path: str | None,
     config: SiteConfig,
+    site: SiteInfo | None = None,
 ) -> dict[str, Any]:
+    """What record.html and paper.html show, computed here rather than in the templates:
+    they render once a record, and Jinja's attribute look-ups and calls cost more than Python's."""
+    site = site or SiteInfo.of(config)
     primary = pub.primary
     body = pub.body
     paper, paper_prov = paper_block(pub)
     canonical = primary.doc.canonical_record
     receipt = primary.doc.receipt
-    primary_url = config.primary_url.rstrip("/")
-    alias_rows = []
-    for alias in aliases(pub):
-        kind, value = str(alias.get("alias_kind", "")), str(alias.get("alias_value", ""))
-        alias_rows.append({"kind": kind, "value": value, "lookup": layout.resolve_json(kind, value)})
+    paths = RecordPaths.of(body, pub.bundle is not None)
+    lookups = {(kind, value): path for path, kind, value in summary.lookups}
+    lists = state_lists(pub)
+    record_on_primary = f"{site.primary_url}/pith/{body}"
+    snapshot_signed = snapshot_origin.startswith("signed")
+    snapshot_prov = Provenance("signed" if snapshot_signed else "unsigned", snapshot_origin)
     return {
         "pub": pub,
         "body": body,
         "summary": summary,
         "number": pub.pith_number,
         "short_number": f"pith:{body[:8]}",
-        "paper": paper,
-        "paper_prov": paper_prov,
-        "title_prov": primary.provenance["title"],
-        "record_prov": primary.provenance["record"],
-        "alias_prov": primary.provenance["aliases"],
-        "status_prov": primary.provenance["status"],
+        "paper": PaperText(**paper),
+        "prov": RecordProvenance(
+            status=provenance_html(primary.provenance["status"]),
+            title=provenance_html(primary.provenance["title"]),
+            record=provenance_html(primary.provenance["record"]),
+            paper=provenance_html(paper_prov),
+            aliases=provenance_html(primary.provenance["aliases"]),
+            snapshot=provenance_html(snapshot_prov),
+        ),
         "canonical": canonical,
+        "source_label": f"{summary.source_kind}:{summary.source_id} v{summary.source_version}",
+        "submitted_at": summary.submitted_at,
+        "categories": " · ".join((summary.primary_cat, *summary.cross_cats)),
+        "license": canonical["metadata"].get("license"),
+        "schema_version": canonical.get("schema_version"),
         "canonical_pretty": pretty_json(canonical).decode("utf-8").rstrip("\n"),
         "canonical_sha256": primary.canonical_sha256,
-        "receipt": receipt,
-        "key_fingerprint": receipt.get("public_key_fingerprint", ""),
-        "aliases": alias_rows,
+        "receipt": ReceiptView(
+            key_id=str(receipt["key_id"]),
+            signature_b64=str(receipt["signature_b64"]),
+            fingerprint=str(receipt.get("public_key_fingerprint", "")),
+            first_computed_at=str(receipt.get("first_computed_at", "—")),
+            signed_at=str(receipt.get("signed_at", "—")),
+            builder_version=str(receipt.get("builder_version", "—")),
+        ),
+        "aliases": [
+            (kind, value, None if (path := lookups.get((kind, value))) is None else _href(site.base, path))
+            for kind, value in summary.aliases
+        ],
         "events": events(pub),
-        "checklist": checklist(pub),
-        "status": status_line(pub),
+        "checklist": checklist(lists, f"{record_on_primary}/action/"),
+        "status": status_line(lists, snapshot),
         "snapshot": snapshot_view(snapshot),
-        "snapshot_origin": snapshot_origin,
-        "integrity_path": integrity_path,
+        "integrity_href": None if integrity_path is None else _href(site.base, integrity_path),
         "record_signed": pub.record is not None,
         "has_bundle": pub.bundle is not None,
-        "paths": {
-            "record_page": layout.record_page(body),
-            "record_json": layout.record_json(body),
-            "bundle_json": layout.bundle_json(body) if pub.bundle else None,
-            "well_known": layout.well_known_bundle(body) if pub.bundle else None,
-            "state_json": layout.state_json(body),
-            "graph_json": layout.graph_json(body),
-            "events_json": layout.events_json(body),
-            "paper_page": layout.paper_page(body),
-        },
-        "primary_links": {
-            "record": f"{primary_url}/pith/{body}",
-            "actions": [
-                (label, f"{primary_url}/pith/{body}/action/{name}") for name, label in ACTIONS.items()
-            ],
-        },
-        "documents": [
-            d for d in ((pub.record, "record document"), (pub.bundle, "bundle")) if d[0] is not None
-        ],
-        "jsonld": _scholarly_article(pub, paper, canonical, config),
+        "paths": paths,
+        "hrefs": paths.under(site.base),
+        "record_on_primary": record_on_primary,
+        "jsonld": _scholarly_article(pub, paper, canonical, site),
     }
 
 
 def _scholarly_article(
-    pub: Publication, paper: dict[str, Any], canonical: dict[str, Any], config: SiteConfig
+    pub: Publication, paper: dict[str, str], canonical: dict[str, Any], site: SiteInfo
 ) -> dict[str, Any]:
     source, metadata = canonical["source"], canonical["metadata"]
     authors = [a.strip() for a in str(paper.get("authors_text", "")).split(",") if a.strip()]
@@ -329,10 +443,10 @@ def _scholarly_article(
         "datePublished": str(metadata["submitted_at"]),
         "identifier": identifiers,
         "about": [str(metadata["primary_cat"]), *[str(c) for c in metadata["cross_cats_sorted"]]],
-        "sameAs": f"{config.primary_url.rstrip('/')}/pith/{pub.body}",
+        "sameAs": f"{site.primary_url}/pith/{pub.body}",
     }
     if metadata.get("license"):
         article["license"] = str(metadata["license"])
-    if config.absolute_base:
-        article["url"] = f"{config.absolute_base}{layout.record_page(pub.body)}"
+    if site.absolute_base:
+        article["url"] = f"{site.absolute_base}{layout.record_page(pub.body)}"
     return article

@@ -167,24 +167,41 @@ def graph_snapshot(pub: Publication) -> tuple[dict[str, Any] | None, str]:
     return None, ""
 
 
-def snapshot_view(snapshot: dict[str, Any] | None) -> dict[str, Any] | None:
+@dataclass(frozen=True, slots=True)
+class SnapshotView:
+    """The few graph-snapshot facts pages show."""
+
+    claims: int
+    references: int
+    references_resolved: int
+    author_claims: int
+    strong_author_claims: int
+    has_integrity: bool
+    integrity_clean: bool
+    findings: int
+    one_line_summary: str
+    strongest_claim: str
+    weakest_assumption: str
+
+
+def snapshot_view(snapshot: dict[str, Any] | None) -> SnapshotView | None:
     """The few graph-snapshot facts pages show, with safe defaults for any shape."""
     if snapshot is None:
         return None
     findings = _get(snapshot, "integrity", "findings")
-    return {
-        "claims": _count(_get(snapshot, "claims", "count")),
-        "references": _count(_get(snapshot, "references", "count")),
-        "references_resolved": _count(_get(snapshot, "references", "resolved_work")),
-        "author_claims": _count(_get(snapshot, "author_claims", "count")),
-        "strong_author_claims": _count(_get(snapshot, "author_claims", "strong_count")),
-        "has_integrity": isinstance(_get(snapshot, "integrity"), dict),
-        "integrity_clean": _get(snapshot, "integrity", "clean") is True,
-        "findings": len(findings) if isinstance(findings, list) else 0,
-        "one_line_summary": _text(_get(snapshot, "verdict", "one_line_summary")),
-        "strongest_claim": _text(_get(snapshot, "verdict", "strongest_claim")),
-        "weakest_assumption": _text(_get(snapshot, "verdict", "weakest_assumption")),
-    }
+    return SnapshotView(
+        claims=_count(_get(snapshot, "claims", "count")),
+        references=_count(_get(snapshot, "references", "count")),
+        references_resolved=_count(_get(snapshot, "references", "resolved_work")),
+        author_claims=_count(_get(snapshot, "author_claims", "count")),
+        strong_author_claims=_count(_get(snapshot, "author_claims", "strong_count")),
+        has_integrity=isinstance(_get(snapshot, "integrity"), dict),
+        integrity_clean=_get(snapshot, "integrity", "clean") is True,
+        findings=len(findings) if isinstance(findings, list) else 0,
+        one_line_summary=_text(_get(snapshot, "verdict", "one_line_summary")),
+        strongest_claim=_text(_get(snapshot, "verdict", "strongest_claim")),
+        weakest_assumption=_text(_get(snapshot, "verdict", "weakest_assumption")),
+    )
 
 
 def aliases(pub: Publication) -> list[dict[str, Any]]:
@@ -198,27 +215,32 @@ def state_lists(pub: Publication) -> dict[str, list[Any]]:
     return {name: list(current.get(name, [])) for name in LIST_FOR_TYPE.values()}
 
 
-def checklist(pub: Publication) -> list[dict[str, Any]]:
-    lists = state_lists(pub)
+@dataclass(frozen=True, slots=True)
+class ChecklistRow:
+    """One row of the record-completeness checklist."""
+
+    short: str
+    title: str
+    done: bool
+    count: int
+    state: str
+    """"open", or "done · N event(s)"."""
+    action: str
+    action_url: str
+    """Where the primary resolver takes this write action."""
+
+
+def checklist(lists: dict[str, list[Any]], action_base: str) -> list[ChecklistRow]:
+    """One row a typed event list; `action_base` is the primary resolver's action URL prefix."""
     rows = []
     for name, short, long, action in CHECKLIST:
-        entries = lists[name]
-        rows.append(
-            {
-                "short": short,
-                "title": long,
-                "done": bool(entries),
-                "count": len(entries),
-                "entries": entries,
-                "action": action,
-            }
-        )
+        count = len(lists[name])
+        state = f"done · {count} event{'' if count == 1 else 's'}" if count else "open"
+        rows.append(ChecklistRow(short, long, count > 0, count, state, action, action_base + action))
     return rows
 
 
-def status_line(pub: Publication) -> list[tuple[str, bool]]:
-    lists = state_lists(pub)
-    snapshot, _ = graph_snapshot(pub)
+def status_line(lists: dict[str, list[Any]], snapshot: dict[str, Any] | None) -> list[tuple[str, bool]]:
     resolved = _count(_get(snapshot, "references", "resolved_work")) > 0
     return [
         ("attested" if lists["author_attestations"] else "not attested", bool(lists["author_attestations"])),
@@ -228,86 +250,105 @@ def status_line(pub: Publication) -> list[tuple[str, bool]]:
     ]
 
 
-def events(pub: Publication) -> list[dict[str, Any]]:
+@dataclass(frozen=True, slots=True)
+class EventRow:
+    """One signed event, as the record page lists it."""
+
+    number: int
+    """1-based position in the bundle."""
+    type: str
+    id: str
+    created_at: str
+    signer: str
+    key_id: str
+
+
+def events(pub: Publication) -> list[EventRow]:
     if pub.bundle is None:
         return []
-    rows = []
-    for event in pub.bundle.doc.events:
-        data = event.data
-        rows.append(
-            {
-                "index": event.index,
-                "type": event.event_type,
-                "id": event.event_id,
-                "created_at": event.created_at,
-                "signed_at": _text(_get(data, "signature", "signed_at")),
-                "signer": _text(_get(data, "signer", "signer_id")),
-                "key_id": _text(_get(data, "signer", "key_id")),
-                "target": _text(data.get("target")),
-            }
+    return [
+        EventRow(
+            number=event.index + 1,
+            type=event.event_type,
+            id=event.event_id,
+            created_at=event.created_at,
+            signer=_text(_get(event.data, "signer", "signer_id")),
+            key_id=_text(_get(event.data, "signer", "key_id")),
         )
-    return rows
+        for event in pub.bundle.doc.events
+    ]
 
 
 def summarize(
     pub: Publication,
+    paper: dict[str, str],
     record_bytes: bytes,
     bundle_bytes: bytes | None,
     state_sha256: str,
     integrity: tuple[str, bytes] | None,
 ) -> Summary:
+    """The record's summary; `paper` is its `paper_block`."""
     primary = pub.primary
-    canonical = primary.doc.canonical_record
+    doc = primary.doc
+    canonical = doc.canonical_record
     metadata, source = canonical["metadata"], canonical["source"]
-    paper, _ = paper_block(pub)
     key_ids = sorted(
-        {str(primary.doc.receipt.get("key_id"))}
-        | {str(e.data.get("signer", {}).get("key_id")) for e in primary.doc.events}
+        {str(doc.receipt.get("key_id"))} | {str(e.data.get("signer", {}).get("key_id")) for e in doc.events}
     )
-    updated = max(
-        [e.created_at for e in primary.doc.events] or [str(primary.doc.receipt.get("signed_at", ""))]
-    )
+    updated = max([e.created_at for e in doc.events] or [str(doc.receipt.get("signed_at", ""))])
+    title, authors = str(paper.get("title", "")), str(paper.get("authors_text", ""))
+    source_kind, source_id, source_version = str(source["kind"]), str(source["id"]), int(source["version"])
+    alias_pairs = tuple((str(a.get("alias_kind")), str(a.get("alias_value"))) for a in aliases(pub))
+    lookups = tuple((path, kind, value) for kind, value in alias_pairs if (path := resolve_json(kind, value)))
+    terms = search_terms(title, authors, pub.pith_number, alias_pairs, source_kind, source_id, source_version)
     summary = Summary(
         pith_number=pub.pith_number,
-        title=str(paper.get("title", "")),
-        authors=str(paper.get("authors_text", "")),
+        title=title,
+        authors=authors,
         submitted_at=str(metadata["submitted_at"]),
         primary_cat=str(metadata["primary_cat"]),
         cross_cats=tuple(str(c) for c in metadata["cross_cats_sorted"]),
-        source_kind=str(source["kind"]),
-        source_id=str(source["id"]),
-        source_version=int(source["version"]),
-        aliases=tuple((str(a.get("alias_kind")), str(a.get("alias_value"))) for a in aliases(pub)),
+        source_kind=source_kind,
+        source_id=source_id,
+        source_version=source_version,
+        aliases=alias_pairs,
         canonical_sha256=primary.canonical_sha256,
         record_sha256=hashlib.sha256(record_bytes).hexdigest(),
         bundle_sha256=hashlib.sha256(bundle_bytes).hexdigest() if bundle_bytes is not None else None,
         state_sha256=state_sha256,
-        event_count=len(primary.doc.events),
+        event_count=len(doc.events),
         key_ids=tuple(key_ids),
         updated_at=updated,
         integrity_path=integrity[0] if integrity else None,
         integrity_json=integrity[1].decode("utf-8") if integrity else None,
+        lookups=lookups,
+        terms=tuple(sorted(terms)),
     )
-    lookups = tuple(
-        (path, kind, value)
-        for kind, value in summary.aliases
-        if (path := resolve_json(kind, value)) is not None
-    )
-    summary = replace(summary, lookups=lookups, terms=tuple(sorted(search_terms(summary))))
-    values = tuple(getattr(summary, f.name) for f in fields(summary))  # shallow: astuple deep-copies
+    values = tuple(getattr(summary, name) for name in _SUMMARY_FIELDS)  # shallow: astuple deep-copies
     return replace(summary, digest=hashlib.sha256(repr(values).encode("utf-8")).hexdigest())
+
+
+_SUMMARY_FIELDS = tuple(f.name for f in fields(Summary))
 
 
 _WORD = re.compile(r"[\W_]+")
 
 
-def search_terms(summary: Summary) -> set[str]:
+def search_terms(
+    title: str,
+    authors: str,
+    pith_number: str,
+    aliases: tuple[tuple[str, str], ...],
+    source_kind: str,
+    source_id: str,
+    source_version: int,
+) -> set[str]:
     """Words of the title and authors, and every identifier, lower-cased."""
-    words = _WORD.split(f"{summary.title} {summary.authors}".lower())
+    words = _WORD.split(f"{title} {authors}".lower())
     terms = {w for w in words if len(w) >= 2}
-    body = summary.body.lower()
-    terms |= {body, summary.pith_number.lower(), f"pith:{body[:8]}", body[:8], body[:12], body[:16]}
-    terms |= {value.lower() for kind, value in summary.aliases if kind in ("arxiv", "arxiv_version", "doi")}
-    if summary.source_kind == "arxiv":
-        terms |= {summary.source_id.lower(), f"{summary.source_id}v{summary.source_version}".lower()}
+    body = pith_number.rsplit(":", 1)[1].lower()
+    terms |= {body, pith_number.lower(), f"pith:{body[:8]}", body[:8], body[:12], body[:16]}
+    terms |= {value.lower() for kind, value in aliases if kind in ("arxiv", "arxiv_version", "doi")}
+    if source_kind == "arxiv":
+        terms |= {source_id.lower(), f"{source_id}v{source_version}".lower()}
     return terms
