@@ -100,9 +100,15 @@ def read_bytes(path: Path, content: Path, limits: Limits) -> bytes:
         raise RejectionError(
             Problem(Code.FILE_OUTSIDE_CONTENT, "", "symbolic link points outside the content folder")
         )
+    cap = limits.max_bytes + 1
     try:
         with open(path, "rb") as handle:
-            raw = handle.read(limits.max_bytes + 1)
+            # Asking for the whole cap would allocate it (4 MiB) for every file: ask for the
+            # size the file has, and one byte more to notice a file that grew meanwhile.
+            asked = min(os.fstat(handle.fileno()).st_size + 1, cap)
+            raw = handle.read(asked)
+            if len(raw) == asked < cap:
+                raw += handle.read(cap - asked)
     except OSError as exc:
         raise RejectionError(Problem(Code.FILE_UNREADABLE, "", f"cannot read: {exc.strerror}")) from None
     if len(raw) > limits.max_bytes:

@@ -177,6 +177,29 @@ def test_size_cap_is_inclusive(tmp_path: Path) -> None:
     assert info.value.problem.pointer == ""
 
 
+@pytest.mark.parametrize("stated_size", [0, 1, 50])
+def test_a_file_longer_than_its_stated_size_is_read_whole_and_capped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stated_size: int
+) -> None:
+    """The read asks for the size the file says it has; a file that grew since is still read
+    to its end, and still refused once it passes the cap."""
+    body = b'{"a": "' + b"x" * 100 + b'"}'
+    path = tmp_path / "doc.json"
+    path.write_bytes(body)
+    real_fstat = os.fstat
+
+    def stale_fstat(fd: int) -> os.stat_result:
+        stat = list(real_fstat(fd))
+        stat[6] = stated_size  # st_size
+        return os.stat_result(stat)
+
+    monkeypatch.setattr(os, "fstat", stale_fstat)
+    assert read_bytes(path, tmp_path, Limits(max_bytes=len(body))) == body
+    with pytest.raises(RejectionError) as info:
+        read_bytes(path, tmp_path, Limits(max_bytes=len(body) - 1))
+    assert info.value.problem.code is Code.FILE_TOO_LARGE
+
+
 def test_default_size_cap_refuses_a_20_mb_file(tmp_path: Path) -> None:
     path = tmp_path / "big.json"
     with path.open("wb") as handle:
