@@ -17,7 +17,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -189,19 +189,29 @@ def _decode_fast(raw: bytes, max_depth: int) -> dict[str, Any] | None:
 
 
 def _has_float_or_too_deep(value: dict[str, Any], max_depth: int) -> bool:
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    push, pop = stack.append, stack.pop
-    while stack:
-        node, depth = pop()
-        children = node.values() if type(node) is dict else node
-        for child in children:
-            kind = type(child)
-            if kind is dict or kind is list:
-                if depth >= max_depth:
-                    return True
-                push((child, depth + 1))
-            elif kind is float:
+    """True if `value` holds a float or nests deeper than `max_depth` (the top level is depth 1).
+
+    The nesting of a document that orjson accepted is far below the interpreter's
+    recursion limit at the default `max_depth`; should it ever recurse too deep,
+    the answer is True, so the strict path decides."""
+    try:
+        return _float_or_deeper(value.values(), max_depth - 1)
+    except RecursionError:
+        return True
+
+
+def _float_or_deeper(children: Iterable[Any], levels_left: int) -> bool:
+    """Whether `children` hold a float, or containers nested more than `levels_left` levels."""
+    for child in children:
+        kind = type(child)
+        if kind is dict:
+            if not levels_left or _float_or_deeper(child.values(), levels_left - 1):
                 return True
+        elif kind is list:
+            if not levels_left or _float_or_deeper(child, levels_left - 1):
+                return True
+        elif kind is float:
+            return True
     return False
 
 
