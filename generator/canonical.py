@@ -61,6 +61,14 @@ def b32(digest: bytes) -> str:
     return base64.b32encode(digest).decode("ascii").rstrip("=")
 
 
+def pith_body(digest: bytes) -> str:
+    """The 26 base32 characters of a Pith number's body: `b32(digest)[:26]`.
+
+    Base32 turns every 5 bytes into 8 characters, so the first 20 bytes give
+    exactly the first 32 characters; encoding only those is cheaper."""
+    return b32(digest[:20])[:26]
+
+
 def pretty_json(value: Any) -> bytes:
     """Deterministic, readable JSON for files the mirror derives (sorted keys, 2 spaces)."""
     try:

@@ -15,7 +15,7 @@ import base64
 import binascii
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -34,18 +34,18 @@ class PinnedKey:
     public_key: bytes
     entry: dict[str, Any]
     """The key object as configured, republished as /pith-signing-key.json."""
+    public_key_b64: str = field(init=False)
+    public_key_hex: str = field(init=False)
+    fingerprint_hex: str = field(init=False)
+    fingerprint_b32: str = field(init=False)
+    """The key's other spellings, derived once: every document names its keys several times."""
 
-    @property
-    def public_key_b64(self) -> str:
-        return base64.b64encode(self.public_key).decode("ascii")
-
-    @property
-    def fingerprint_hex(self) -> str:
-        return hashlib.sha256(self.public_key).digest()[:16].hex()
-
-    @property
-    def fingerprint_b32(self) -> str:
-        return b32(hashlib.sha256(self.public_key).digest())[:26]
+    def __post_init__(self) -> None:
+        digest = hashlib.sha256(self.public_key).digest()
+        object.__setattr__(self, "public_key_b64", base64.b64encode(self.public_key).decode("ascii"))
+        object.__setattr__(self, "public_key_hex", self.public_key.hex())
+        object.__setattr__(self, "fingerprint_hex", digest[:16].hex())
+        object.__setattr__(self, "fingerprint_b32", b32(digest)[:26])
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,11 +142,11 @@ def _parse_entry(entry: Any, where: str) -> PinnedKey:
         raise ConfigError("keys", f"{where} ({key_id}) public_key_b64 is not 32 bytes of base64")
     key = PinnedKey(key_id=key_id, public_key=public_key, entry=dict(entry))
     stated = {
-        "public_key_hex": public_key.hex(),
+        "public_key_hex": key.public_key_hex,
         "fingerprint_sha256_hex": key.fingerprint_hex,
         "fingerprint_sha256_b32_first128bits": key.fingerprint_b32,
     }
-    for field, actual in stated.items():
-        if field in entry and entry[field] != actual:
-            raise ConfigError("keys", f"{where} ({key_id}) {field} is not the key's own: {actual}")
+    for name, actual in stated.items():
+        if name in entry and entry[name] != actual:
+            raise ConfigError("keys", f"{where} ({key_id}) {name} is not the key's own: {actual}")
     return key

@@ -98,7 +98,7 @@ def merge(
         "invalid_events": invalid_events,
         "applied_event_ids": applied,
     }
-    state["state_sha256"] = state_sha256(state)
+    state["state_sha256"] = canonical_digest(state).hex()  # the state without its own hash
     return state
 
 

@@ -23,7 +23,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .canonical import b32, canonical_digest, canonical_json, sha256
+from .canonical import canonical_digest, canonical_json, pith_body, sha256
 from .errors import Code, Problem, pointer
 from .keys import Keyring, PinnedKey, decode_signature, verify_signature
 from .load import SourceDocument
@@ -73,7 +73,7 @@ class _Checker:
         self.keyring = keyring
         self.problems = list(problems)
         self.digest = canonical_digest(doc.canonical_record)
-        self.body = b32(self.digest)[:26]
+        self.body = pith_body(self.digest)
 
     def fail(self, code: Code, path: Path, message: str) -> None:
         self.problems.append(Problem(code, pointer(*path), message))
@@ -285,7 +285,7 @@ class _Checker:
                 )
                 continue
             stated = {
-                "public_key_hex": key.public_key.hex(),
+                "public_key_hex": key.public_key_hex,
                 "fingerprint_sha256_hex": key.fingerprint_hex,
                 "fingerprint_sha256_b32_first128bits": key.fingerprint_b32,
             }
@@ -439,32 +439,37 @@ class _Checker:
             )
 
 
+_RECORD_SIGNED = Provenance("verified", "in the canonical record, signed by the resolver's receipt")
+_TITLE_CHECKED = Provenance("verified", "matches title_canon_sha256 in the signed canonical record")
+_ALIASES_CHECKED = Provenance("verified", "each alias checked against the signed canonical record")
+_UNSIGNED = Provenance("unsigned", "from the record document's unsigned part; shown, not verified")
+_ALIASES_SIGNED = Provenance("signed", "covered by the bundle signature and checked against the record")
+_STATE_MERGED = Provenance("verified", "derived from the signed events by this mirror's merge")
+_SIGNED_IN_BUNDLE = Provenance("signed", "signed by the resolver in the bundle")
+
+
 def provenance(doc: ParsedDoc) -> dict[str, Provenance]:
     """Where each part shown on a page comes from (SPEC.md, "What is signed")."""
-    receipt = Provenance("verified", "in the canonical record, signed by the resolver's receipt")
-    title = Provenance("verified", "matches title_canon_sha256 in the signed canonical record")
-    checked_aliases = Provenance("verified", "each alias checked against the signed canonical record")
     if doc.kind == "record":
-        unsigned = Provenance("unsigned", "from the record document's unsigned part; shown, not verified")
         return {
-            "record": receipt,
-            "title": title,
-            "paper": unsigned,
-            "aliases": checked_aliases,
-            "status": unsigned,
-            "graph": unsigned,
+            "record": _RECORD_SIGNED,
+            "title": _TITLE_CHECKED,
+            "paper": _UNSIGNED,
+            "aliases": _ALIASES_CHECKED,
+            "status": _UNSIGNED,
+            "graph": _UNSIGNED,
         }
     snapshot = next((e for e in doc.events if e.event_type == "graph_snapshot"), None)
     signed_in = (
-        f"signed by the resolver in event {snapshot.event_id}"
+        Provenance("signed", f"signed by the resolver in event {snapshot.event_id}")
         if snapshot
-        else "signed by the resolver in the bundle"
+        else _SIGNED_IN_BUNDLE
     )
     return {
-        "record": receipt,
-        "title": title,
-        "paper": Provenance("signed", signed_in),
-        "aliases": Provenance("signed", "covered by the bundle signature and checked against the record"),
-        "status": Provenance("verified", "derived from the signed events by this mirror's merge"),
-        "graph": Provenance("signed", signed_in),
+        "record": _RECORD_SIGNED,
+        "title": _TITLE_CHECKED,
+        "paper": signed_in,
+        "aliases": _ALIASES_SIGNED,
+        "status": _STATE_MERGED,
+        "graph": signed_in,
     }
