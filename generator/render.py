@@ -12,8 +12,9 @@ Rules:
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from jinja2 import (
     Environment,
@@ -144,6 +145,7 @@ def render_publication(
     body = pub.body
     files: list[OutputFile] = []
     primary = pub.primary
+    paper, _ = paper_block(pub)
     state = pub.bundle.state if pub.bundle is not None else None
     if state is None:
         state = _record_only_state(pub)
@@ -153,7 +155,7 @@ def render_publication(
         files.append(OutputFile(layout.record_json(body), record_raw, immutable=True))
         record_bytes = record_raw
     else:
-        record_bytes = pretty_json(_derived_record(pub, config))
+        record_bytes = pretty_json(_derived_record(pub, paper))
         files.append(OutputFile(layout.record_json(body), record_bytes))
     if bundle_raw is not None:
         files.append(OutputFile(layout.bundle_json(body), bundle_raw, immutable=True))
@@ -204,7 +206,6 @@ def render_publication(
         }
         integrity_file = (integrity_path, pretty_json(report))
 
-    paper, _ = paper_block(pub)
     summary = summarize(pub, paper, record_bytes, bundle_raw, str(state["state_sha256"]), integrity_file)
     site = env.globals["site"]
     assert isinstance(site, SiteInfo), "the environment comes from make_environment"
@@ -224,7 +225,14 @@ def _provenance_sentence(origin: str) -> str:
 def render_template(env: Environment, name: str, context: dict[str, Any]) -> str:
     """Render, turning any template failure into a BuildError that names the template."""
     try:
-        return env.get_template(name).render(context)
+        template = env.get_template(name)
+        # What Template.render does, but with the globals merged by a plain dict copy:
+        # render merges them through a ChainMap, which costs as much as a small page.
+        ctx = template.new_context({**env.globals, **context}, shared=True)
+        try:
+            return env.concat(template.root_render_func(ctx))
+        except Exception:
+            env.handle_exception()
     except TemplateError as exc:
         where = getattr(exc, "filename", None) or name
         raise BuildError(str(where), f"template error: {exc}") from None
@@ -240,11 +248,11 @@ def _record_only_state(pub: Publication) -> dict[str, Any]:
     return state
 
 
-def _derived_record(pub: Publication, config: SiteConfig) -> dict[str, Any]:
-    """A record document for a bundle-only number, from the bundle's signed parts."""
+def _derived_record(pub: Publication, paper: dict[str, str]) -> dict[str, Any]:
+    """A record document for a bundle-only number, from the bundle's signed parts
+    (`paper` is the number's `paper_block`)."""
     assert pub.bundle is not None
     doc = pub.bundle.doc
-    paper, _ = paper_block(pub)
     return {
         "derived_by": {
             **DERIVED_BY,
@@ -265,8 +273,7 @@ def _derived_record(pub: Publication, config: SiteConfig) -> dict[str, Any]:
     }
 
 
-@dataclass(frozen=True, slots=True)
-class RecordPaths:
+class RecordPaths(NamedTuple):
     """The files of one Pith number, relative to the site (or, from `under`, as links)."""
 
     record_page: str
@@ -310,8 +317,7 @@ def _href(base: str, path: str) -> str:
     return base + path.lstrip("/")
 
 
-@dataclass(frozen=True, slots=True)
-class PaperText:
+class PaperText(NamedTuple):
     """The paper's title, authors and abstract as pages show them (see `paper_block`)."""
 
     title: str
@@ -320,8 +326,7 @@ class PaperText:
     headline: str
 
 
-@dataclass(frozen=True, slots=True)
-class ReceiptView:
+class ReceiptView(NamedTuple):
     """The receipt's fields a record page shows; "—" for an optional one that is missing."""
 
     key_id: str
@@ -332,8 +337,7 @@ class ReceiptView:
     builder_version: str
 
 
-@dataclass(frozen=True, slots=True)
-class RecordProvenance:
+class RecordProvenance(NamedTuple):
     """Where each part of a record page comes from, as ready `<p class="prov">` lines."""
 
     status: Markup
@@ -347,6 +351,7 @@ class RecordProvenance:
 _PROVENANCE_LABELS = {"verified": "Verified", "signed": "Signed", "unsigned": "Not signed"}
 
 
+@functools.lru_cache(maxsize=64)  # most lines are the same few sentences
 def provenance_html(p: Provenance) -> Markup:
     """One provenance line; its text is escaped like any document string."""
     return Markup(
@@ -373,6 +378,7 @@ def record_context(
     canonical = primary.doc.canonical_record
     receipt = primary.doc.receipt
     paths = RecordPaths.of(body, pub.bundle is not None)
+    page_url = f"{site.absolute_base}{paths.record_page}" if site.absolute_base else None
     lookups = {(kind, value): path for path, kind, value in summary.lookups}
     lists = state_lists(pub)
     record_on_primary = f"{site.primary_url}/pith/{body}"
@@ -421,14 +427,15 @@ def record_context(
         "record_signed": pub.record is not None,
         "has_bundle": pub.bundle is not None,
         "paths": paths,
+        "page_url": page_url,
         "hrefs": paths.under(site.base),
         "record_on_primary": record_on_primary,
-        "jsonld": _scholarly_article(pub, paper, canonical, site),
+        "jsonld": _scholarly_article(pub, paper, canonical, site, page_url),
     }
 
 
 def _scholarly_article(
-    pub: Publication, paper: dict[str, str], canonical: dict[str, Any], site: SiteInfo
+    pub: Publication, paper: dict[str, str], canonical: dict[str, Any], site: SiteInfo, page_url: str | None
 ) -> dict[str, Any]:
     source, metadata = canonical["source"], canonical["metadata"]
     authors = [a.strip() for a in str(paper.get("authors_text", "")).split(",") if a.strip()]
@@ -447,6 +454,6 @@ def _scholarly_article(
     }
     if metadata.get("license"):
         article["license"] = str(metadata["license"])
-    if site.absolute_base:
-        article["url"] = f"{site.absolute_base}{layout.record_page(pub.body)}"
+    if page_url:
+        article["url"] = page_url
     return article

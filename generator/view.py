@@ -17,7 +17,9 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import Any, NamedTuple
+
+import orjson
 
 from .layout import resolve_json
 from .merge import LIST_FOR_TYPE
@@ -167,8 +169,7 @@ def graph_snapshot(pub: Publication) -> tuple[dict[str, Any] | None, str]:
     return None, ""
 
 
-@dataclass(frozen=True, slots=True)
-class SnapshotView:
+class SnapshotView(NamedTuple):
     """The few graph-snapshot facts pages show."""
 
     claims: int
@@ -215,14 +216,12 @@ def state_lists(pub: Publication) -> dict[str, list[Any]]:
     return {name: list(current.get(name, [])) for name in LIST_FOR_TYPE.values()}
 
 
-@dataclass(frozen=True, slots=True)
-class ChecklistRow:
+class ChecklistRow(NamedTuple):
     """One row of the record-completeness checklist."""
 
     short: str
     title: str
     done: bool
-    count: int
     state: str
     """"open", or "done · N event(s)"."""
     action: str
@@ -236,7 +235,7 @@ def checklist(lists: dict[str, list[Any]], action_base: str) -> list[ChecklistRo
     for name, short, long, action in CHECKLIST:
         count = len(lists[name])
         state = f"done · {count} event{'' if count == 1 else 's'}" if count else "open"
-        rows.append(ChecklistRow(short, long, count > 0, count, state, action, action_base + action))
+        rows.append(ChecklistRow(short, long, count > 0, state, action, action_base + action))
     return rows
 
 
@@ -250,8 +249,7 @@ def status_line(lists: dict[str, list[Any]], snapshot: dict[str, Any] | None) ->
     ]
 
 
-@dataclass(frozen=True, slots=True)
-class EventRow:
+class EventRow(NamedTuple):
     """One signed event, as the record page lists it."""
 
     number: int
@@ -324,11 +322,19 @@ def summarize(
         lookups=lookups,
         terms=tuple(sorted(terms)),
     )
-    values = tuple(getattr(summary, name) for name in _SUMMARY_FIELDS)  # shallow: astuple deep-copies
-    return replace(summary, digest=hashlib.sha256(repr(values).encode("utf-8")).hexdigest())
+    return replace(summary, digest=_fingerprint(tuple(getattr(summary, name) for name in _SUMMARY_FIELDS)))
 
 
 _SUMMARY_FIELDS = tuple(f.name for f in fields(Summary))
+
+
+def _fingerprint(values: tuple[Any, ...]) -> str:
+    """SHA-256 of a summary's field values (strings, numbers, None and tuples of them)."""
+    try:
+        data = orjson.dumps(values)
+    except TypeError:  # a string with a lone surrogate, which orjson refuses
+        data = repr(values).encode("utf-8")
+    return hashlib.sha256(data).hexdigest()
 
 
 _WORD = re.compile(r"[\W_]+")
