@@ -37,23 +37,16 @@ from .view import (
     Publication,
     Summary,
     checklist,
+    event_counts,
     events,
     graph_snapshot,
     paper_block,
     snapshot_view,
-    state_lists,
     status_line,
     summarize,
 )
 
 DERIVED_BY = {"tool": "pith-mirror", "version": __version__}
-ACTIONS = {
-    "timestamp_anchor": "Anchor a timestamp",
-    "storage_attestation": "Attest storage",
-    "author_attestation": "Claim authorship",
-    "citation_signature": "Sign a citation",
-    "replication_record": "Submit a replication",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -380,7 +373,7 @@ def record_context(
     paths = RecordPaths.of(body, pub.bundle is not None)
     page_url = f"{site.absolute_base}{paths.record_page}" if site.absolute_base else None
     lookups = {(kind, value): path for path, kind, value in summary.lookups}
-    lists = state_lists(pub)
+    counts = event_counts(pub)
     record_on_primary = f"{site.primary_url}/pith/{body}"
     snapshot_signed = snapshot_origin.startswith("signed")
     snapshot_prov = Provenance("signed" if snapshot_signed else "unsigned", snapshot_origin)
@@ -420,8 +413,8 @@ def record_context(
             for kind, value in summary.aliases
         ],
         "events": events(pub),
-        "checklist": checklist(lists, f"{record_on_primary}/action/"),
-        "status": status_line(lists, snapshot),
+        "checklist": checklist(counts, f"{record_on_primary}/action/"),
+        "status": status_line(counts, snapshot),
         "snapshot": snapshot_view(snapshot),
         "integrity_href": None if integrity_path is None else _href(site.base, integrity_path),
         "record_signed": pub.record is not None,

@@ -210,10 +210,10 @@ def aliases(pub: Publication) -> list[dict[str, Any]]:
     return sorted((a for a in source if isinstance(a, dict)), key=lambda a: str(a.get("alias_kind")))
 
 
-def state_lists(pub: Publication) -> dict[str, list[Any]]:
-    """The merged state's event lists (empty for a record-only number)."""
+def event_counts(pub: Publication) -> dict[str, int]:
+    """How many entries each of the merged state's event lists has (none for a record-only number)."""
     current = (pub.bundle.state or {}).get("current", {}) if pub.bundle else {}
-    return {name: list(current.get(name, [])) for name in LIST_FOR_TYPE.values()}
+    return {name: len(current.get(name, [])) for name in LIST_FOR_TYPE.values()}
 
 
 class ChecklistRow(NamedTuple):
@@ -229,22 +229,25 @@ class ChecklistRow(NamedTuple):
     """Where the primary resolver takes this write action."""
 
 
-def checklist(lists: dict[str, list[Any]], action_base: str) -> list[ChecklistRow]:
+def checklist(counts: dict[str, int], action_base: str) -> list[ChecklistRow]:
     """One row a typed event list; `action_base` is the primary resolver's action URL prefix."""
     rows = []
     for name, short, long, action in CHECKLIST:
-        count = len(lists[name])
+        count = counts[name]
         state = f"done · {count} event{'' if count == 1 else 's'}" if count else "open"
         rows.append(ChecklistRow(short, long, count > 0, state, action, action_base + action))
     return rows
 
 
-def status_line(lists: dict[str, list[Any]], snapshot: dict[str, Any] | None) -> list[tuple[str, bool]]:
+def status_line(counts: dict[str, int], snapshot: dict[str, Any] | None) -> list[tuple[str, bool]]:
+    attested, anchored, stored = (
+        counts[name] > 0 for name in ("author_attestations", "timestamp_anchors", "storage_attestations")
+    )
     resolved = _count(_get(snapshot, "references", "resolved_work")) > 0
     return [
-        ("attested" if lists["author_attestations"] else "not attested", bool(lists["author_attestations"])),
-        ("anchored" if lists["timestamp_anchors"] else "not anchored", bool(lists["timestamp_anchors"])),
-        ("stored" if lists["storage_attestations"] else "not stored", bool(lists["storage_attestations"])),
+        ("attested" if attested else "not attested", attested),
+        ("anchored" if anchored else "not anchored", anchored),
+        ("stored" if stored else "not stored", stored),
         ("refs resolved" if resolved else "refs pending", resolved),
     ]
 
