@@ -34,6 +34,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
+from itertools import pairwise
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -55,7 +56,7 @@ from .config import SiteConfig
 from .errors import BuildError, Code, Rejection
 from .examine import examine
 from .keys import Keyring
-from .load import Limits, discover, discover_names
+from .load import Limits, discover_names
 from .manifest import MANIFEST_PATH, manifest_files, published_paths, read_published
 from .reconcile import Candidate, Choice, select
 from .render import OutputFile, make_environment, render_publication
@@ -233,10 +234,55 @@ def _run(
         yield result
 
 
+@dataclass(slots=True)
+class WarmCache:
+    """The last build's cache, held in memory by a process that builds again and
+    again (`serve`, `build --watch`): reading and writing the whole cache file
+    costs seconds at tens of thousands of records, more than one change does.
+
+    The site's manifest stat tells whether anyone else touched SITE since; if
+    so, the cache file is read as usual. `save_warm` writes the file later,
+    when the site is already up to date; until then the file on disk names the
+    old manifest, so a build that finds it does a full build, never a wrong one.
+    """
+
+    cache: BuildCache | None = None
+    manifest_stat: tuple[int, int, int] | None = None
+    unchanged: Unchanged | None = None
+    extra: str = ""
+    unsaved: bool = False
+
+
+def save_warm(config: SiteConfig, warm: WarmCache) -> None:
+    """Write the cache a warm build kept in memory (a no-op when already written)."""
+    if not warm.unsaved or warm.cache is None or warm.unchanged is None:
+        return
+    save_cache(config.cache_dir, warm.cache)
+    save_unchanged(config.cache_dir, warm.cache, warm.extra, warm.unchanged)
+    warm.unsaved = False
+
+
+def _warm_cache(warm: WarmCache | None, key: str, site: Path) -> BuildCache | None:
+    if warm is None or warm.cache is None or warm.cache.key != key:
+        return None
+    try:
+        current = stat_key(site / MANIFEST_PATH)
+    except OSError:
+        return None
+    return warm.cache if current == warm.manifest_stat else None
+
+
 def build(
-    config: SiteConfig, keyring: Keyring, progress: Progress | None = None, incremental: bool = True
+    config: SiteConfig,
+    keyring: Keyring,
+    progress: Progress | None = None,
+    incremental: bool = True,
+    warm: WarmCache | None = None,
 ) -> BuildReport:
-    """Verify everything under config.content and publish it into config.site."""
+    """Verify everything under config.content and publish it into config.site.
+
+    With `warm`, the cache comes from (and goes back to) memory; the caller
+    then saves it with `save_warm` when it has time."""
     started = time.monotonic()
     content, site = config.content, config.site
     if not content.is_dir():
@@ -247,12 +293,14 @@ def build(
         raise BuildError(str(site), "the site folder must not be inside the content folder")
     key = build_key(config, keyring)
     extra = _extra_inputs(config)
-    if incremental:
+    cache = _warm_cache(warm, key, site) if incremental else None
+    if incremental and warm is None:  # a warm build fills its cache even when nothing changed
         quick = _unchanged_report(config, key, extra, started)
         if quick is not None:
             return quick
     staging = prepare_staging(site)
-    cache = load_cache(config.cache_dir, key, site) if incremental else None
+    if incremental and cache is None:
+        cache = load_cache(config.cache_dir, key, site)
     family = cache is None  # a full build: workers write what records share too
     _init_worker(config, keyring, staging, family)  # small batches run in this process
     pool = None
@@ -283,9 +331,14 @@ def build(
     if pool is not None:
         pool.shutdown()
     run.new_cache.manifest_sha256 = file_sha256(site / MANIFEST_PATH)
+    unchanged = Unchanged(report.published, report.rejections, report.notes)
+    if warm is not None:
+        warm.cache, warm.unchanged, warm.extra = run.new_cache, unchanged, extra
+        warm.manifest_stat = stat_key(site / MANIFEST_PATH)
+        warm.unsaved = True
+        return report
     try:
         save_cache(config.cache_dir, run.new_cache)
-        unchanged = Unchanged(report.published, report.rejections, report.notes)
         save_unchanged(config.cache_dir, run.new_cache, extra, unchanged)
     except OSError as exc:
         report = _with_note(
@@ -381,7 +434,7 @@ class _Build:
         candidates = [e.candidate for e in entries.values() if e.candidate is not None]
         refused_numbers = {e.pith_number for e in entries.values() if e.rejections and e.pith_number}
         unidentified = any(e.rejections and not e.pith_number for e in entries.values())
-        paths = {name: str(self.config.content.parent / name) for name in entries}
+        paths = _ContentPaths(str(self.config.content.parent))
 
         published = self.published_documents(candidates, paths)
         selection = select(candidates, published, refused_numbers, unidentified)
@@ -390,7 +443,7 @@ class _Build:
         rejections += render_rejections
 
         summaries = [numbers[n].summary for n in sorted(numbers)]
-        owned = {p: n for n, e in numbers.items() for p in e.paths}
+        owned = _paper_page_owners(numbers)
         self.new_cache.numbers = numbers
         restore = self.write_sitewide(summaries, rejections, selection.notes, owned, rendered_numbers)
         if restore:  # a page a shared short prefix had replaced must be whole again
@@ -417,20 +470,22 @@ class _Build:
         previous = self.cache.files if self.cache else {}
         entries: dict[str, FileEntry] = {}
         tasks: list[_Task] = []
-        for path, rel in discover(content):
-            name = f"{content.name}/{rel}"
+        top = f"{content.name}/"
+        for path, rel in discover_names(content):
+            name = top + rel
             old = previous.get(name)
             if old is not None:
                 try:
                     stat = stat_key(path)
-                    if stat == old.stat or file_sha256(path) == old.raw_sha256:
-                        entries[name] = FileEntry(
-                            stat, old.raw_sha256, old.pith_number, old.rejections, old.candidate
-                        )
+                    if stat == old.stat:
+                        entries[name] = old
+                        continue
+                    if file_sha256(Path(path)) == old.raw_sha256:
+                        entries[name] = replace(old, stat=stat)
                         continue
                 except OSError:
                     pass
-            tasks.append(_Task(str(path), name, str(content)))
+            tasks.append(_Task(path, name, str(content)))
         fresh: dict[str, _Examined] = {}
         for result in _run(_examine_task, tasks, self.pool, self.progress, "verified"):
             entries[result.task.name] = result.entry
@@ -438,13 +493,15 @@ class _Build:
             self.family_written.update(result.family)
             if result.summary is not None:
                 fresh[result.task.name] = result
-        entries = dict(sorted(entries.items()))
+        names = list(entries)
+        if any(a > b for a, b in pairwise(names)):
+            entries = dict(sorted(entries.items()))
         changed = sorted({t.name for t in tasks} | (set(previous) - set(entries)))
         return entries, fresh, changed
 
     # What the site already publishes, to refuse rollbacks and keep what stays.
     def published_documents(
-        self, candidates: list[Candidate], paths: dict[str, str]
+        self, candidates: list[Candidate], paths: _ContentPaths
     ) -> dict[str, tuple[Candidate | None, Candidate | None]]:
         if self.cache is not None:
             return {n: (e.record, e.bundle) for n, e in self.cache.numbers.items()}
@@ -474,7 +531,7 @@ class _Build:
 
     # Stage 4-6 per number: accept the optimistic renders, redo the contested.
     def publish_numbers(
-        self, choices: list[Choice], fresh: dict[str, _Examined], paths: dict[str, str]
+        self, choices: list[Choice], fresh: dict[str, _Examined], paths: _ContentPaths
     ) -> tuple[dict[str, NumberEntry], set[str], list[Rejection]]:
         previous = self.cache.numbers if self.cache else {}
         by_number: dict[str, list[_Examined]] = {}
@@ -518,7 +575,7 @@ class _Build:
         self,
         choices: list[Choice],
         numbers: dict[str, NumberEntry],
-        paths: dict[str, str],
+        paths: _ContentPaths,
         rejections: list[Rejection],
     ) -> set[str]:
         """Render numbers from their chosen documents (verified again in the worker)."""
@@ -545,14 +602,21 @@ class _Build:
     def move_into_site(
         self, numbers: dict[str, NumberEntry], accepted: set[str], previous: dict[str, NumberEntry]
     ) -> None:
-        """Incremental publish: new files in (atomic renames), stale files out."""
-        keep = {p for entry in numbers.values() for p in entry.paths}
+        """Incremental publish: new files in (atomic renames), stale files out.
+
+        A number's paths hold its full body, so only another number's paper
+        page (a shared 8-character prefix) can be among the stale paths and
+        still be owned: those few are checked against every number."""
         for number in sorted(accepted):
             for path in numbers[number].paths:
                 target = self.site / path
                 target.parent.mkdir(parents=True, exist_ok=True)
                 os.replace(self.staging / path, target)
-        stale = {p for n, e in previous.items() if n not in numbers or n in accepted for p in e.paths} - keep
+        gone = [n for n in previous if n not in numbers or n in accepted]
+        stale = {p for n in gone for p in previous[n].paths}
+        stale -= {p for n in accepted for p in numbers[n].paths}
+        if any(p.startswith("paper/") for p in stale):
+            stale -= set(_paper_page_owners(numbers))
         _remove_files(self.site, stale)
 
     # Stage 5-6 for the whole site.
@@ -578,8 +642,9 @@ class _Build:
             self.new_cache.sitewide = self.cache.sitewide  # nothing any site-wide page shows changed
             return set()
         env = make_environment(config, self.keyring)
+        previous = self.cache.sitewide if self.cache else {}
         lazies = render_site(
-            summaries, rejections, notes, self.keyring, env, config, config.content / "pages"
+            summaries, rejections, notes, self.keyring, env, config, config.content / "pages", previous
         )
         lazies += [
             eager(f.path, f.data) for f in manifest_files(summaries, config, self.keyring, build_time())
@@ -595,7 +660,6 @@ class _Build:
         if set(shared) & set(fixed):
             raise BuildError(sorted(set(shared) & set(fixed))[0], "two site-wide outputs claim the same path")
 
-        previous = self.cache.sitewide if self.cache else {}
         record: dict[str, tuple[str, str]] = {}
         changed: list[OutputFile] = [OutputFile(p, lazy.make()) for p, lazy in sorted(shared.items())]
         for path in sorted(fixed, key=lambda p: (p == MANIFEST_PATH, p)):
@@ -644,6 +708,33 @@ class _Build:
                 if entry is not None:
                     paths.update(family_paths(entry.summary))
         return paths
+
+
+class _ContentPaths:
+    """Where each document a build names lives: content files are joined on
+    demand (a build that changed one file needs one path, not 20,000);
+    documents read back from the published site are recorded as they are found."""
+
+    def __init__(self, parent: str) -> None:
+        self.parent = parent
+        self.site_files: dict[str, str] = {}
+
+    def __getitem__(self, name: str) -> str:
+        return self.site_files.get(name) or os.path.join(self.parent, name)
+
+    def __setitem__(self, name: str, path: str) -> None:
+        self.site_files[name] = path
+
+
+def _paper_page_owners(numbers: dict[str, NumberEntry]) -> dict[str, str]:
+    """Paper pages by owner: the only files a number owns that a site-wide file
+    (the list page of a shared 8-character prefix) can replace."""
+    owners: dict[str, str] = {}
+    for number in numbers:
+        body = number.rsplit(":", 1)[1]
+        for path in layout.page_paths(layout.paper_page(body)):
+            owners[path] = number
+    return owners
 
 
 def _sitewide_inputs(

@@ -79,8 +79,17 @@ def select(
             else:
                 result.notes.append(f"{number}: unpublished (its document is gone from content)")
             continue
-        record = _one_record([c for c in new if c.kind == "record"], old_record, result)
-        bundle = _one_bundle([c for c in new if c.kind == "bundle"], old_bundle, result)
+        record: Candidate | None
+        bundle: Candidate | None
+        if len(new) == 1:  # the common case, decided without the general rules' sorting
+            only = new[0]
+            if only.kind == "record":
+                record, bundle = only, _one_bundle([], old_bundle, result)
+            else:
+                record, bundle = _one_record([], old_record, result), _one_bundle(new, old_bundle, result)
+        else:
+            record = _one_record([c for c in new if c.kind == "record"], old_record, result)
+            bundle = _one_bundle([c for c in new if c.kind == "bundle"], old_bundle, result)
         if record is None and bundle is None:
             continue
         result.choices.append(Choice(number, record, bundle))
@@ -107,6 +116,8 @@ def _one_record(records: list[Candidate], published: Candidate | None, out: Sele
 
 
 def _one_bundle(bundles: list[Candidate], published: Candidate | None, out: Selection) -> Candidate | None:
+    if len(bundles) == 1 and published is not None and published.raw_sha256 == bundles[0].raw_sha256:
+        return bundles[0]  # the bundle that is published, unchanged
     distinct = {c.raw_sha256: c for c in sorted(bundles, key=lambda c: c.file)}
     if not distinct:
         return published

@@ -16,7 +16,7 @@ import hashlib
 import json
 import re
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
@@ -85,6 +85,29 @@ def fingerprint(*parts: object) -> str:
     return hashlib.sha1("\x1f".join(map(str, parts)).encode("utf-8")).hexdigest()[:24]
 
 
+Previous = Mapping[str, tuple[str, str]]
+"""What the last build wrote: path -> (input fingerprint, hash of the bytes)."""
+
+
+def group(key: str, make_all: Callable[[], Sequence[OutputFile]], previous: Previous) -> list[Lazy]:
+    """Files that one pass over every record makes together (the search index,
+    the sitemap, the report). Their paths are known only by making them, so
+    when the last build recorded this very `key`, its paths are reused and
+    nothing is made: one changed bundle must not cost a pass over 20,000 records."""
+    known = sorted(path for path, (old, _) in previous.items() if old == key)
+    if known:
+        return [Lazy(path, key, partial(_never_made, path)) for path in known]
+    return [Lazy(f.path, key, partial(_same_bytes, f.data)) for f in make_all()]
+
+
+def _never_made(path: str) -> bytes:
+    raise RuntimeError(f"{path}: its key is unchanged, so it must not be made again")
+
+
+def _same_bytes(data: bytes) -> bytes:
+    return data
+
+
 def newest_first(summaries: Iterable[Summary]) -> list[Summary]:
     return sorted(summaries, key=lambda s: (s.submitted_at, s.pith_number), reverse=True)
 
@@ -143,8 +166,10 @@ def render_site(
     env: Environment,
     config: SiteConfig,
     pages_dir: Path,
+    previous: Previous | None = None,
 ) -> list[Lazy]:
     """Every site-wide file, each with the fingerprint of what it depends on."""
+    previous = previous or {}
     ordered = newest_first(summaries)
     by_year: dict[str, list[Summary]] = defaultdict(list)
     by_cat: dict[str, list[Summary]] = defaultdict(list)
@@ -177,12 +202,22 @@ def render_site(
             fingerprint(title, html),
             partial(render, env, "page.html", title=title, content=html),
         )
+    slugs = [slug for slug, _, _ in md_pages]
+    refused = sorted(rejections)
+    files += group(
+        fingerprint("report", build_time(), *sorted(s.pith_number for s in ordered), *refused, *notes),
+        partial(report_files, ordered, refused, notes, env),
+        previous,
+    )
+    files += group(search_key(ordered, config), partial(search_files, ordered, config), previous)
+    files += group(
+        fingerprint("sitemap", config.base_url, *slugs, *(s.pith_number for s in ordered)),
+        partial(sitemap_files, ordered, config, slugs),
+        previous,
+    )
     fixed = [
-        *report_files(ordered, rejections, notes, env),
         OutputFile("404.html", render(env, "404.html").encode("utf-8")),
         *page("api/pith-number/resolve", render(env, "resolve.html")),
-        *search_files(ordered, config),
-        *sitemap_files(ordered, config, [slug for slug, _, _ in md_pages]),
         OutputFile("feed.xml", atom_feed(ordered, config)),
         *asset_files(config.templates / "static"),
     ]
@@ -303,9 +338,8 @@ def short_pages(
 
 
 def report_files(
-    ordered: Sequence[Summary], rejections: Sequence[Rejection], notes: Sequence[str], env: Environment
+    ordered: Sequence[Summary], refused: Sequence[Rejection], notes: Sequence[str], env: Environment
 ) -> list[OutputFile]:
-    refused = sorted(rejections)
     report = {
         "derived_by": DERIVED_BY,
         "generated_at": build_time(),
@@ -366,6 +400,15 @@ def shard_key(term: str) -> str:
     if len(head) == 2 and head[0] in _SHARD_CHARS and head[1] in _SHARD_CHARS:
         return head
     return "".join(c if c in _SHARD_CHARS else "_" for c in head).ljust(2, "_")
+
+
+def search_key(ordered: Sequence[Summary], config: SiteConfig) -> str:
+    """Fingerprint of everything the search index shows, in its order."""
+    digest = hashlib.sha1(f"search\x1f{config.base_path}".encode())
+    for s in ordered:
+        fields = (s.pith_number, s.title, s.authors, s.source_id, *s.terms)
+        digest.update("\x1f".join(fields).encode("utf-8", "surrogatepass") + b"\x1e")
+    return digest.hexdigest()[:24]
 
 
 def search_files(ordered: Sequence[Summary], config: SiteConfig) -> list[OutputFile]:

@@ -63,9 +63,10 @@ from .load import is_ignored_name
 
 BuildFn = Callable[[SiteConfig, Keyring], "pipeline.BuildReport"]
 
-QUIET_SECONDS = 0.3
+QUIET_SECONDS = 0.1
 """How long the inputs must stay still before a build starts: an editor's save
-or a `cp` is a burst of events, and one build should cover the whole burst."""
+or a `cp` is a burst of events milliseconds apart, and one build should cover
+the whole burst. It is part of every change's delay, so it stays short."""
 
 PATIENCE_SECONDS = 2.0
 """The longest a build waits for quiet, so a file written slowly still gets built."""
@@ -260,7 +261,8 @@ class Rebuilder:
         show_notes: bool = True,
     ) -> None:
         self._load = load
-        self._build = build or pipeline.build
+        self._warm = pipeline.WarmCache()
+        self._build = build or self._warm_build
         self._out, self._err = out, err
         self.quiet, self.patience, self.show_notes = quiet, patience, show_notes
         self.generation_counter = generation or Counter()
@@ -404,15 +406,30 @@ class Rebuilder:
                 report = self._attempt(f"[{stamp}] {reason}")
             finally:
                 self.rebuild_counter.bump()
-        if report is None:
-            return False
-        from .commands import summary_line
+            if report is None:
+                return False
+            from .commands import summary_line
 
-        self.last_report = report
-        self.generation_counter.bump()
-        self._say(f"[{stamp}] {reason} -> {summary_line(report)}")
-        self._report_new(report)
+            self.last_report = report
+            self.generation_counter.bump()
+            self._say(f"[{stamp}] {reason} -> {summary_line(report)}")
+            self._report_new(report)
+            self._save_cache()
         return True
+
+    def _warm_build(self, config: SiteConfig, keyring: Keyring) -> pipeline.BuildReport:
+        return pipeline.build(config, keyring, warm=self._warm)
+
+    def _save_cache(self) -> None:
+        """After the site is rewritten and reported: the cache file, for the next process."""
+        try:
+            pipeline.save_warm(self._setup.config, self._warm)
+        except OSError as exc:
+            self._say(
+                f"warning: the build cache could not be saved ({exc.strerror}); "
+                "the next build in another process is a full one",
+                error=True,
+            )
 
     def _attempt(self, prefix: str) -> pipeline.BuildReport | None:
         """Read the settings again if needed, then build; a failure is reported, never raised."""

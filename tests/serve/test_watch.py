@@ -112,6 +112,24 @@ def test_deleted_bundle_is_unpublished(workspace: Workspace, preview: Callable[.
     wait_for_line(workspace, f"content/{BUNDLE_NAME} deleted -> published 1")
 
 
+def test_each_rebuild_leaves_a_cache_another_process_can_use(
+    workspace: Workspace, preview: Callable[..., Preview]
+) -> None:
+    """Watching builds keep their cache in memory and write it after each
+    rebuild, so a later `pith-mirror build` starts from it, not from scratch."""
+    workspace.add(SEED_RECORD)
+    rebuilder = preview().rebuilder
+    assert rebuilder is not None
+    cache_file = workspace.root / ".pith-cache" / "build-cache.json"
+    first = cache_file.read_bytes()
+    workspace.add(SEED_BUNDLE)
+    wait_for_line(workspace, f"content/{BUNDLE_NAME} created -> published 2")
+    rebuilder.stop()  # waits for the loop: the save follows the report line
+    assert cache_file.read_bytes() != first
+    report = build(workspace.config(), workspace.keyring)
+    assert report.mode == "incremental" and report.rendered == 0 and report.published == 2
+
+
 def test_half_written_file_is_refused_then_published_once_complete(
     workspace: Workspace, preview: Callable[..., Preview]
 ) -> None:

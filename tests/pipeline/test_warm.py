@@ -1,0 +1,142 @@
+"""Builds that keep their cache in memory (`serve`, `build --watch`) and
+site-wide files made in one pass: the same bytes as a fresh build, the cache
+file written only when asked, and nothing reused once SITE changed under them."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import factories as f
+import pytest
+from sitekit import BOTH_KEYS, REAL_BUNDLE, REAL_RECORD, Project, bundle_events, record_doc, tree
+
+from generator import pipeline, sitewide
+from generator.cache import CACHE_FILE
+
+TITLE = "Warm Bundles"
+RECORD = f.canonical_record(source_id="2301.00011", title=TITLE, submitted_at="2023-01-05T00:00:00Z")
+BODY = f.pith_number(RECORD).rsplit(":", 1)[1]
+
+
+def grown(snapshots: int) -> dict[str, Any]:
+    return f.bundle(record=RECORD, title=TITLE, events=bundle_events(RECORD, TITLE, snapshots))
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Project:
+    p = Project(tmp_path / "warm")
+    p.content.mkdir(parents=True)
+    shutil.copyfile(REAL_RECORD, p.content / REAL_RECORD.name)
+    shutil.copyfile(REAL_BUNDLE, p.content / REAL_BUNDLE.name)
+    p.add("a.json", record_doc(source_id="2302.00022", title="Cold Records"))
+    p.add("b.json", grown(1))
+    return p
+
+
+def fresh_tree(project: Project, root: Path) -> dict[str, bytes]:
+    fresh = Project(root)
+    shutil.copytree(project.content, fresh.content)
+    fresh.build()
+    return tree(fresh.site)
+
+
+def assert_same_as_fresh(project: Project, root: Path) -> None:
+    ours, theirs = tree(project.site), fresh_tree(project, root)
+    assert sorted(ours) == sorted(theirs)
+    assert [p for p in ours if ours[p] != theirs[p] and not p.startswith("report")] == []
+
+
+def warm_build(project: Project, warm: pipeline.WarmCache) -> pipeline.BuildReport:
+    return pipeline.build(project.config(), BOTH_KEYS, warm=warm)
+
+
+def test_warm_builds_equal_fresh_ones(project: Project, tmp_path: Path) -> None:
+    warm = pipeline.WarmCache()
+    assert warm_build(project, warm).mode == "full"
+    steps = [
+        lambda: project.add("b.json", grown(2)),  # the bundle grows
+        lambda: project.add("c.json", record_doc(source_id="2303.00033", title="Added While Warm")),
+        lambda: project.remove("a.json"),
+        lambda: project.add("d.json", b"{not json"),
+    ]
+    for index, step in enumerate(steps):
+        step()
+        report = warm_build(project, warm)
+        assert report.mode == "incremental"
+        assert_same_as_fresh(project, tmp_path / f"fresh{index}")
+
+
+def test_the_cache_file_waits_for_save_warm(project: Project) -> None:
+    warm = pipeline.WarmCache()
+    warm_build(project, warm)
+    cache_file = project.config().cache_dir / CACHE_FILE
+    assert not cache_file.exists()
+    pipeline.save_warm(project.config(), warm)
+    written = cache_file.stat().st_mtime_ns, cache_file.stat().st_ino
+    project.add("b.json", grown(2))
+    warm_build(project, warm)
+    assert (cache_file.stat().st_mtime_ns, cache_file.stat().st_ino) == written
+    pipeline.save_warm(project.config(), warm)
+    # the saved cache serves a build in another process: nothing is rendered again
+    report = project.build()
+    assert report.mode == "incremental" and report.rendered == 0
+
+
+def test_a_site_changed_by_another_build_is_read_again(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loads: list[Path] = []
+    real_load = pipeline.load_cache
+
+    def counting_load(directory: Path, key: str, site: Path) -> Any:
+        loads.append(directory)
+        return real_load(directory, key, site)
+
+    monkeypatch.setattr(pipeline, "load_cache", counting_load)
+    warm = pipeline.WarmCache()
+    warm_build(project, warm)
+    project.add("b.json", grown(2))
+    warm_build(project, warm)
+    assert len(loads) == 1  # only the first warm build read the cache file
+    project.add("c.json", record_doc(source_id="2303.00033", title="Built Elsewhere"))
+    project.build()  # another process rewrites SITE
+    report = warm_build(project, warm)
+    assert len(loads) == 3  # that build and the next warm one read it: memory was stale
+    assert report.rendered == 0
+    assert (project.site / "pith" / f"{BODY}.html").is_file()
+
+
+def test_a_changed_bundle_leaves_the_search_index_alone(
+    project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made: list[str] = []
+    for name in ("search_files", "sitemap_files", "report_files"):
+        real = getattr(sitewide, name)
+
+        def spy(*args: Any, _real: Any = real, _name: str = name) -> Any:
+            made.append(_name)
+            return _real(*args)
+
+        monkeypatch.setattr(sitewide, name, spy)
+    warm = pipeline.WarmCache()
+    warm_build(project, warm)
+    assert sorted(made) == ["report_files", "search_files", "sitemap_files"]
+    search = sorted(project.site.glob("search/**/*.json"))
+    before = {p: os.stat(p).st_ino for p in search}
+    made.clear()
+    project.add("b.json", grown(2))
+    report = warm_build(project, warm)
+    assert report.rendered == 1
+    assert made == []  # one pass over every record is one pass too many for one bundle
+    assert {p: os.stat(p).st_ino for p in sorted(project.site.glob("search/**/*.json"))} == before
+    assert_same_as_fresh(project, tmp_path / "fresh")
+    # a new record does change them, exactly as a fresh build would
+    project.add("c.json", record_doc(source_id="2303.00033", title="Searchable Newcomer"))
+    made.clear()
+    warm_build(project, warm)
+    assert sorted(made) == ["report_files", "search_files", "sitemap_files"]
+    assert "searchable" in "".join(p.read_text("utf-8") for p in project.site.glob("search/terms/*.json"))
+    assert_same_as_fresh(project, tmp_path / "fresh2")
