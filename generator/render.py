@@ -139,26 +139,27 @@ def render_publication(
     files: list[OutputFile] = []
     primary = pub.primary
     paper, _ = paper_block(pub)
+    paths = RecordPaths.of(body, pub.bundle is not None)
     state = pub.bundle.state if pub.bundle is not None else None
     if state is None:
         state = _record_only_state(pub)
     state_bytes = canonical_json(state)
 
     if record_raw is not None:
-        files.append(OutputFile(layout.record_json(body), record_raw, immutable=True))
+        files.append(OutputFile(paths.record_json, record_raw, immutable=True))
         record_bytes = record_raw
     else:
         record_bytes = pretty_json(_derived_record(pub, paper))
-        files.append(OutputFile(layout.record_json(body), record_bytes))
+        files.append(OutputFile(paths.record_json, record_bytes))
     if bundle_raw is not None:
         files.append(OutputFile(layout.bundle_json(body), bundle_raw, immutable=True))
         files.append(OutputFile(layout.well_known_bundle(body), bundle_raw, immutable=True))
-    files.append(OutputFile(layout.state_json(body), state_bytes, immutable=pub.bundle is not None))
+    files.append(OutputFile(paths.state_json, state_bytes, immutable=pub.bundle is not None))
 
     snapshot, snapshot_origin = graph_snapshot(pub)
     files.append(
         OutputFile(
-            layout.graph_json(body),
+            paths.graph_json,
             pretty_json(
                 {
                     "derived_by": DERIVED_BY,
@@ -171,7 +172,7 @@ def render_publication(
     )
     files.append(
         OutputFile(
-            layout.events_json(body),
+            paths.events_json,
             pretty_json(
                 {
                     "derived_by": DERIVED_BY,
@@ -202,9 +203,9 @@ def render_publication(
     summary = summarize(pub, paper, record_bytes, bundle_raw, str(state["state_sha256"]), integrity_file)
     site = env.globals["site"]
     assert isinstance(site, SiteInfo), "the environment comes from make_environment"
-    context = record_context(pub, summary, snapshot, snapshot_origin, integrity_path, config, site)
-    files += page(layout.record_page(body), render_template(env, "record.html", context))
-    files += page(layout.paper_page(body), render_template(env, "paper.html", context))
+    context = record_context(pub, summary, snapshot, snapshot_origin, integrity_path, config, site, paths)
+    files += page(paths.record_page, render_template(env, "record.html", context))
+    files += page(paths.paper_page, render_template(env, "paper.html", context))
     return files, summary
 
 
@@ -361,6 +362,7 @@ def record_context(
     integrity_path: str | None,
     config: SiteConfig,
     site: SiteInfo | None = None,
+    paths: RecordPaths | None = None,
 ) -> dict[str, Any]:
     """What record.html and paper.html show, computed here rather than in the templates:
     they render once a record, and Jinja's attribute look-ups and calls cost more than Python's."""
@@ -370,7 +372,7 @@ def record_context(
     paper, paper_prov = paper_block(pub)
     canonical = primary.doc.canonical_record
     receipt = primary.doc.receipt
-    paths = RecordPaths.of(body, pub.bundle is not None)
+    paths = paths or RecordPaths.of(body, pub.bundle is not None)
     page_url = f"{site.absolute_base}{paths.record_page}" if site.absolute_base else None
     lookups = {(kind, value): path for path, kind, value in summary.lookups}
     counts = event_counts(pub)

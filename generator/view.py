@@ -15,6 +15,7 @@ Rules:
 from __future__ import annotations
 
 import hashlib
+import operator
 import re
 from dataclasses import dataclass, fields, replace
 from typing import Any, NamedTuple
@@ -325,17 +326,18 @@ def summarize(
         lookups=lookups,
         terms=tuple(sorted(terms)),
     )
-    return replace(summary, digest=_fingerprint(tuple(getattr(summary, name) for name in _SUMMARY_FIELDS)))
+    return replace(summary, digest=_fingerprint(_summary_values(summary)))
 
 
-_SUMMARY_FIELDS = tuple(f.name for f in fields(Summary))
+_summary_values = operator.attrgetter(*(f.name for f in fields(Summary)))
+"""Every field value of a summary, in order (shallow, unlike dataclasses.astuple)."""
 
 
 def _fingerprint(values: tuple[Any, ...]) -> str:
     """SHA-256 of a summary's field values (strings, numbers, None and tuples of them)."""
     try:
         data = orjson.dumps(values)
-    except TypeError:  # a string with a lone surrogate, which orjson refuses
+    except TypeError:  # e.g. a string with a lone surrogate, which orjson refuses
         data = repr(values).encode("utf-8")
     return hashlib.sha256(data).hexdigest()
 
