@@ -30,7 +30,6 @@ import shutil
 import signal
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -60,7 +59,15 @@ from .load import Limits, discover_names
 from .manifest import MANIFEST_PATH, manifest_files, published_paths, read_published
 from .reconcile import Candidate, Choice, select
 from .render import OutputFile, make_environment, render_publication
-from .sitewide import Lazy, build_time, eager, family_paths, record_family_files, render_site
+from .sitewide import (
+    Lazy,
+    build_time,
+    eager,
+    family_paths,
+    record_family_files,
+    render_site,
+    shared_family_paths,
+)
 from .view import Publication, Summary
 from .write import Writer, is_plain_relative, prepare_staging, swap_in, write_atomic
 
@@ -125,9 +132,14 @@ class _Examined:
     task: _Task
     entry: FileEntry
     derived: bool = False
-    paths: tuple[str, ...] = ()
+    written: int = 0
+    """Files written for the number (its own, then its family's): counts, not
+    paths, since the main process holds one result per document."""
     summary: Summary | None = None
-    family: tuple[str, ...] = ()
+
+    def own_paths(self) -> tuple[str, ...]:
+        assert self.summary is not None and self.entry.candidate is not None
+        return layout.number_paths(self.summary.body, self.entry.candidate.kind == "bundle")
 
 
 def _examine_task(task: _Task) -> _Examined:
@@ -157,17 +169,16 @@ def _examine_task(task: _Task) -> _Examined:
         verified if verified.kind == "record" else None,
         verified if verified.kind == "bundle" else None,
     )
-    paths, family, summary = _render_and_write(pub, {verified.kind: source.raw})
-    return _Examined(task, entry, paths=paths, summary=summary, family=family)
+    written, summary = _render_and_write(pub, {verified.kind: source.raw})
+    return _Examined(task, entry, written=written, summary=summary)
 
 
 @dataclass(frozen=True, slots=True)
 class _Rendered:
     pith_number: str
-    paths: tuple[str, ...]
+    written: int
     summary: Summary | None
     rejections: tuple[Rejection, ...]
-    family: tuple[str, ...] = ()
 
 
 def _render_task(item: tuple[Choice, dict[str, str]]) -> _Rendered:
@@ -182,23 +193,21 @@ def _render_task(item: tuple[Choice, dict[str, str]]) -> _Rendered:
             problem = Rejection(
                 candidate.file, "", Code.FILE_UNREADABLE, "the file changed while the build ran"
             )
-            return _Rendered(choice.pith_number, (), None, (problem,))
+            return _Rendered(choice.pith_number, 0, None, (problem,))
         verified[candidate.kind] = doc
         raws[candidate.kind] = source.raw
     pub = Publication(choice.pith_number, verified.get("record"), verified.get("bundle"))
-    written, family, summary = _render_and_write(pub, raws)
-    return _Rendered(choice.pith_number, written, summary, (), family)
+    written, summary = _render_and_write(pub, raws)
+    return _Rendered(choice.pith_number, written, summary, ())
 
 
-def _render_and_write(
-    pub: Publication, raws: dict[str, bytes]
-) -> tuple[tuple[str, ...], tuple[str, ...], Summary]:
-    """Render one number into the worker's output folder.
+def _render_and_write(pub: Publication, raws: dict[str, bytes]) -> tuple[int, Summary]:
+    """Render one number into the worker's output folder: its own files, which
+    must be exactly those `layout.number_paths` names, and in a full build its
+    family too (look-ups, short forms, integrity report), as if no other record
+    claimed them; the site-wide stage rewrites the few that others do.
 
-    Returns the paths written, which must be exactly those `layout.number_paths`
-    names, the family paths written (a full build writes the number's look-ups,
-    short forms and integrity report here too, as if no other record claimed
-    them; the site-wide stage rewrites the few that others do), and its summary.
+    Returns how many files it wrote, and the number's summary.
     """
     env, config, writer = _WORKER["env"], _WORKER["config"], _WORKER["writer"]
     files, summary = render_publication(pub, raws.get("record"), raws.get("bundle"), env, config)
@@ -206,12 +215,11 @@ def _render_and_write(
     paths = tuple(sorted(f.path for f in files))
     if paths != layout.number_paths(summary.body, pub.bundle is not None):
         raise RuntimeError(f"render wrote {paths}, not the layout's paths for {summary.pith_number}")
-    family: tuple[str, ...] = ()
+    written = len(paths)
     if _WORKER["family"]:
         lazies = record_family_files([summary], env, config, None)
-        writer.write([OutputFile(lazy.path, lazy.make()) for lazy in lazies], overwrite=True)
-        family = tuple(lazy.path for lazy in lazies)
-    return paths, family, summary
+        written += writer.write([OutputFile(lazy.path, lazy.make()) for lazy in lazies], overwrite=True)
+    return written, summary
 
 
 def _run(
@@ -423,8 +431,6 @@ class _Build:
         self.incremental = cache is not None
         self.site = config.site
         self.written = 0
-        self.family_written: set[str] = set()
-        """Family paths workers wrote (full builds: see `_render_and_write`)."""
         self.suspect: set[str] = set()
         """Family paths written by renders then discarded: recomputed or removed."""
 
@@ -489,8 +495,7 @@ class _Build:
         fresh: dict[str, _Examined] = {}
         for result in _run(_examine_task, tasks, self.pool, self.progress, "verified"):
             entries[result.task.name] = result.entry
-            self.written += len(result.paths)
-            self.family_written.update(result.family)
+            self.written += result.written
             if result.summary is not None:
                 fresh[result.task.name] = result
         names = list(entries)
@@ -584,8 +589,7 @@ class _Build:
         items = [(c, {f.file: paths[f.file] for f in c.files}) for c in choices]
         for result in _run(_render_task, items, self.pool, None, "re-rendered"):
             rejections += result.rejections
-            self.written += len(result.paths)
-            self.family_written.update(result.family)
+            self.written += result.written
             if result.summary is not None:
                 choice = by_number[result.pith_number]
                 numbers[result.pith_number] = NumberEntry(choice.record, choice.bundle, result.summary)
@@ -595,9 +599,12 @@ class _Build:
     def discard(self, claimants: list[_Examined]) -> None:
         """Remove optimistic renders that are not what gets published."""
         for result in claimants:
-            _remove_files(self.staging, set(result.paths))
-            self.written -= len(result.paths)
-            self.suspect.update(result.family)
+            own = result.own_paths()
+            _remove_files(self.staging, set(own))
+            self.written -= result.written
+            if self.cache is None:  # workers wrote its family too
+                assert result.summary is not None
+                self.suspect.update(family_paths(result.summary))
 
     def move_into_site(
         self, numbers: dict[str, NumberEntry], accepted: set[str], previous: dict[str, NumberEntry]
@@ -675,11 +682,10 @@ class _Build:
                 changed.append(OutputFile(path, data))
         self.new_cache.sitewide = record
         if not self.incremental:
-            Writer(self.staging, atomic=False).write(changed, overwrite=True)
-            self.written += sum(1 for f in changed if f.path not in self.family_written)
-            unclaimed = affected - set(shared) - set(owned)
-            _remove_files(self.staging, unclaimed)
-            self.written += len(self.family_written - unclaimed)
+            # (files written counts writes: a path several records claim was
+            # written by each of their workers, then once more here)
+            self.written += Writer(self.staging, atomic=False).write(changed, overwrite=True)
+            _remove_files(self.staging, affected - set(shared) - set(owned))
             return set()
         for file in changed:
             target = self.site / file.path
@@ -696,8 +702,7 @@ class _Build:
         in an incremental one, those claimed by records added, removed or
         changed since the last build."""
         if self.cache is None:
-            claims = Counter(p for s in summaries for p in set(family_paths(s)))
-            return {p for p, n in claims.items() if n > 1} | self.suspect
+            return shared_family_paths(summaries) | self.suspect
         old, new = self.cache.numbers, self.new_cache.numbers
         paths: set[str] = set()
         for number in set(old) | set(new):

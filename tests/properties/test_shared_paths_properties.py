@@ -1,0 +1,65 @@
+"""`shared_family_paths` finds shared paths without listing every record's:
+it must agree with the definition (a path more than one record claims) for
+any mix of shared prefixes, shared aliases and shared integrity reports."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from generator import layout
+from generator.sitewide import family_paths, shared_family_paths
+from generator.view import Summary
+
+# Common stems and a two-letter alphabet make shared 8-, 12- and 16-character prefixes common.
+stems = st.sampled_from(["A2", "A2AAAAAA", "A2AAAAAAAAAA", "A2AAAAAAAAAAAAAA", "A2BBBBBBBBBBBBBBB"])
+bodies = st.tuples(stems, st.text(alphabet="AB", min_size=26, max_size=26)).map(
+    lambda parts: (parts[0] + parts[1])[:26]
+)
+arxiv_ids = st.sampled_from(["2101.00001", "2101.00002", "hep-th/9901001"])
+
+
+@st.composite
+def summaries(draw: st.DrawFn) -> Summary:
+    body = draw(bodies)
+    source_id = draw(arxiv_ids)
+    version = draw(st.integers(1, 3))
+    aliases = [("arxiv", source_id), ("arxiv_version", f"{source_id}v{version}")]
+    aliases += [(f"pith_short_{n}", body[:n]) for n in (8, 12, 16)]
+    lookups = tuple(
+        (path, kind, value)
+        for kind, value in aliases
+        if (path := layout.resolve_json(kind, value)) is not None
+    )
+    integrity = draw(st.booleans())
+    return Summary(
+        pith_number=f"pith:2021:{body}",
+        title="t",
+        authors="a",
+        submitted_at="2021-01-01T00:00:00Z",
+        primary_cat="cs.DC",
+        cross_cats=(),
+        source_kind="arxiv",
+        source_id=source_id,
+        source_version=version,
+        aliases=tuple(aliases),
+        canonical_sha256="0" * 64,
+        record_sha256="0" * 64,
+        bundle_sha256=None,
+        state_sha256="0" * 64,
+        event_count=0,
+        key_ids=(),
+        updated_at="2021-01-01T00:00:00Z",
+        integrity_path=f"pith/{source_id}/integrity.json" if integrity else None,
+        integrity_json="{}" if integrity else None,
+        lookups=lookups,
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(summaries(), max_size=12, unique_by=lambda s: s.pith_number))
+def test_shared_paths_are_exactly_those_claimed_twice(records: list[Summary]) -> None:
+    claims = Counter(path for s in records for path in set(family_paths(s)))
+    assert shared_family_paths(records) == {path for path, n in claims.items() if n > 1}
