@@ -2,7 +2,10 @@
 
 Rules:
 - It lives in one file, `<cache dir>/build-cache.json` (default
-  `.pith-cache/`, safe to delete at any time: the next build is then a full one).
+  `.pith-cache/`, safe to delete at any time: the next build is then a full one),
+  one JSON value per line and a SHA-256 of all of them on the last line: it is
+  written and read one entry at a time, since at 100,000 records the whole
+  file held in memory at once (and its dicts) would cost hundreds of MB.
 - It is keyed by everything that shapes the output: the tool's version, the
   pinned keys, every template and asset byte, and the options. Any change to
   the key, a file that does not parse, a checksum that does not match, or a
@@ -31,7 +34,7 @@ from .manifest import MANIFEST_PATH
 from .reconcile import Candidate
 from .view import Summary
 
-CACHE_FORMAT = 6
+CACHE_FORMAT = 7
 CACHE_FILE = "build-cache.json"
 QUICK_FILE = "unchanged-check.json"
 """A small companion file: enough to tell, without loading the cache, that
@@ -104,28 +107,46 @@ def file_sha256(path: Path) -> str:
 
 
 def load_cache(directory: Path, key: str, site: Path) -> BuildCache | None:
-    """The last build's cache, or None when it cannot be trusted for this build."""
+    """The last build's cache, or None when it cannot be trusted for this build.
+
+    Entries are parsed as they are read; nothing is used unless the last
+    line's checksum covers every line before it."""
     try:
-        raw = (directory / CACHE_FILE).read_bytes()
-        checksum, _, payload = raw.partition(b"\n")
-        if hashlib.sha256(payload).hexdigest().encode() != checksum:
-            return None
-        data = orjson.loads(payload)
-        if data.get("format") != CACHE_FORMAT or data.get("key") != key:
-            return None
-        manifest = site / MANIFEST_PATH
-        if not manifest.is_file() or file_sha256(manifest) != data["manifest_sha256"]:
-            return None
-        return BuildCache(
-            key=key,
-            manifest_sha256=data["manifest_sha256"],
-            files={name: _file_entry(e) for name, e in data["files"].items()},
-            numbers={n: _number_entry(e) for n, e in data["numbers"].items()},
-            sitewide={p: (str(k), str(h)) for p, (k, h) in data["sitewide"].items()},
-            sitewide_inputs=str(data["sitewide_inputs"]),
-        )
+        with open(directory / CACHE_FILE, "rb") as handle:
+            digest = hashlib.sha256()
+            header_line = handle.readline()
+            digest.update(header_line)
+            header = orjson.loads(header_line)
+            if header.get("format") != CACHE_FORMAT or header.get("key") != key:
+                return None
+            manifest = site / MANIFEST_PATH
+            if not manifest.is_file() or file_sha256(manifest) != header["manifest_sha256"]:
+                return None
+            cache = BuildCache(
+                key=key,
+                manifest_sha256=header["manifest_sha256"],
+                sitewide={p: (str(k), str(h)) for p, (k, h) in header["sitewide"].items()},
+                sitewide_inputs=str(header["sitewide_inputs"]),
+            )
+            for line in handle:
+                if line.startswith(_CHECKSUM):
+                    if line[len(_CHECKSUM) :].strip() != digest.hexdigest().encode():
+                        return None
+                    return cache
+                digest.update(line)
+                kind, name, entry = orjson.loads(line)
+                if kind == "f":
+                    cache.files[name] = _file_entry(entry)
+                elif kind == "n":
+                    cache.numbers[name] = _number_entry(entry)
+                else:
+                    return None
+        return None  # no checksum line: a torn or truncated file
     except (OSError, ValueError, KeyError, TypeError):
         return None
+
+
+_CHECKSUM = b"sha256 "
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,20 +216,31 @@ def save_unchanged(directory: Path, cache: BuildCache, extra: str, report: Uncha
 
 
 def save_cache(directory: Path, cache: BuildCache) -> None:
-    payload = orjson.dumps(
-        {
-            "format": CACHE_FORMAT,
-            "key": cache.key,
-            "manifest_sha256": cache.manifest_sha256,
-            "files": {name: _file_json(e) for name, e in sorted(cache.files.items())},
-            "numbers": {n: _number_json(e) for n, e in sorted(cache.numbers.items())},
-            "sitewide": {p: list(v) for p, v in sorted(cache.sitewide.items())},
-            "sitewide_inputs": cache.sitewide_inputs,
-        }
-    )
+    """Write the cache one entry per line through a temporary file, then rename."""
     directory.mkdir(parents=True, exist_ok=True)
     temporary = directory / f".{CACHE_FILE}.tmp-{os.getpid()}"
-    temporary.write_bytes(hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload)
+    digest = hashlib.sha256()
+    with open(temporary, "wb", buffering=1 << 20) as handle:
+
+        def put(value: Any) -> None:
+            line = orjson.dumps(value) + b"\n"
+            digest.update(line)
+            handle.write(line)
+
+        put(
+            {
+                "format": CACHE_FORMAT,
+                "key": cache.key,
+                "manifest_sha256": cache.manifest_sha256,
+                "sitewide": {p: list(v) for p, v in sorted(cache.sitewide.items())},
+                "sitewide_inputs": cache.sitewide_inputs,
+            }
+        )
+        for name in sorted(cache.files):
+            put(["f", name, _file_json(cache.files[name])])
+        for number in sorted(cache.numbers):
+            put(["n", number, _number_json(cache.numbers[number])])
+        handle.write(_CHECKSUM + digest.hexdigest().encode() + b"\n")
     os.replace(temporary, directory / CACHE_FILE)
 
 

@@ -1,0 +1,79 @@
+"""The build cache file: trusted only whole and only for the site it describes.
+
+A cache that is damaged, cut short, written for other settings or for another
+site must make the next build a full one, never a wrong incremental one."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from sitekit import Project, record_doc
+
+from generator.cache import CACHE_FILE
+
+
+@pytest.fixture
+def built(tmp_path: Path) -> Project:
+    p = Project(tmp_path / "cached")
+    p.add_real()
+    p.add("a.json", record_doc(source_id="2304.00044", title="Cached Record"))
+    assert p.build().mode == "full"
+    return p
+
+
+def cache_file(project: Project) -> Path:
+    return project.config().cache_dir / CACHE_FILE
+
+
+def test_an_intact_cache_makes_the_next_build_incremental(built: Project) -> None:
+    lines = cache_file(built).read_bytes().splitlines()
+    assert lines[-1].startswith(b"sha256 ")
+    assert sum(line.startswith(b'["n",') for line in lines) == 3  # one line per published number
+    built.add("b.json", record_doc(source_id="2304.00055", title="Added"))
+    report = built.build()
+    assert report.mode == "incremental" and report.rendered == 1
+
+
+def flip_in_an_entry(data: bytes) -> bytes:
+    at = data.index(b"Cached Record")
+    return data[:at] + b"X" + data[at + 1 :]
+
+
+def drop_checksum(data: bytes) -> bytes:
+    return data[: data.rindex(b"sha256 ")]
+
+
+def cut_midway(data: bytes) -> bytes:
+    return data[: len(data) // 2]
+
+
+def drop_an_entry(data: bytes) -> bytes:
+    lines = data.splitlines(keepends=True)
+    first = next(i for i, line in enumerate(lines) if line.startswith(b'["n",'))
+    return b"".join(lines[:first] + lines[first + 1 :])
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [flip_in_an_entry, drop_checksum, cut_midway, drop_an_entry, lambda data: b"", lambda data: b"\x00" * 64],
+    ids=["flipped byte", "no checksum", "cut midway", "entry removed", "empty", "binary"],
+)
+def test_a_damaged_cache_means_a_full_build(built: Project, damage: Callable[[bytes], bytes]) -> None:
+    path = cache_file(built)
+    path.write_bytes(damage(path.read_bytes()))
+    built.add("b.json", record_doc(source_id="2304.00055", title="Added"))
+    report = built.build()
+    assert report.mode == "full" and report.published == 4 and report.rendered == 4
+
+
+def test_a_cache_for_another_site_is_not_used(built: Project) -> None:
+    (built.site / ".well-known/pith/mirror.json").write_bytes(b"{}")  # not the manifest it wrote
+    built.add("b.json", record_doc(source_id="2304.00055", title="Added"))
+    assert built.build().mode == "full"
+
+
+def test_a_cache_for_other_settings_is_not_used(built: Project) -> None:
+    built.add("b.json", record_doc(source_id="2304.00055", title="Added"))
+    assert built.build(site_title="Another Title").mode == "full"
