@@ -62,18 +62,21 @@ def eager(path: str, data: bytes) -> Lazy:
 
 
 class _Once:
-    """Render a page's HTML at most once for its two paths."""
+    """Render a page's HTML at most once for its paths, and let it go once each
+    has taken it: a full build makes thousands of listing pages."""
 
-    __slots__ = ("data", "make_html")
+    __slots__ = ("data", "make_html", "takers")
 
-    def __init__(self, make_html: Callable[[], str]) -> None:
+    def __init__(self, make_html: Callable[[], str], takers: int = 2) -> None:
         self.make_html = make_html
         self.data: bytes | None = None
+        self.takers = takers
 
     def __call__(self) -> bytes:
-        if self.data is None:
-            self.data = self.make_html().encode("utf-8")
-        return self.data
+        data = self.data if self.data is not None else self.make_html().encode("utf-8")
+        self.takers -= 1
+        self.data = data if self.takers > 0 else None
+        return data
 
 
 def lazy_page(path: str, key: str, make_html: Callable[[], str]) -> list[Lazy]:
@@ -98,15 +101,26 @@ def group(key: str, make_all: Callable[[], Sequence[OutputFile]], previous: Prev
     known = sorted(path for path, (old, _) in previous.items() if old == key)
     if known:
         return [Lazy(path, key, partial(_never_made, path)) for path in known]
-    return [Lazy(f.path, key, partial(_same_bytes, f.data)) for f in make_all()]
+    return [Lazy(f.path, key, _Take(f.data)) for f in make_all()]
 
 
 def _never_made(path: str) -> bytes:
     raise RuntimeError(f"{path}: its key is unchanged, so it must not be made again")
 
 
-def _same_bytes(data: bytes) -> bytes:
-    return data
+class _Take:
+    """Bytes made ahead, handed over once and then let go."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:
+        self.data: bytes | None = data
+
+    def __call__(self) -> bytes:
+        data, self.data = self.data, None
+        if data is None:
+            raise RuntimeError("made bytes were taken twice")
+        return data
 
 
 def newest_first(summaries: Iterable[Summary]) -> list[Summary]:
@@ -153,7 +167,7 @@ def listing_pages(
             return render(env, "index.html", **context)
 
         if number == 1 and not path:
-            files.append(Lazy("index.html", key, _Once(make)))
+            files.append(Lazy("index.html", key, _Once(make, takers=1)))
         else:
             files += lazy_page(path if number == 1 else f"{prefix}page/{number}", key, make)
     return files

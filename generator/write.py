@@ -80,7 +80,7 @@ class Writer:
     """Writes files under one root, refusing two files for one path in one call.
 
     Folders made are remembered for the writer's life, and a file whose bytes
-    are the very object of a file written earlier in the same call (a page at
+    are the very object of the file written just before it (a page at
     `x.html` and `x/index.html`) becomes a hard link to it where the file
     system allows: per-record output is dozens of small files, and creating
     them is most of a cold build's system time.
@@ -90,11 +90,11 @@ class Writer:
         self.root = str(root)
         self.atomic = atomic
         self._made: set[str] = set()
+        self._last: tuple[bytes, str] | None = None
 
     def write(self, files: Iterable[OutputFile], overwrite: bool = False) -> int:
         count = 0
         seen: set[str] = set()
-        first: dict[int, tuple[bytes, str]] = {}
         for file in files:
             check_path(file.path)
             if file.path in seen:
@@ -106,21 +106,21 @@ class Writer:
                 os.makedirs(parent, exist_ok=True)
                 self._made.add(parent)
             try:
-                self._put(target, file.data, first)
+                self._put(target, file.data)
             except FileNotFoundError:  # a folder removed since (builds prune empty folders)
                 os.makedirs(parent, exist_ok=True)
-                self._put(target, file.data, first)
+                self._put(target, file.data)
             count += 1
         return count
 
-    def _put(self, target: str, data: bytes, first: dict[int, tuple[bytes, str]]) -> None:
+    def _put(self, target: str, data: bytes) -> None:
         if self.atomic:
             write_atomic(Path(target), data)
             return
-        twin = first.get(id(data))
+        twin = self._last
         if twin is None or twin[0] is not data or not _link(twin[1], target):
             _write_new(target, data)
-            first[id(data)] = (data, target)
+            self._last = (data, target)
 
 
 def _write_new(target: str, data: bytes) -> None:
