@@ -34,7 +34,7 @@ from .manifest import MANIFEST_PATH
 from .reconcile import Candidate
 from .view import Summary
 
-CACHE_FORMAT = 7
+CACHE_FORMAT = 8
 CACHE_FILE = "build-cache.json"
 QUICK_FILE = "unchanged-check.json"
 """A small companion file: enough to tell, without loading the cache, that
@@ -299,8 +299,7 @@ def _number_entry(d: dict[str, Any]) -> NumberEntry:
             "cross_cats": tuple(s["cross_cats"]),
             "aliases": tuple((str(k), str(v)) for k, v in s["aliases"]),
             "key_ids": tuple(s["key_ids"]),
-            "lookups": tuple((str(p), str(k), str(v)) for p, k, v in s["lookups"]),
-            "terms": tuple(s["terms"]),
+            "lookup_paths": tuple(None if p is None else str(p) for p in s["lookup_paths"]),
         }
     )
     return NumberEntry(

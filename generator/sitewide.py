@@ -450,7 +450,7 @@ def search_key(ordered: Sequence[Summary], config: SiteConfig) -> str:
     """Fingerprint of everything the search index shows, in its order."""
     digest = hashlib.sha1(f"search\x1f{config.base_path}".encode())
     for s in ordered:
-        fields = (s.pith_number, s.title, s.authors, s.source_id, *s.terms)
+        fields = (s.pith_number, s.title, s.authors, s.source_id, s.terms_text)
         digest.update("\x1f".join(fields).encode("utf-8", "surrogatepass") + b"\x1e")
     return digest.hexdigest()[:24]
 

@@ -92,15 +92,30 @@ class Summary:
     key_ids: tuple[str, ...]
     updated_at: str
     integrity_path: str | None = None
-    integrity_json: str | None = None
-    lookups: tuple[tuple[str, str, str], ...] = ()
-    """(look-up file path, alias kind, alias value) for every alias that has one."""
-    terms: tuple[str, ...] = ()
-    """The search terms the record is found by (the same rules as search.js)."""
-    digest: str = ""
-    """Fingerprint of every field above, so site-wide pages know when to re-render."""
     """The integrity report file, named by arXiv id and so shared by every
     version of a paper: the site-wide stage publishes the newest version's."""
+    integrity_json: str | None = None
+    lookup_paths: tuple[str | None, ...] = ()
+    """The look-up file of each alias in `aliases`, in order (None: it has none)."""
+    terms_text: str = ""
+    """The search terms the record is found by (the same rules as search.js),
+    sorted and joined by U+001F: the main process holds one summary per
+    record, and one string costs a tenth of thirty."""
+    digest: str = ""
+    """Fingerprint of every field above, so site-wide pages know when to re-render."""
+
+    @property
+    def lookups(self) -> tuple[tuple[str, str, str], ...]:
+        """(look-up file path, alias kind, alias value) for every alias that has one."""
+        return tuple(
+            (path, kind, value)
+            for (kind, value), path in zip(self.aliases, self.lookup_paths, strict=True)
+            if path is not None
+        )
+
+    @property
+    def terms(self) -> tuple[str, ...]:
+        return tuple(self.terms_text.split(TERM_SEPARATOR)) if self.terms_text else ()
 
     @property
     def body(self) -> str:
@@ -110,6 +125,8 @@ class Summary:
     def year(self) -> str:
         return self.pith_number.split(":")[1]
 
+
+TERM_SEPARATOR = "\x1f"
 
 PAPER_FIELDS = ("title", "authors_text", "abstract_excerpt", "headline")
 
@@ -301,8 +318,9 @@ def summarize(
     title, authors = str(paper.get("title", "")), str(paper.get("authors_text", ""))
     source_kind, source_id, source_version = str(source["kind"]), str(source["id"]), int(source["version"])
     alias_pairs = tuple((str(a.get("alias_kind")), str(a.get("alias_value"))) for a in aliases(pub))
-    lookups = tuple((path, kind, value) for kind, value in alias_pairs if (path := resolve_json(kind, value)))
+    lookup_paths = tuple(resolve_json(kind, value) for kind, value in alias_pairs)
     terms = search_terms(title, authors, pub.pith_number, alias_pairs, source_kind, source_id, source_version)
+    terms = {t for t in terms if TERM_SEPARATOR not in t}  # (no one types a control character)
     summary = Summary(
         pith_number=pub.pith_number,
         title=title,
@@ -323,8 +341,8 @@ def summarize(
         updated_at=updated,
         integrity_path=integrity[0] if integrity else None,
         integrity_json=integrity[1].decode("utf-8") if integrity else None,
-        lookups=lookups,
-        terms=tuple(sorted(terms)),
+        lookup_paths=lookup_paths,
+        terms_text=TERM_SEPARATOR.join(sorted(terms)),
     )
     return replace(summary, digest=_fingerprint(_summary_values(summary)))
 

@@ -28,11 +28,7 @@ def summaries(draw: st.DrawFn) -> Summary:
     version = draw(st.integers(1, 3))
     aliases = [("arxiv", source_id), ("arxiv_version", f"{source_id}v{version}")]
     aliases += [(f"pith_short_{n}", body[:n]) for n in (8, 12, 16)]
-    lookups = tuple(
-        (path, kind, value)
-        for kind, value in aliases
-        if (path := layout.resolve_json(kind, value)) is not None
-    )
+    lookup_paths = tuple(layout.resolve_json(kind, value) for kind, value in aliases)
     integrity = draw(st.booleans())
     return Summary(
         pith_number=f"pith:2021:{body}",
@@ -54,7 +50,7 @@ def summaries(draw: st.DrawFn) -> Summary:
         updated_at="2021-01-01T00:00:00Z",
         integrity_path=f"pith/{source_id}/integrity.json" if integrity else None,
         integrity_json="{}" if integrity else None,
-        lookups=lookups,
+        lookup_paths=lookup_paths,
     )
 
 
