@@ -449,7 +449,7 @@ class _Build:
         rejections += render_rejections
 
         summaries = [numbers[n].summary for n in sorted(numbers)]
-        owned = _paper_page_owners(numbers)
+        owned = _PaperPages(numbers)
         self.new_cache.numbers = numbers
         restore = self.write_sitewide(summaries, rejections, selection.notes, owned, rendered_numbers)
         if restore:  # a page a shared short prefix had replaced must be whole again
@@ -622,8 +622,8 @@ class _Build:
         gone = [n for n in previous if n not in numbers or n in accepted]
         stale = {p for n in gone for p in previous[n].paths}
         stale -= {p for n in accepted for p in numbers[n].paths}
-        if any(p.startswith("paper/") for p in stale):
-            stale -= set(_paper_page_owners(numbers))
+        owned = _PaperPages(numbers)
+        stale = {p for p in stale if p not in owned}
         _remove_files(self.site, stale)
 
     # Stage 5-6 for the whole site.
@@ -632,7 +632,7 @@ class _Build:
         summaries: list[Summary],
         rejections: list[Rejection],
         notes: list[str],
-        owned: dict[str, str],
+        owned: _PaperPages,
         fresh: set[str],
     ) -> set[str]:
         """Write every site-wide file; returns numbers whose replaced pages need restoring.
@@ -698,7 +698,7 @@ class _Build:
                 emit(path, data)
         self.new_cache.sitewide = record
         if staged is not None:
-            _remove_files(self.staging, affected - set(shared) - set(owned))
+            _remove_files(self.staging, {p for p in affected - set(shared) if p not in owned})
             return set()
         for file in changed:
             target = self.site / file.path
@@ -706,7 +706,7 @@ class _Build:
             write_atomic(target, file.data)
         self.written += len(changed)
         gone = (set(previous) - set(fixed)) | (affected - set(shared))
-        _remove_files(self.site, gone - set(owned))
+        _remove_files(self.site, {p for p in gone if p not in owned})
         return {owned[p] for p in gone if p in owned and owned[p] not in fresh}
 
     def affected_family_paths(self, summaries: list[Summary]) -> set[str]:
@@ -744,15 +744,38 @@ class _ContentPaths:
         self.site_files[name] = path
 
 
-def _paper_page_owners(numbers: dict[str, NumberEntry]) -> dict[str, str]:
-    """Paper pages by owner: the only files a number owns that a site-wide file
-    (the list page of a shared 8-character prefix) can replace."""
-    owners: dict[str, str] = {}
-    for number in numbers:
-        body = number.rsplit(":", 1)[1]
-        for path in layout.page_paths(layout.paper_page(body)):
-            owners[path] = number
-    return owners
+class _PaperPages:
+    """Which number owns a paper page: the only files a number owns that a
+    site-wide file (the list page of a shared 8-character prefix) can replace.
+
+    Asked about a handful of paths per build, so each question scans the
+    numbers rather than indexing all 20,000 of them first."""
+
+    def __init__(self, numbers: dict[str, NumberEntry]) -> None:
+        self.numbers = numbers
+        self.found: dict[str, str | None] = {}
+
+    def get(self, path: str) -> str | None:
+        if path not in self.found:
+            owner = None
+            prefix = path.removeprefix("paper/").removesuffix(".html").removesuffix("/index")
+            if path.startswith("paper/") and len(prefix) == 8:
+                for number in self.numbers:
+                    body = number.rsplit(":", 1)[1]
+                    if body.startswith(prefix) and path in layout.page_paths(layout.paper_page(body)):
+                        owner = number
+                        break
+            self.found[path] = owner
+        return self.found[path]
+
+    def __contains__(self, path: object) -> bool:
+        return isinstance(path, str) and self.get(path) is not None
+
+    def __getitem__(self, path: str) -> str:
+        owner = self.get(path)
+        if owner is None:
+            raise KeyError(path)
+        return owner
 
 
 def _sitewide_inputs(
