@@ -23,6 +23,8 @@ Rules:
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import hashlib
 import multiprocessing
 import os
@@ -107,6 +109,7 @@ def _init_worker(
         # Ctrl-C is the parent's to handle: it stops the pool; workers must not
         # each print a KeyboardInterrupt traceback.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        gc.enable()  # forked while the parent defers collection (see _collection_deferred)
     _WORKER.update(
         config=config,
         keyring=keyring,
@@ -324,7 +327,8 @@ def build(
         )
     try:
         run = _Build(config, keyring, staging, pool, progress, cache, key, extra)
-        report = run.execute(started)
+        with _collection_deferred():
+            report = run.execute(started)
         if cache is None:
             finish_publication(staging, config)
             swap_in(staging, site)
@@ -353,6 +357,24 @@ def build(
             report, f"the build cache could not be saved ({exc.strerror}); the next build is a full one"
         )
     return report
+
+
+@contextlib.contextmanager
+def _collection_deferred() -> Iterator[None]:
+    """No cyclic garbage collection while the build runs, as it was before after.
+
+    The main process holds one entry per document; each full collection walks
+    all of them, which at 20,000 records cost about a second of a cold build
+    and a tenth of an incremental one. Nothing it allocates depends on cycles
+    being freed at once, and what cycles there are are freed at the next
+    collection after the build."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _extra_inputs(config: SiteConfig) -> str:

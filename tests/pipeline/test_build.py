@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sitekit import (
@@ -397,3 +398,33 @@ def test_refused_files_are_reported_by_code(project: Project) -> None:
         ("content/empty.json", Code.JSON_INVALID),
     ]
     assert report.published == 2
+
+
+def test_collection_is_deferred_only_while_the_build_runs(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The build pauses cyclic garbage collection and leaves it as it found it."""
+    import gc
+
+    from generator import pipeline
+
+    seen: list[bool] = []
+    real = pipeline._Build.write_sitewide
+
+    def spy(self: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.append(gc.isenabled())
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(pipeline._Build, "write_sitewide", spy)
+    project.add_real()
+    was_enabled = gc.isenabled()
+    try:
+        gc.enable()
+        project.build()
+        assert seen == [False] and gc.isenabled()
+        gc.disable()
+        project.add("b.json", record_doc(source_id="2305.00066", title="Another"))
+        project.build()
+        assert seen == [False, False] and not gc.isenabled()
+    finally:
+        (gc.enable if was_enabled else gc.disable)()
