@@ -220,8 +220,10 @@ def render_template(env: Environment, name: str, context: dict[str, Any]) -> str
     """Render, turning any template failure into a BuildError that names the template."""
     try:
         template = env.get_template(name)
-        # What Template.render does, but with the globals merged by a plain dict copy:
-        # render merges them through a ChainMap, which costs as much as a small page.
+        # What Template.render does, through Jinja's documented low-level API
+        # (new_context, root_render_func), but with the globals merged by a plain
+        # dict copy: render merges them through a ChainMap, which costs as much
+        # as a small page.
         ctx = template.new_context({**env.globals, **context}, shared=True)
         try:
             return env.concat(template.root_render_func(ctx))
