@@ -742,7 +742,9 @@ class _Build:
         paths: set[str] = set()
         for number in set(old) | set(new):
             before, after = old.get(number), new.get(number)
-            if before is not None and after is not None and before.summary.digest == after.summary.digest:
+            if before is after or (
+                before is not None and after is not None and before.summary.digest == after.summary.digest
+            ):
                 continue
             for entry in (before, after):
                 if entry is not None:

@@ -97,6 +97,8 @@ def select(
 
 
 def _one_record(records: list[Candidate], published: Candidate | None, out: Selection) -> Candidate | None:
+    if not records:
+        return published
     distinct = {c.raw_sha256: c for c in sorted(records, key=lambda c: c.file)}
     if not distinct:
         return published
@@ -116,6 +118,8 @@ def _one_record(records: list[Candidate], published: Candidate | None, out: Sele
 
 
 def _one_bundle(bundles: list[Candidate], published: Candidate | None, out: Selection) -> Candidate | None:
+    if not bundles:
+        return published
     if len(bundles) == 1 and published is not None and published.raw_sha256 == bundles[0].raw_sha256:
         return bundles[0]  # the bundle that is published, unchanged
     distinct = {c.raw_sha256: c for c in sorted(bundles, key=lambda c: c.file)}

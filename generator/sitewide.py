@@ -147,6 +147,7 @@ def listing_pages(
 ) -> list[Lazy]:
     """A paged listing: `path/` then `path/page/2/` and so on."""
     pages = max(1, -(-len(records) // per_page))
+    extra_key = str(extra)  # (the same for every page of the listing)
     files: list[Lazy] = []
     prefix = f"{path}/" if path else ""
     for number in range(1, pages + 1):
@@ -161,7 +162,7 @@ def listing_pages(
             "next": None if number == pages else f"{prefix}page/{number + 1}",
             **extra,
         }
-        key = fingerprint(heading, number, pages, len(records), extra, *(s.digest for s in chunk))
+        key = fingerprint(heading, number, pages, len(records), extra_key, *(s.digest for s in chunk))
 
         def make(context: dict[str, Any] = context) -> str:
             return render(env, "index.html", **context)
