@@ -34,7 +34,7 @@ from .manifest import MANIFEST_PATH
 from .reconcile import Candidate
 from .view import Summary
 
-CACHE_FORMAT = 8
+CACHE_FORMAT = 9
 CACHE_FILE = "build-cache.json"
 QUICK_FILE = "unchanged-check.json"
 """A small companion file: enough to tell, without loading the cache, that
@@ -95,6 +95,8 @@ class BuildCache:
     sitewide: dict[str, tuple[str, str]] = field(default_factory=dict)
     """path -> (input fingerprint, sha256 of bytes) of every site-wide file in SITE."""
     sitewide_inputs: str = ""
+    contested: set[str] = field(default_factory=set)
+    """Numbers the last selection had something to say about (see reconcile)."""
 
 
 def stat_key(path: Path | str) -> tuple[int, int, int]:
@@ -127,6 +129,7 @@ def load_cache(directory: Path, key: str, site: Path) -> BuildCache | None:
                 manifest_sha256=header["manifest_sha256"],
                 sitewide={p: (str(k), str(h)) for p, (k, h) in header["sitewide"].items()},
                 sitewide_inputs=str(header["sitewide_inputs"]),
+                contested={str(n) for n in header["contested"]},
             )
             for line in handle:
                 if line.startswith(_CHECKSUM):
@@ -234,6 +237,7 @@ def save_cache(directory: Path, cache: BuildCache) -> None:
                 "manifest_sha256": cache.manifest_sha256,
                 "sitewide": {p: list(v) for p, v in sorted(cache.sitewide.items())},
                 "sitewide_inputs": cache.sitewide_inputs,
+                "contested": sorted(cache.contested),
             }
         )
         for name in sorted(cache.files):

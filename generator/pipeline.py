@@ -465,9 +465,16 @@ class _Build:
         paths = _ContentPaths(str(self.config.content.parent))
 
         published = self.published_documents(candidates, paths)
+        settled = self.settled_numbers(entries, changed, refused_numbers, unidentified)
+        if settled:
+            candidates = [c for c in candidates if c.pith_number not in settled]
+            published = {n: docs for n, docs in published.items() if n not in settled}
         selection = select(candidates, published, refused_numbers, unidentified)
+        self.new_cache.contested = selection.contested
         rejections += selection.rejections
-        numbers, rendered_numbers, render_rejections = self.publish_numbers(selection.choices, fresh, paths)
+        numbers, rendered_numbers, render_rejections = self.publish_numbers(
+            selection.choices, fresh, paths, settled
+        )
         rejections += render_rejections
 
         summaries = [numbers[n].summary for n in sorted(numbers)]
@@ -526,6 +533,26 @@ class _Build:
         changed = sorted({t.name for t in tasks} | (set(previous) - set(entries)))
         return entries, fresh, changed
 
+    def settled_numbers(
+        self,
+        entries: dict[str, FileEntry],
+        changed: list[str],
+        refused_numbers: set[str],
+        unidentified: bool,
+    ) -> set[str]:
+        """Numbers the selection would decide as last time, and silently: none of
+        their documents changed or was refused, and last time it had nothing to
+        say about them. An incremental build leaves them as they are instead of
+        deciding 20,000 numbers again for one changed file."""
+        if self.cache is None or unidentified:
+            return set()
+        touched = refused_numbers | self.cache.contested
+        for name in changed:
+            for entry in (entries.get(name), self.cache.files.get(name)):
+                if entry is not None and entry.pith_number:
+                    touched.add(entry.pith_number)
+        return {n for n in self.cache.numbers if n not in touched}
+
     # What the site already publishes, to refuse rollbacks and keep what stays.
     def published_documents(
         self, candidates: list[Candidate], paths: _ContentPaths
@@ -558,13 +585,13 @@ class _Build:
 
     # Stage 4-6 per number: accept the optimistic renders, redo the contested.
     def publish_numbers(
-        self, choices: list[Choice], fresh: dict[str, _Examined], paths: _ContentPaths
+        self, choices: list[Choice], fresh: dict[str, _Examined], paths: _ContentPaths, settled: set[str]
     ) -> tuple[dict[str, NumberEntry], set[str], list[Rejection]]:
         previous = self.cache.numbers if self.cache else {}
         by_number: dict[str, list[_Examined]] = {}
         for result in fresh.values():
             by_number.setdefault(result.entry.pith_number or "", []).append(result)
-        numbers: dict[str, NumberEntry] = {}
+        numbers: dict[str, NumberEntry] = {n: previous[n] for n in settled}
         redo: list[Choice] = []
         accepted: set[str] = set()
         for choice in choices:

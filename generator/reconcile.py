@@ -55,6 +55,8 @@ class Selection:
     choices: list[Choice] = field(default_factory=list)
     rejections: list[Rejection] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    contested: set[str] = field(default_factory=set)
+    """Numbers this selection had something to say about (a rejection or a note)."""
 
 
 def select(
@@ -70,30 +72,43 @@ def select(
         by_number[candidate.pith_number].append(candidate)
 
     for number in sorted(set(by_number) | set(published)):
-        old_record, old_bundle = published.get(number, (None, None))
-        new = by_number.get(number, [])
-        if not new:
-            if number in refused_numbers or unidentified_refusals:
-                result.choices.append(Choice(number, old_record, old_bundle))
-                result.notes.append(f"{number}: kept as published (its document was refused this time)")
-            else:
-                result.notes.append(f"{number}: unpublished (its document is gone from content)")
-            continue
-        record: Candidate | None
-        bundle: Candidate | None
-        if len(new) == 1:  # the common case, decided without the general rules' sorting
-            only = new[0]
-            if only.kind == "record":
-                record, bundle = only, _one_bundle([], old_bundle, result)
-            else:
-                record, bundle = _one_record([], old_record, result), _one_bundle(new, old_bundle, result)
-        else:
-            record = _one_record([c for c in new if c.kind == "record"], old_record, result)
-            bundle = _one_bundle([c for c in new if c.kind == "bundle"], old_bundle, result)
-        if record is None and bundle is None:
-            continue
-        result.choices.append(Choice(number, record, bundle))
+        said = len(result.rejections) + len(result.notes)
+        _decide(number, by_number.get(number, []), published, refused_numbers, unidentified_refusals, result)
+        if len(result.rejections) + len(result.notes) != said:
+            result.contested.add(number)
     return result
+
+
+def _decide(
+    number: str,
+    new: list[Candidate],
+    published: dict[str, tuple[Candidate | None, Candidate | None]],
+    refused_numbers: set[str],
+    unidentified_refusals: bool,
+    result: Selection,
+) -> None:
+    old_record, old_bundle = published.get(number, (None, None))
+    if not new:
+        if number in refused_numbers or unidentified_refusals:
+            result.choices.append(Choice(number, old_record, old_bundle))
+            result.notes.append(f"{number}: kept as published (its document was refused this time)")
+        else:
+            result.notes.append(f"{number}: unpublished (its document is gone from content)")
+        return
+    record: Candidate | None
+    bundle: Candidate | None
+    if len(new) == 1:  # the common case, decided without the general rules' sorting
+        only = new[0]
+        if only.kind == "record":
+            record, bundle = only, _one_bundle([], old_bundle, result)
+        else:
+            record, bundle = _one_record([], old_record, result), _one_bundle(new, old_bundle, result)
+    else:
+        record = _one_record([c for c in new if c.kind == "record"], old_record, result)
+        bundle = _one_bundle([c for c in new if c.kind == "bundle"], old_bundle, result)
+    if record is None and bundle is None:
+        return
+    result.choices.append(Choice(number, record, bundle))
 
 
 def _one_record(records: list[Candidate], published: Candidate | None, out: Selection) -> Candidate | None:

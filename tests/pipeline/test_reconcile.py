@@ -136,6 +136,30 @@ def test_rollback_against_a_superset_published_in_two_steps(
     assert project.read(f"pith/{BODY}/bundle.json") == bundles["B"]
 
 
+def test_what_a_build_refused_it_says_again_after_unrelated_changes(
+    project: Project, bundles: dict[str, bytes]
+) -> None:
+    """Incremental builds leave settled numbers alone, never the ones with something to say:
+    a rollback, a conflict and a kept publication are reported by every build, as a
+    full build of the same content would."""
+    project.add("b.json", bundles["B"])
+    project.add("r.json", record_doc(source_id="2108.88888", title="Will Be Tampered"))
+    project.build()
+    project.add("b.json", bundles["A"])  # a rollback
+    project.add("r.json", tamper_record(record_doc(source_id="2108.88888", title="Will Be Tampered")))
+    first = project.build()
+    expected = [("content/b.json", Code.BUNDLE_ROLLBACK), ("content/r.json", Code.RECEIPT_BAD_SIGNATURE)]
+    assert codes(first) == expected
+    assert any("kept as published" in n for n in first.notes)
+    for step in range(3):  # unrelated changes: each build says it all again
+        project.add(f"other{step}.json", record_doc(source_id=f"2109.0000{step}", title=f"Other {step}"))
+        report = project.build()
+        assert report.mode == "incremental" and report.rendered == 1
+        assert codes(report) == expected
+        assert report.notes == first.notes
+        assert project.read(f"pith/{BODY}/bundle.json") == bundles["B"]
+
+
 def test_different_record_documents_for_one_number_conflict(project: Project) -> None:
     one = record_doc(source_id="2106.66666")
     two = f.clone(one)
