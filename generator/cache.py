@@ -13,6 +13,8 @@ Rules:
   ignored: never trusted blindly.
 - A document is reused only when its size, mtime and inode are unchanged AND
   (checked when the stat differs) its bytes hash the same.
+- A process that builds again and again (`serve`, `build --watch`) keeps the
+  cache in memory (`WarmCache`) while SITE's manifest keeps the stat it left.
 """
 
 from __future__ import annotations
@@ -311,3 +313,42 @@ def _number_entry(d: dict[str, Any]) -> NumberEntry:
         bundle=_candidate(d["bundle"]),
         summary=summary,
     )
+
+
+@dataclass(slots=True)
+class WarmCache:
+    """The last build's cache, held in memory by a process that builds again and
+    again (`serve`, `build --watch`): reading and writing the whole cache file
+    costs seconds at tens of thousands of records, more than one change does.
+
+    The site's manifest stat tells whether anyone else touched SITE since; if
+    so, the cache file is read as usual. `save_warm` writes the file later,
+    when the site is already up to date; until then the file on disk names the
+    old manifest, so a build that finds it does a full build, never a wrong one.
+    """
+
+    cache: BuildCache | None = None
+    manifest_stat: tuple[int, int, int] | None = None
+    unchanged: Unchanged | None = None
+    extra: str = ""
+    unsaved: bool = False
+
+
+def save_warm(config: SiteConfig, warm: WarmCache) -> None:
+    """Write the cache a warm build kept in memory (a no-op when already written)."""
+    if not warm.unsaved or warm.cache is None or warm.unchanged is None:
+        return
+    save_cache(config.cache_dir, warm.cache)
+    save_unchanged(config.cache_dir, warm.cache, warm.extra, warm.unchanged)
+    warm.unsaved = False
+
+
+def warm_cache_for(warm: WarmCache | None, key: str, site: Path) -> BuildCache | None:
+    """The cache a warm process kept, if SITE's manifest is still the one it left."""
+    if warm is None or warm.cache is None or warm.cache.key != key:
+        return None
+    try:
+        current = stat_key(site / MANIFEST_PATH)
+    except OSError:
+        return None
+    return warm.cache if current == warm.manifest_stat else None

@@ -6,9 +6,10 @@
              -> site-wide pages from summaries -> publish
 
 Rules:
-- Workers are processes (verification and rendering are CPU-bound). Each
-  task's result depends only on its inputs, and results are gathered in a
-  fixed order, so the output is byte-identical whatever the number of workers.
+- Workers are processes (verification and rendering are CPU-bound; see
+  workers.py). Each task's result depends only on its inputs, and results are
+  gathered in a fixed order, so the output is byte-identical whatever the
+  number of workers.
 - Each changed document is verified once. Its files are rendered at once, on
   the bet that it is the only document for its number; numbers that turn out
   to be contested (two documents, a rollback, a kept publication) have that
@@ -29,15 +30,13 @@ import hashlib
 import multiprocessing
 import os
 import shutil
-import signal
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from pathlib import Path
-from typing import Any, TypeVar
 
 from . import layout
 from .cache import (
@@ -45,6 +44,7 @@ from .cache import (
     FileEntry,
     NumberEntry,
     Unchanged,
+    WarmCache,
     build_key,
     check_unchanged,
     file_sha256,
@@ -52,15 +52,15 @@ from .cache import (
     save_cache,
     save_unchanged,
     stat_key,
+    warm_cache_for,
 )
 from .config import SiteConfig
-from .errors import BuildError, Code, Rejection
-from .examine import examine
+from .errors import BuildError, Rejection
 from .keys import Keyring
-from .load import Limits, discover_names
+from .load import discover_names
 from .manifest import MANIFEST_PATH, manifest_files, published_paths, read_published
 from .reconcile import Candidate, Choice, select
-from .render import OutputFile, make_environment, render_publication
+from .render import OutputFile, make_environment
 from .sitewide import (
     Lazy,
     build_time,
@@ -70,12 +70,9 @@ from .sitewide import (
     render_site,
     shared_family_paths,
 )
-from .view import Publication, Summary
-from .write import Writer, is_plain_relative, prepare_staging, swap_in, write_atomic
-
-T = TypeVar("T")
-R = TypeVar("R")
-Progress = Callable[[str, int, int], None]
+from .view import Summary
+from .workers import Examined, Progress, Task, examine_task, init_worker, render_task, run_tasks
+from .write import Writer, prepare_staging, remove_files, swap_in, write_atomic
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,192 +92,6 @@ class BuildReport:
     @property
     def refused_files(self) -> int:
         return len({r.file for r in self.rejections})
-
-
-# Worker processes keep their settings and Jinja environment here, set once by
-# `_init_worker`: per-process state, never shared between processes.
-_WORKER: dict[str, Any] = {}
-
-
-def _init_worker(
-    config: SiteConfig, keyring: Keyring, output: Path, family: bool, in_pool: bool = False
-) -> None:
-    if in_pool:
-        # Ctrl-C is the parent's to handle: it stops the pool; workers must not
-        # each print a KeyboardInterrupt traceback.
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        gc.enable()  # forked while the parent defers collection (see _collection_deferred)
-    _WORKER.update(
-        config=config,
-        keyring=keyring,
-        output=output,
-        writer=Writer(output, atomic=False),
-        family=family,
-        env=make_environment(config, keyring),
-        limits=Limits(max_bytes=config.max_bytes),
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class _Task:
-    path: str
-    name: str
-    root: str
-    from_site: bool = False
-    render: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class _Examined:
-    task: _Task
-    entry: FileEntry
-    derived: bool = False
-    written: int = 0
-    """Files written for the number (its own, then its family's): counts, not
-    paths, since the main process holds one result per document."""
-    summary: Summary | None = None
-
-    def own_paths(self) -> tuple[str, ...]:
-        assert self.summary is not None and self.entry.candidate is not None
-        return layout.number_paths(self.summary.body, self.entry.candidate.kind == "bundle")
-
-
-def _examine_task(task: _Task) -> _Examined:
-    """Verify one file and, if it verifies, render its number as if it were alone."""
-    path = Path(task.path)
-    stat = stat_key(path) if path.exists() else (0, 0, 0)
-    verdict, verified, source = examine(
-        path, task.name, Path(task.root), _WORKER["keyring"], _WORKER["limits"]
-    )
-    rejections = [Rejection(task.name, p.pointer, p.code, p.message) for p in verdict.problems]
-    if verified is None or source is None:
-        entry = FileEntry(stat, source.raw_sha256 if source else "", verdict.pith_number, rejections, None)
-        return _Examined(task, entry)
-    candidate = Candidate(
-        file=task.name,
-        kind=verified.kind,
-        pith_number=verified.pith_number,
-        raw_sha256=source.raw_sha256,
-        event_ids=frozenset(verified.event_ids),
-        from_site=task.from_site,
-    )
-    entry = FileEntry(stat, source.raw_sha256, verified.pith_number, [], candidate)
-    if not task.render:
-        return _Examined(task, entry, derived="derived_by" in source.data)
-    pub = Publication(
-        verified.pith_number,
-        verified if verified.kind == "record" else None,
-        verified if verified.kind == "bundle" else None,
-    )
-    written, summary = _render_and_write(pub, {verified.kind: source.raw})
-    return _Examined(task, entry, written=written, summary=summary)
-
-
-@dataclass(frozen=True, slots=True)
-class _Rendered:
-    pith_number: str
-    written: int
-    summary: Summary | None
-    rejections: tuple[Rejection, ...]
-
-
-def _render_task(item: tuple[Choice, dict[str, str]]) -> _Rendered:
-    """Render a contested number from its chosen documents (verified again here)."""
-    choice, paths = item
-    verified: dict[str, Any] = {}
-    raws: dict[str, bytes] = {}
-    for candidate in choice.files:
-        path = Path(paths[candidate.file])
-        _, doc, source = examine(path, candidate.file, path.parent, _WORKER["keyring"], _WORKER["limits"])
-        if doc is None or source is None or source.raw_sha256 != candidate.raw_sha256:
-            problem = Rejection(
-                candidate.file, "", Code.FILE_UNREADABLE, "the file changed while the build ran"
-            )
-            return _Rendered(choice.pith_number, 0, None, (problem,))
-        verified[candidate.kind] = doc
-        raws[candidate.kind] = source.raw
-    pub = Publication(choice.pith_number, verified.get("record"), verified.get("bundle"))
-    written, summary = _render_and_write(pub, raws)
-    return _Rendered(choice.pith_number, written, summary, ())
-
-
-def _render_and_write(pub: Publication, raws: dict[str, bytes]) -> tuple[int, Summary]:
-    """Render one number into the worker's output folder: its own files, which
-    must be exactly those `layout.number_paths` names, and in a full build its
-    family too (look-ups, short forms, integrity report), as if no other record
-    claimed them; the site-wide stage rewrites the few that others do.
-
-    Returns how many files it wrote, and the number's summary.
-    """
-    env, config, writer = _WORKER["env"], _WORKER["config"], _WORKER["writer"]
-    files, summary = render_publication(pub, raws.get("record"), raws.get("bundle"), env, config)
-    writer.write(files)
-    paths = tuple(sorted(f.path for f in files))
-    if paths != layout.number_paths(summary.body, pub.bundle is not None):
-        raise RuntimeError(f"render wrote {paths}, not the layout's paths for {summary.pith_number}")
-    written = len(paths)
-    if _WORKER["family"]:
-        lazies = record_family_files([summary], env, config, None)
-        written += writer.write([OutputFile(lazy.path, lazy.make()) for lazy in lazies], overwrite=True)
-    return written, summary
-
-
-def _run(
-    fn: Callable[[T], R],
-    items: Sequence[T],
-    pool: ProcessPoolExecutor | None,
-    progress: Progress | None,
-    label: str,
-) -> Iterator[R]:
-    """Map in order, in the pool when there is one; report progress now and then."""
-    if pool is not None and len(items) > 1:
-        workers = os.cpu_count() or 1
-        results: Any = pool.map(fn, items, chunksize=max(1, min(64, len(items) // (4 * workers))))
-    else:
-        results = map(fn, items)
-    step = max(1, len(items) // 20)
-    for index, result in enumerate(results, 1):
-        if progress and (index % step == 0 or index == len(items)):
-            progress(label, index, len(items))
-        yield result
-
-
-@dataclass(slots=True)
-class WarmCache:
-    """The last build's cache, held in memory by a process that builds again and
-    again (`serve`, `build --watch`): reading and writing the whole cache file
-    costs seconds at tens of thousands of records, more than one change does.
-
-    The site's manifest stat tells whether anyone else touched SITE since; if
-    so, the cache file is read as usual. `save_warm` writes the file later,
-    when the site is already up to date; until then the file on disk names the
-    old manifest, so a build that finds it does a full build, never a wrong one.
-    """
-
-    cache: BuildCache | None = None
-    manifest_stat: tuple[int, int, int] | None = None
-    unchanged: Unchanged | None = None
-    extra: str = ""
-    unsaved: bool = False
-
-
-def save_warm(config: SiteConfig, warm: WarmCache) -> None:
-    """Write the cache a warm build kept in memory (a no-op when already written)."""
-    if not warm.unsaved or warm.cache is None or warm.unchanged is None:
-        return
-    save_cache(config.cache_dir, warm.cache)
-    save_unchanged(config.cache_dir, warm.cache, warm.extra, warm.unchanged)
-    warm.unsaved = False
-
-
-def _warm_cache(warm: WarmCache | None, key: str, site: Path) -> BuildCache | None:
-    if warm is None or warm.cache is None or warm.cache.key != key:
-        return None
-    try:
-        current = stat_key(site / MANIFEST_PATH)
-    except OSError:
-        return None
-    return warm.cache if current == warm.manifest_stat else None
 
 
 def build(
@@ -304,7 +115,7 @@ def build(
         raise BuildError(str(site), "the site folder must not be inside the content folder")
     key = build_key(config, keyring)
     extra = _extra_inputs(config)
-    cache = _warm_cache(warm, key, site) if incremental else None
+    cache = warm_cache_for(warm, key, site) if incremental else None
     if incremental and warm is None:  # a warm build fills its cache even when nothing changed
         quick = _unchanged_report(config, key, extra, started)
         if quick is not None:
@@ -313,7 +124,7 @@ def build(
     if incremental and cache is None:
         cache = load_cache(config.cache_dir, key, site)
     family = cache is None  # a full build: workers write what records share too
-    _init_worker(config, keyring, staging, family)  # small batches run in this process
+    init_worker(config, keyring, staging, family)  # small batches run in this process
     pool = None
     if config.jobs > 1:
         # fork is fastest, but forking a process that runs threads (serve, --watch)
@@ -322,7 +133,7 @@ def build(
         pool = ProcessPoolExecutor(
             config.jobs,
             mp_context=multiprocessing.get_context(method),
-            initializer=_init_worker,
+            initializer=init_worker,
             initargs=(config, keyring, staging, family, True),
         )
     try:
@@ -500,11 +311,11 @@ class _Build:
         )
 
     # Stage 1-3: every content file, reusing the cache for unchanged ones.
-    def examine_content(self) -> tuple[dict[str, FileEntry], dict[str, _Examined], list[str]]:
+    def examine_content(self) -> tuple[dict[str, FileEntry], dict[str, Examined], list[str]]:
         content = self.config.content
         previous = self.cache.files if self.cache else {}
         entries: dict[str, FileEntry] = {}
-        tasks: list[_Task] = []
+        tasks: list[Task] = []
         top = f"{content.name}/"
         for path, rel in discover_names(content):
             name = top + rel
@@ -520,9 +331,9 @@ class _Build:
                         continue
                 except OSError:
                     pass
-            tasks.append(_Task(path, name, str(content)))
-        fresh: dict[str, _Examined] = {}
-        for result in _run(_examine_task, tasks, self.pool, self.progress, "verified"):
+            tasks.append(Task(path, name, str(content)))
+        fresh: dict[str, Examined] = {}
+        for result in run_tasks(examine_task, tasks, self.pool, self.progress, "verified"):
             entries[result.task.name] = result.entry
             self.written += result.written
             if result.summary is not None:
@@ -569,9 +380,9 @@ class _Build:
             if number in new_hashes and new_hashes[number] <= known:
                 continue
             for path, name, _kind in published_paths(self.site, number, entry):
-                tasks.append(_Task(str(path), name, str(path.parent), from_site=True, render=False))
+                tasks.append(Task(str(path), name, str(path.parent), from_site=True, render=False))
         old: dict[str, tuple[Candidate | None, Candidate | None]] = {}
-        for result in _run(_examine_task, tasks, self.pool, None, "published"):
+        for result in run_tasks(examine_task, tasks, self.pool, None, "published"):
             candidate = result.entry.candidate
             paths[result.task.name] = result.task.path
             if candidate is None or (candidate.kind == "record" and result.derived):
@@ -585,10 +396,10 @@ class _Build:
 
     # Stage 4-6 per number: accept the optimistic renders, redo the contested.
     def publish_numbers(
-        self, choices: list[Choice], fresh: dict[str, _Examined], paths: _ContentPaths, settled: set[str]
+        self, choices: list[Choice], fresh: dict[str, Examined], paths: _ContentPaths, settled: set[str]
     ) -> tuple[dict[str, NumberEntry], set[str], list[Rejection]]:
         previous = self.cache.numbers if self.cache else {}
-        by_number: dict[str, list[_Examined]] = {}
+        by_number: dict[str, list[Examined]] = {}
         for result in fresh.values():
             by_number.setdefault(result.entry.pith_number or "", []).append(result)
         numbers: dict[str, NumberEntry] = {n: previous[n] for n in settled}
@@ -636,7 +447,7 @@ class _Build:
         done: set[str] = set()
         by_number = {c.pith_number: c for c in choices}
         items = [(c, {f.file: paths[f.file] for f in c.files}) for c in choices]
-        for result in _run(_render_task, items, self.pool, None, "re-rendered"):
+        for result in run_tasks(render_task, items, self.pool, None, "re-rendered"):
             rejections += result.rejections
             self.written += result.written
             if result.summary is not None:
@@ -645,11 +456,11 @@ class _Build:
                 done.add(result.pith_number)
         return done
 
-    def discard(self, claimants: list[_Examined]) -> None:
+    def discard(self, claimants: list[Examined]) -> None:
         """Remove optimistic renders that are not what gets published."""
         for result in claimants:
             own = result.own_paths()
-            _remove_files(self.staging, set(own))
+            remove_files(self.staging, set(own))
             self.written -= result.written
             if self.cache is None:  # workers wrote its family too
                 assert result.summary is not None
@@ -673,7 +484,7 @@ class _Build:
         stale -= {p for n in accepted for p in numbers[n].paths}
         owned = _PaperPages(numbers)
         stale = {p for p in stale if p not in owned}
-        _remove_files(self.site, stale)
+        remove_files(self.site, stale)
 
     # Stage 5-6 for the whole site.
     def write_sitewide(
@@ -747,7 +558,7 @@ class _Build:
                 emit(path, data)
         self.new_cache.sitewide = record
         if staged is not None:
-            _remove_files(self.staging, {p for p in affected - set(shared) if p not in owned})
+            remove_files(self.staging, {p for p in affected - set(shared) if p not in owned})
             return set()
         for file in changed:
             target = self.site / file.path
@@ -755,7 +566,7 @@ class _Build:
             write_atomic(target, file.data)
         self.written += len(changed)
         gone = (set(previous) - set(fixed)) | (affected - set(shared))
-        _remove_files(self.site, {p for p in gone if p not in owned})
+        remove_files(self.site, {p for p in gone if p not in owned})
         return {owned[p] for p in gone if p in owned and owned[p] not in fresh}
 
     def affected_family_paths(self, summaries: list[Summary]) -> set[str]:
@@ -845,21 +656,3 @@ def _sitewide_inputs(
 
 def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def _remove_files(site: Path, paths: set[str]) -> None:
-    """Delete files (never outside SITE) and the folders they leave empty."""
-    folders: set[Path] = set()
-    for path in sorted(paths):
-        if not is_plain_relative(path):
-            continue
-        target = site / path
-        target.unlink(missing_ok=True)
-        folders.add(target.parent)
-    for folder in sorted(folders, key=lambda p: len(p.parts), reverse=True):
-        while folder != site and site in folder.parents:
-            try:
-                folder.rmdir()
-            except OSError:
-                break
-            folder = folder.parent

@@ -56,6 +56,7 @@ from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver, ObservedWatch
 
 from . import pipeline
+from .cache import WarmCache, save_warm
 from .config import SiteConfig, find_config_file, load_config
 from .errors import BuildError, ConfigError, Rejection
 from .keys import Keyring
@@ -261,7 +262,7 @@ class Rebuilder:
         show_notes: bool = True,
     ) -> None:
         self._load = load
-        self._warm = pipeline.WarmCache()
+        self._warm = WarmCache()
         self._build = build or self._warm_build
         self._out, self._err = out, err
         self.quiet, self.patience, self.show_notes = quiet, patience, show_notes
@@ -423,7 +424,7 @@ class Rebuilder:
     def _save_cache(self) -> None:
         """After the site is rewritten and reported: the cache file, for the next process."""
         try:
-            pipeline.save_warm(self._setup.config, self._warm)
+            save_warm(self._setup.config, self._warm)
         except OSError as exc:
             self._say(
                 f"warning: the build cache could not be saved ({exc.strerror}); "

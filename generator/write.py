@@ -160,3 +160,21 @@ def write_atomic(target: Path, data: bytes) -> None:
     with open(temporary, "wb") as handle:
         handle.write(data)
     os.replace(temporary, target)
+
+
+def remove_files(site: Path, paths: set[str]) -> None:
+    """Delete files (never outside SITE) and the folders they leave empty."""
+    folders: set[Path] = set()
+    for path in sorted(paths):
+        if not is_plain_relative(path):
+            continue
+        target = site / path
+        target.unlink(missing_ok=True)
+        folders.add(target.parent)
+    for folder in sorted(folders, key=lambda p: len(p.parts), reverse=True):
+        while folder != site and site in folder.parents:
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+            folder = folder.parent

@@ -14,7 +14,7 @@ import pytest
 from sitekit import BOTH_KEYS, REAL_BUNDLE, REAL_RECORD, Project, bundle_events, record_doc, tree
 
 from generator import pipeline, sitewide
-from generator.cache import CACHE_FILE
+from generator.cache import CACHE_FILE, WarmCache, save_warm
 
 TITLE = "Warm Bundles"
 RECORD = f.canonical_record(source_id="2301.00011", title=TITLE, submitted_at="2023-01-05T00:00:00Z")
@@ -49,12 +49,12 @@ def assert_same_as_fresh(project: Project, root: Path) -> None:
     assert [p for p in ours if ours[p] != theirs[p] and not p.startswith("report")] == []
 
 
-def warm_build(project: Project, warm: pipeline.WarmCache) -> pipeline.BuildReport:
+def warm_build(project: Project, warm: WarmCache) -> pipeline.BuildReport:
     return pipeline.build(project.config(), BOTH_KEYS, warm=warm)
 
 
 def test_warm_builds_equal_fresh_ones(project: Project, tmp_path: Path) -> None:
-    warm = pipeline.WarmCache()
+    warm = WarmCache()
     assert warm_build(project, warm).mode == "full"
     steps = [
         lambda: project.add("b.json", grown(2)),  # the bundle grows
@@ -70,16 +70,16 @@ def test_warm_builds_equal_fresh_ones(project: Project, tmp_path: Path) -> None:
 
 
 def test_the_cache_file_waits_for_save_warm(project: Project) -> None:
-    warm = pipeline.WarmCache()
+    warm = WarmCache()
     warm_build(project, warm)
     cache_file = project.config().cache_dir / CACHE_FILE
     assert not cache_file.exists()
-    pipeline.save_warm(project.config(), warm)
+    save_warm(project.config(), warm)
     written = cache_file.stat().st_mtime_ns, cache_file.stat().st_ino
     project.add("b.json", grown(2))
     warm_build(project, warm)
     assert (cache_file.stat().st_mtime_ns, cache_file.stat().st_ino) == written
-    pipeline.save_warm(project.config(), warm)
+    save_warm(project.config(), warm)
     # the saved cache serves a build in another process: nothing is rendered again
     report = project.build()
     assert report.mode == "incremental" and report.rendered == 0
@@ -96,7 +96,7 @@ def test_a_site_changed_by_another_build_is_read_again(
         return real_load(directory, key, site)
 
     monkeypatch.setattr(pipeline, "load_cache", counting_load)
-    warm = pipeline.WarmCache()
+    warm = WarmCache()
     warm_build(project, warm)
     project.add("b.json", grown(2))
     warm_build(project, warm)
@@ -121,7 +121,7 @@ def test_a_changed_bundle_leaves_the_search_index_alone(
             return _real(*args)
 
         monkeypatch.setattr(sitewide, name, spy)
-    warm = pipeline.WarmCache()
+    warm = WarmCache()
     warm_build(project, warm)
     assert sorted(made) == ["report_files", "search_files", "sitemap_files"]
     search = sorted(project.site.glob("search/**/*.json"))

@@ -1,0 +1,187 @@
+"""Stages 1-3 in worker processes: examine one document, render one number,
+write its files.
+
+Rules:
+- Each task's result depends only on its inputs; `run_tasks` yields results
+  in the order of the tasks, so the output is the same whatever the number of
+  workers.
+- Workers write straight into the build's output folder and send back small
+  results: a cache entry, counts of files written, the number's summary.
+- Per-process state (settings, Jinja environment, writer) is set once by
+  `init_worker` and never shared between processes.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import signal
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from . import layout
+from .cache import FileEntry, stat_key
+from .config import SiteConfig
+from .errors import Code, Rejection
+from .examine import examine
+from .keys import Keyring
+from .load import Limits
+from .reconcile import Candidate, Choice
+from .render import OutputFile, make_environment, render_publication
+from .sitewide import record_family_files
+from .view import Publication, Summary
+from .write import Writer
+
+T = TypeVar("T")
+R = TypeVar("R")
+Progress = Callable[[str, int, int], None]
+
+# Worker processes keep their settings and Jinja environment here, set once by
+# `init_worker`: per-process state, never shared between processes.
+_WORKER: dict[str, Any] = {}
+
+
+def init_worker(
+    config: SiteConfig, keyring: Keyring, output: Path, family: bool, in_pool: bool = False
+) -> None:
+    if in_pool:
+        # Ctrl-C is the parent's to handle: it stops the pool; workers must not
+        # each print a KeyboardInterrupt traceback.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        gc.enable()  # forked while the parent defers collection (see pipeline._collection_deferred)
+    _WORKER.update(
+        config=config,
+        keyring=keyring,
+        output=output,
+        writer=Writer(output, atomic=False),
+        family=family,
+        env=make_environment(config, keyring),
+        limits=Limits(max_bytes=config.max_bytes),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    path: str
+    name: str
+    root: str
+    from_site: bool = False
+    render: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Examined:
+    task: Task
+    entry: FileEntry
+    derived: bool = False
+    written: int = 0
+    """Files written for the number (its own, then its family's): counts, not
+    paths, since the main process holds one result per document."""
+    summary: Summary | None = None
+
+    def own_paths(self) -> tuple[str, ...]:
+        assert self.summary is not None and self.entry.candidate is not None
+        return layout.number_paths(self.summary.body, self.entry.candidate.kind == "bundle")
+
+
+def examine_task(task: Task) -> Examined:
+    """Verify one file and, if it verifies, render its number as if it were alone."""
+    path = Path(task.path)
+    stat = stat_key(path) if path.exists() else (0, 0, 0)
+    verdict, verified, source = examine(
+        path, task.name, Path(task.root), _WORKER["keyring"], _WORKER["limits"]
+    )
+    rejections = [Rejection(task.name, p.pointer, p.code, p.message) for p in verdict.problems]
+    if verified is None or source is None:
+        entry = FileEntry(stat, source.raw_sha256 if source else "", verdict.pith_number, rejections, None)
+        return Examined(task, entry)
+    candidate = Candidate(
+        file=task.name,
+        kind=verified.kind,
+        pith_number=verified.pith_number,
+        raw_sha256=source.raw_sha256,
+        event_ids=frozenset(verified.event_ids),
+        from_site=task.from_site,
+    )
+    entry = FileEntry(stat, source.raw_sha256, verified.pith_number, [], candidate)
+    if not task.render:
+        return Examined(task, entry, derived="derived_by" in source.data)
+    pub = Publication(
+        verified.pith_number,
+        verified if verified.kind == "record" else None,
+        verified if verified.kind == "bundle" else None,
+    )
+    written, summary = render_and_write(pub, {verified.kind: source.raw})
+    return Examined(task, entry, written=written, summary=summary)
+
+
+@dataclass(frozen=True, slots=True)
+class Rendered:
+    pith_number: str
+    written: int
+    summary: Summary | None
+    rejections: tuple[Rejection, ...]
+
+
+def render_task(item: tuple[Choice, dict[str, str]]) -> Rendered:
+    """Render a contested number from its chosen documents (verified again here)."""
+    choice, paths = item
+    verified: dict[str, Any] = {}
+    raws: dict[str, bytes] = {}
+    for candidate in choice.files:
+        path = Path(paths[candidate.file])
+        _, doc, source = examine(path, candidate.file, path.parent, _WORKER["keyring"], _WORKER["limits"])
+        if doc is None or source is None or source.raw_sha256 != candidate.raw_sha256:
+            problem = Rejection(
+                candidate.file, "", Code.FILE_UNREADABLE, "the file changed while the build ran"
+            )
+            return Rendered(choice.pith_number, 0, None, (problem,))
+        verified[candidate.kind] = doc
+        raws[candidate.kind] = source.raw
+    pub = Publication(choice.pith_number, verified.get("record"), verified.get("bundle"))
+    written, summary = render_and_write(pub, raws)
+    return Rendered(choice.pith_number, written, summary, ())
+
+
+def render_and_write(pub: Publication, raws: dict[str, bytes]) -> tuple[int, Summary]:
+    """Render one number into the worker's output folder: its own files, which
+    must be exactly those `layout.number_paths` names, and in a full build its
+    family too (look-ups, short forms, integrity report), as if no other record
+    claimed them; the site-wide stage rewrites the few that others do.
+
+    Returns how many files it wrote, and the number's summary.
+    """
+    env, config, writer = _WORKER["env"], _WORKER["config"], _WORKER["writer"]
+    files, summary = render_publication(pub, raws.get("record"), raws.get("bundle"), env, config)
+    writer.write(files)
+    paths = tuple(sorted(f.path for f in files))
+    if paths != layout.number_paths(summary.body, pub.bundle is not None):
+        raise RuntimeError(f"render wrote {paths}, not the layout's paths for {summary.pith_number}")
+    written = len(paths)
+    if _WORKER["family"]:
+        lazies = record_family_files([summary], env, config, None)
+        written += writer.write([OutputFile(lazy.path, lazy.make()) for lazy in lazies], overwrite=True)
+    return written, summary
+
+
+def run_tasks(
+    fn: Callable[[T], R],
+    items: Sequence[T],
+    pool: ProcessPoolExecutor | None,
+    progress: Progress | None,
+    label: str,
+) -> Iterator[R]:
+    """Map in order, in the pool when there is one; report progress now and then."""
+    if pool is not None and len(items) > 1:
+        workers = os.cpu_count() or 1
+        results: Any = pool.map(fn, items, chunksize=max(1, min(64, len(items) // (4 * workers))))
+    else:
+        results = map(fn, items)
+    step = max(1, len(items) // 20)
+    for index, result in enumerate(results, 1):
+        if progress and (index % step == 0 or index == len(items)):
+            progress(label, index, len(items))
+        yield result
