@@ -578,8 +578,13 @@ class Tree:
 
 
 def tree_stats(root: Path) -> Tree:
-    """Files, apparent bytes, allocated bytes, and (files, bytes) by top-level folder."""
+    """Files, apparent bytes, allocated bytes, and (files, bytes) by top-level folder.
+
+    A page's two paths are often one file with two names (a hard link): both count as
+    files and bytes (a host serves both, and the Pages tar stores both in full), but
+    their blocks are allocated once."""
     stats = Tree()
+    seen: set[tuple[int, int]] = set()
 
     def walk(folder: str, top: str | None) -> None:
         with os.scandir(folder) as entries:
@@ -592,7 +597,10 @@ def tree_stats(root: Path) -> Tree:
                     st = entry.stat(follow_symlinks=False)
                     stats.files += 1
                     stats.bytes += st.st_size
-                    stats.allocated += st.st_blocks * 512
+                    if st.st_nlink == 1 or (st.st_dev, st.st_ino) not in seen:
+                        stats.allocated += st.st_blocks * 512
+                        if st.st_nlink > 1:
+                            seen.add((st.st_dev, st.st_ino))
                     stats.tar += 512 + -(-st.st_size // 512) * 512
                     slot = stats.top.setdefault(key, [0, 0])
                     slot[0] += 1
