@@ -23,6 +23,7 @@ from .errors import BuildError
 from .render import OutputFile
 
 _STAGING = ".{name}.staging"
+_MADE_LIMIT = 4096
 _OLD = ".{name}.previous"
 
 
@@ -104,6 +105,8 @@ class Writer:
             parent = target.rpartition("/")[0]
             if parent not in self._made:
                 os.makedirs(parent, exist_ok=True)
+                if len(self._made) >= _MADE_LIMIT:  # most folders belong to one record:
+                    self._made.clear()  # a worker's memory must not grow with the corpus
                 self._made.add(parent)
             try:
                 self._put(target, file.data)

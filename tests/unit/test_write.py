@@ -64,3 +64,18 @@ def test_paths_that_could_leave_the_root_are_refused(tmp_path: Path, path: str) 
     with pytest.raises(BuildError, match="plain relative path"):
         Writer(tmp_path / "site", atomic=False).write([OutputFile(path, b"x")])
     assert not (tmp_path / "site").exists() or not any((tmp_path / "site").rglob("*"))
+
+
+def test_the_folders_a_writer_remembers_stay_bounded(tmp_path: Path) -> None:
+    """A worker writes into tens of thousands of folders over a build: what it
+    remembers of them must not grow with the corpus, and forgetting is harmless."""
+    from generator import write
+
+    writer = Writer(tmp_path, atomic=False)
+    count = write._MADE_LIMIT + 50
+    for i in range(count):
+        writer.write([OutputFile(f"pith/{i:06d}/state.json", b"{}")])
+    assert len(writer._made) <= write._MADE_LIMIT
+    writer.write([OutputFile("pith/000000/index.html", b"again")])  # a folder it has forgotten
+    assert (tmp_path / "pith/000000/index.html").read_bytes() == b"again"
+    assert len(list((tmp_path / "pith").iterdir())) == count
