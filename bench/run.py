@@ -938,8 +938,8 @@ def judge(results: dict[str, Any]) -> list[dict[str, Any]]:
             continue
         value, ok, shown = measured[key]
         verdict = "PASS" if ok else "MISS"
-        if n != at:
-            verdict += f" (indicative: measured at N={n:,}, target is for N={at:,})"
+        if n != at:  # a figure at another size says little about this target
+            verdict = f"not judged: measured at N={n:,}, the target is for N={at:,}"
         verdicts.append(
             {"target": text, "at_records": at, "measured": value, "shown": shown, "verdict": verdict}
         )
