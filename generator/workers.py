@@ -163,7 +163,7 @@ def render_and_write(pub: Publication, raws: dict[str, bytes]) -> tuple[int, Sum
     written = len(paths)
     if _WORKER["family"]:
         lazies = record_family_files([summary], env, config, None)
-        written += writer.write([OutputFile(lazy.path, lazy.make()) for lazy in lazies], overwrite=True)
+        written += writer.write([OutputFile(lazy.path, lazy.make()) for lazy in lazies])
     return written, summary
 
 

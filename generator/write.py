@@ -8,12 +8,16 @@ Rules:
 - Incremental builds write into SITE itself, each file through a temporary
   name and a rename, so a reader never sees half a file.
 - Every path is relative and made of safe segments; nothing is written outside
-  the target folder, and a path is never written twice in one build.
+  the target folder. One call never writes a path twice; across a full build
+  a path several records claim (an arXiv look-up shared by a paper's versions)
+  is written by each of their workers, then once more, right, by the
+  site-wide stage.
 - A file the resolver signed is never rewritten with different bytes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from collections.abc import Iterable
@@ -93,7 +97,7 @@ class Writer:
         self._made: set[str] = set()
         self._last: tuple[bytes, str] | None = None
 
-    def write(self, files: Iterable[OutputFile], overwrite: bool = False) -> int:
+    def write(self, files: Iterable[OutputFile]) -> int:
         count = 0
         seen: set[str] = set()
         for file in files:
@@ -126,15 +130,24 @@ class Writer:
             self._last = (data, target)
 
 
+_RACE_ATTEMPTS = 8
+"""Two workers of a full build may create one shared path at the same moment;
+whoever loses that race unlinks and tries again."""
+
+
 def _write_new(target: str, data: bytes) -> None:
     """Create `target` afresh: an existing file is unlinked first, never written
     through, since it may be a hard link that another path shares."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(target, flags, 0o666)
-    except FileExistsError:
-        os.unlink(target)
-        fd = os.open(target, flags, 0o666)
+    for attempt in range(_RACE_ATTEMPTS):
+        try:
+            fd = os.open(target, flags, 0o666)
+            break
+        except FileExistsError:
+            if attempt == _RACE_ATTEMPTS - 1:
+                raise
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(target)
     try:
         view = memoryview(data)
         while view:
@@ -144,13 +157,15 @@ def _write_new(target: str, data: bytes) -> None:
 
 
 def _link(source: str, target: str) -> bool:
-    """Hard-link `target` to `source`; False where the file system can't."""
-    for attempt in range(2):
+    """Hard-link `target` to `source`; False where the file system can't (or
+    `source` is gone: another worker replaced a shared path), and the caller
+    writes the bytes instead."""
+    for _ in range(_RACE_ATTEMPTS):
         try:
             os.link(source, target)
             return True
         except FileExistsError:
-            if attempt == 0:
+            with contextlib.suppress(FileNotFoundError):
                 os.unlink(target)
         except OSError:
             break

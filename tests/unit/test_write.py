@@ -31,7 +31,7 @@ def test_overwriting_one_twin_leaves_the_other_alone(tmp_path: Path) -> None:
     writer = Writer(tmp_path, atomic=False)
     old = b"old page"
     writer.write([OutputFile("x.html", old), OutputFile("x/index.html", old)])
-    writer.write([OutputFile("x.html", b"list page")], overwrite=True)
+    writer.write([OutputFile("x.html", b"list page")])
     assert (tmp_path / "x.html").read_bytes() == b"list page"
     assert (tmp_path / "x/index.html").read_bytes() == old
 
@@ -48,7 +48,7 @@ def test_a_folder_removed_after_it_was_made_is_made_again(tmp_path: Path) -> Non
 def test_atomic_writes_replace_the_file_and_leave_no_temporary(tmp_path: Path) -> None:
     writer = Writer(tmp_path, atomic=True)
     writer.write([OutputFile("a/b.json", b"1")])
-    writer.write([OutputFile("a/b.json", b"2")], overwrite=True)
+    writer.write([OutputFile("a/b.json", b"2")])
     assert (tmp_path / "a/b.json").read_bytes() == b"2"
     assert [p.name for p in (tmp_path / "a").iterdir()] == ["b.json"]
 
@@ -79,3 +79,26 @@ def test_the_folders_a_writer_remembers_stay_bounded(tmp_path: Path) -> None:
     writer.write([OutputFile("pith/000000/index.html", b"again")])  # a folder it has forgotten
     assert (tmp_path / "pith/000000/index.html").read_bytes() == b"again"
     assert len(list((tmp_path / "pith").iterdir())) == count
+
+
+def test_losing_a_race_for_a_shared_path_is_retried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two workers of a full build may create one shared path at once: the one
+    that finds it created again after its unlink tries again, not fail the build."""
+    target = tmp_path / "api" / "shared.json"
+    target.parent.mkdir()
+    target.write_bytes(b"an earlier worker's")
+    real_open = os.open
+    opens = []
+
+    def racing_open(path: str, flags: int, mode: int = 0o777) -> int:
+        if path == str(target):
+            opens.append(path)
+            if len(opens) == 2:  # between our unlink and our open, another worker created it
+                os.close(real_open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666))
+        return real_open(path, flags, mode)
+
+    monkeypatch.setattr(os, "open", racing_open)
+    Writer(tmp_path, atomic=False).write([OutputFile("api/shared.json", b"mine")])
+    monkeypatch.undo()
+    assert target.read_bytes() == b"mine"
+    assert len(opens) == 3
