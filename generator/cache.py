@@ -20,6 +20,7 @@ Rules:
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -34,6 +35,7 @@ from .keys import Keyring
 from .layout import number_paths
 from .manifest import MANIFEST_PATH
 from .reconcile import Candidate
+from .sitewide import page_titles
 from .view import Summary
 
 CACHE_FORMAT = 9
@@ -44,7 +46,9 @@ nothing changed at all (the common case for `serve` and scheduled builds)."""
 
 
 def build_key(config: SiteConfig, keyring: Keyring) -> str:
-    """Everything that, when it changes, changes what a build writes."""
+    """Everything that, when it changes, changes what a build writes, on every page:
+    the Markdown pages' titles are in every page's navigation, so a new, removed or
+    renamed page makes the next build a full one."""
     digest = hashlib.sha256()
     options = {
         "version": __version__,
@@ -58,6 +62,7 @@ def build_key(config: SiteConfig, keyring: Keyring) -> str:
         "checksums": config.checksums,
         "mirror_key": str(config.mirror_key) if config.mirror_key else None,
         "content": str(config.content.resolve()),
+        "navigation": page_titles(config.content / "pages"),
     }
     digest.update(orjson.dumps(options, option=orjson.OPT_SORT_KEYS))
     for path in sorted(p for p in config.templates.rglob("*") if p.is_file()):
@@ -139,7 +144,7 @@ def load_cache(directory: Path, key: str, site: Path) -> BuildCache | None:
                         return None
                     return cache
                 digest.update(line)
-                kind, name, entry = orjson.loads(line)
+                kind, name, entry = _loads_line(line)
                 if kind == "f":
                     cache.files[name] = _file_entry(entry)
                 elif kind == "n":
@@ -224,11 +229,33 @@ def save_cache(directory: Path, cache: BuildCache) -> None:
     """Write the cache one entry per line through a temporary file, then rename."""
     directory.mkdir(parents=True, exist_ok=True)
     temporary = directory / f".{CACHE_FILE}.tmp-{os.getpid()}"
+    try:
+        _write_lines(temporary, cache)
+        os.replace(temporary, directory / CACHE_FILE)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def _dumps_line(value: Any) -> bytes:
+    try:
+        return orjson.dumps(value) + b"\n"
+    except TypeError:  # an integer beyond 64 bits (signed documents may hold one)
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+
+
+def _loads_line(line: bytes) -> Any:
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return json.loads(line)
+
+
+def _write_lines(temporary: Path, cache: BuildCache) -> None:
     digest = hashlib.sha256()
     with open(temporary, "wb", buffering=1 << 20) as handle:
 
         def put(value: Any) -> None:
-            line = orjson.dumps(value) + b"\n"
+            line = _dumps_line(value)
             digest.update(line)
             handle.write(line)
 
@@ -247,7 +274,6 @@ def save_cache(directory: Path, cache: BuildCache) -> None:
         for number in sorted(cache.numbers):
             put(["n", number, _number_json(cache.numbers[number])])
         handle.write(_CHECKSUM + digest.hexdigest().encode() + b"\n")
-    os.replace(temporary, directory / CACHE_FILE)
 
 
 def _candidate_json(c: Candidate | None) -> dict[str, Any] | None:
@@ -322,9 +348,11 @@ class WarmCache:
     costs seconds at tens of thousands of records, more than one change does.
 
     The site's manifest stat tells whether anyone else touched SITE since; if
-    so, the cache file is read as usual. `save_warm` writes the file later,
-    when the site is already up to date; until then the file on disk names the
-    old manifest, so a build that finds it does a full build, never a wrong one.
+    so, the cache file is read as usual. A warm build removes the cache files
+    on disk before it touches SITE (`forget_saved`), and `save_warm` writes them
+    again once the site is up to date: a process stopped in between leaves no
+    cache, so the next build is a full one, never one that trusts a cache
+    older than the site.
     """
 
     cache: BuildCache | None = None
@@ -332,6 +360,12 @@ class WarmCache:
     unchanged: Unchanged | None = None
     extra: str = ""
     unsaved: bool = False
+
+
+def forget_saved(directory: Path) -> None:
+    """Remove the cache files, before SITE changes under them."""
+    for name in (CACHE_FILE, QUICK_FILE):
+        (directory / name).unlink(missing_ok=True)
 
 
 def save_warm(config: SiteConfig, warm: WarmCache) -> None:

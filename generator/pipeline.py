@@ -48,6 +48,7 @@ from .cache import (
     build_key,
     check_unchanged,
     file_sha256,
+    forget_saved,
     load_cache,
     save_cache,
     save_unchanged,
@@ -123,6 +124,8 @@ def build(
     staging = prepare_staging(site)
     if incremental and cache is None:
         cache = load_cache(config.cache_dir, key, site)
+    if warm is not None:  # read (above) before SITE changes; written again by save_warm
+        forget_saved(config.cache_dir)
     family = cache is None  # a full build: workers write what records share too
     init_worker(config, keyring, staging, family)  # small batches run in this process
     pool = None
@@ -540,7 +543,7 @@ class _Build:
             else:
                 # (files written counts writes: a path several records claim was
                 # written by each of their workers, then once more here)
-                self.written += staged.write([OutputFile(path, data)], overwrite=True)
+                self.written += staged.write([OutputFile(path, data)])
 
         record: dict[str, tuple[str, str]] = {}
         for path, lazy in sorted(shared.items()):

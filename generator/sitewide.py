@@ -562,23 +562,38 @@ def _atom_time(value: str) -> str:
     )
 
 
-def markdown_pages(pages_dir: Path) -> list[tuple[str, str, str]]:
-    """content/pages/*.md as (slug, title, html); raw HTML in Markdown is shown as text."""
+def _page_sources(pages_dir: Path) -> Iterator[tuple[str, str, str | None]]:
+    """content/pages/*.md that become pages, as (slug, text, its "# " heading or None)."""
     if not pages_dir.is_dir() or pages_dir.is_symlink():
-        return []
-    md = MarkdownIt("js-default")
-    result = []
+        return
     for path in sorted(pages_dir.glob("*.md")):
         slug = path.stem.lower()
         if not _SLUG.fullmatch(slug) or slug in RESERVED_SLUGS or path.is_symlink():
             continue
         text = path.read_text("utf-8", errors="replace")
         heading = next((line[2:].strip() for line in text.splitlines() if line.startswith("# ")), None)
+        yield slug, text, heading
+
+
+def _title(slug: str, heading: str | None) -> str:
+    return heading if heading is not None else slug.replace("-", " ").capitalize()
+
+
+def page_titles(pages_dir: Path) -> list[tuple[str, str]]:
+    """(slug, title) of every Markdown page: the navigation every page shows."""
+    return [(slug, _title(slug, heading)) for slug, _, heading in _page_sources(pages_dir)]
+
+
+def markdown_pages(pages_dir: Path) -> list[tuple[str, str, str]]:
+    """content/pages/*.md as (slug, title, html); raw HTML in Markdown is shown as text."""
+    md = MarkdownIt("js-default")
+    result = []
+    for slug, text, heading in _page_sources(pages_dir):
         body = md.render(text)
+        title = _title(slug, heading)
         if heading is None:  # every page has one h1: the file name stands in for a title
-            heading = slug.replace("-", " ").capitalize()
-            body = f"<h1>{html_escape(heading)}</h1>\n{body}"
-        result.append((slug, heading, body))
+            body = f"<h1>{html_escape(title)}</h1>\n{body}"
+        result.append((slug, title, body))
     return result
 
 

@@ -355,7 +355,7 @@ def _fingerprint(values: tuple[Any, ...]) -> str:
     """SHA-256 of a summary's field values (strings, numbers, None and tuples of them)."""
     try:
         data = orjson.dumps(values)
-    except TypeError:  # e.g. a string with a lone surrogate, which orjson refuses
+    except TypeError:  # e.g. an integer beyond 64 bits, which orjson refuses
         data = repr(values).encode("utf-8")
     return hashlib.sha256(data).hexdigest()
 

@@ -422,12 +422,16 @@ class Rebuilder:
         return pipeline.build(config, keyring, warm=self._warm)
 
     def _save_cache(self) -> None:
-        """After the site is rewritten and reported: the cache file, for the next process."""
+        """After the site is rewritten and reported: the cache file, for the next process.
+
+        A failure here must not end the rebuild loop: the site is already whole,
+        and without a cache file another process simply builds in full."""
         try:
             save_warm(self._setup.config, self._warm)
-        except OSError as exc:
+        except Exception as exc:
+            reason = exc.strerror if isinstance(exc, OSError) else f"{type(exc).__name__}: {exc}"
             self._say(
-                f"warning: the build cache could not be saved ({exc.strerror}); "
+                f"warning: the build cache could not be saved ({reason}); "
                 "the next build in another process is a full one",
                 error=True,
             )

@@ -77,3 +77,16 @@ def test_a_cache_for_another_site_is_not_used(built: Project) -> None:
 def test_a_cache_for_other_settings_is_not_used(built: Project) -> None:
     built.add("b.json", record_doc(source_id="2304.00055", title="Added"))
     assert built.build(site_title="Another Title").mode == "full"
+
+
+def test_an_integer_beyond_64_bits_survives_the_cache(tmp_path: Path) -> None:
+    """A signed record may hold an integer the fast JSON library cannot write:
+    the cache writes that entry the slow way rather than failing after the swap."""
+    p = Project(tmp_path / "big")
+    p.add("huge.json", record_doc(source_id="2304.00077", version=2**70, title="Huge Version"))
+    assert p.build().published == 1
+    lines = cache_file(p).read_bytes().splitlines()
+    assert any(str(2**70).encode() in line for line in lines)
+    p.add("b.json", record_doc(source_id="2304.00055", title="Added"))
+    report = p.build()
+    assert report.mode == "incremental" and report.rendered == 1 and report.published == 2

@@ -75,14 +75,31 @@ def test_the_cache_file_waits_for_save_warm(project: Project) -> None:
     cache_file = project.config().cache_dir / CACHE_FILE
     assert not cache_file.exists()
     save_warm(project.config(), warm)
-    written = cache_file.stat().st_mtime_ns, cache_file.stat().st_ino
+    assert cache_file.exists()
     project.add("b.json", grown(2))
     warm_build(project, warm)
-    assert (cache_file.stat().st_mtime_ns, cache_file.stat().st_ino) == written
+    # removed before the build touched SITE: a process stopped now leaves no cache
+    # older than the site, and the next build in another process is a full one
+    assert not cache_file.exists()
     save_warm(project.config(), warm)
     # the saved cache serves a build in another process: nothing is rendered again
     report = project.build()
     assert report.mode == "incremental" and report.rendered == 0
+
+
+def test_a_warm_process_stopped_before_saving_leaves_no_stale_cache(project: Project, tmp_path: Path) -> None:
+    """A change that leaves the manifest alone (here a refused file) would make an
+    old cache file look current to the next process; there must be none."""
+    warm = WarmCache()
+    warm_build(project, warm)
+    save_warm(project.config(), warm)
+    project.add("refused.json", b"{not json")
+    warm_build(project, warm)  # ... and the process stops here, before save_warm
+    project.remove("refused.json")
+    report = project.build()  # another process
+    assert report.mode == "full"
+    assert "refused.json" not in project.text("report.html")
+    assert_same_as_fresh(project, tmp_path / "fresh")
 
 
 def test_a_site_changed_by_another_build_is_read_again(
@@ -140,3 +157,18 @@ def test_a_changed_bundle_leaves_the_search_index_alone(
     assert sorted(made) == ["report_files", "search_files", "sitemap_files"]
     assert "searchable" in "".join(p.read_text("utf-8") for p in project.site.glob("search/terms/*.json"))
     assert_same_as_fresh(project, tmp_path / "fresh2")
+
+
+def test_a_new_page_reaches_every_page_s_navigation(project: Project, tmp_path: Path) -> None:
+    """Every page lists the Markdown pages: adding one (or renaming its title) is a
+    full build, while editing a page's text is an incremental one."""
+    project.build()
+    project.add("pages/about.md", b"# About this mirror\n\nRun by a lab.\n")
+    assert project.build().mode == "full"
+    ours, theirs = tree(project.site), fresh_tree(project, tmp_path / "fresh")
+    assert sorted(ours) == sorted(theirs)
+    assert [p for p in ours if ours[p] != theirs[p]] == []
+    assert "About this mirror" in project.text("report.html")
+    project.add("pages/about.md", b"# About this mirror\n\nRun by a library.\n")
+    assert project.build().mode == "incremental"
+    assert "Run by a library." in project.text("about.html")
