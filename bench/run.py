@@ -230,6 +230,13 @@ def measure(cmd: list[str], cwd: Path, sample: bool, before: Callable[[], None] 
 WATCH_TIMEOUT = 600.0
 
 
+def _mtime(path: Path) -> int | None:
+    try:
+        return path.stat().st_mtime_ns
+    except FileNotFoundError:
+        return None
+
+
 def watched_changes(
     cmd: list[str], cwd: Path, changes: list[tuple[Path, bytes]], cache_file: Path
 ) -> tuple[list[float], list[str]]:
@@ -280,13 +287,15 @@ def watched_changes(
     try:
         seen = wait_for(lambda line: line.startswith("Watching "), 0) + 1
         for path, data in changes:
-            saved = cache_file.stat().st_mtime_ns if cache_file.exists() else 0
+            saved = _mtime(cache_file)
             started = time.perf_counter()
             path.write_bytes(data)
             seen = wait_for(lambda line, name=path.name: f"{name} " in line and " -> " in line, seen) + 1
             seconds.append(time.perf_counter() - started)
             deadline = time.monotonic() + WATCH_TIMEOUT
-            while (cache_file.stat().st_mtime_ns if cache_file.exists() else 0) == saved:
+            # (a watching build removes the file before it touches the site and
+            # writes it again after its report: wait for the new one)
+            while _mtime(cache_file) in (None, saved):
                 if time.monotonic() > deadline:
                     raise SystemExit("bench: build --watch never wrote its cache after a rebuild")
                 time.sleep(0.05)
