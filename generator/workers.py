@@ -31,7 +31,7 @@ from .keys import Keyring
 from .load import Limits
 from .reconcile import Candidate, Choice
 from .render import OutputFile, make_environment, render_publication
-from .sitewide import record_family_files
+from .sitewide import page_titles, record_family_files
 from .view import Publication, Summary
 from .write import Writer
 
@@ -52,13 +52,17 @@ def init_worker(
         # each print a KeyboardInterrupt traceback.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         gc.enable()  # forked while the parent defers collection (see pipeline._collection_deferred)
+    env = make_environment(config, keyring)
+    # every page lists the Markdown pages, record pages too (their titles are in
+    # the build key, so a change to them re-renders every record)
+    env.globals["nav_pages"] = page_titles(config.content / "pages")
     _WORKER.update(
         config=config,
         keyring=keyring,
         output=output,
         writer=Writer(output, atomic=False),
         family=family,
-        env=make_environment(config, keyring),
+        env=env,
         limits=Limits(max_bytes=config.max_bytes),
     )
 

@@ -172,3 +172,11 @@ def test_a_new_page_reaches_every_page_s_navigation(project: Project, tmp_path: 
     project.add("pages/about.md", b"# About this mirror\n\nRun by a library.\n")
     assert project.build().mode == "incremental"
     assert "Run by a library." in project.text("about.html")
+
+
+def test_record_pages_list_the_markdown_pages_too(project: Project) -> None:
+    project.add("pages/about.md", b"# About this mirror\n\nRun by a lab.\n")
+    project.build()
+    body = REAL_RECORD.name.split(".")[0]
+    for page in (f"pith/{body}.html", f"pith/{BODY}/index.html", "index.html", "report.html"):
+        assert "About this mirror</a>" in project.text(page), page
