@@ -1,0 +1,75 @@
+"""Two numbers that share their first 8 characters: `pith/<8>` and `paper/<8>`
+become a list of both, and go back to one record's pages when the other leaves.
+
+The two titles were found by searching factory records for a 40-bit prefix
+collision (about a million tries); the test checks they still collide."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import factories as f
+import pytest
+from sitekit import Project, record_doc, tree
+
+SOURCE = "2310.01010"
+TITLES = ("Prefix 734080", "Prefix 1125271")
+PREFIX = "TSVXCBQ2"
+
+
+def number(title: str) -> str:
+    return f.pith_number(f.canonical_record(source_id=SOURCE, title=title))
+
+
+@pytest.fixture(scope="module")
+def numbers() -> tuple[str, str]:
+    a, b = (number(t) for t in TITLES)
+    bodies = a.rsplit(":", 1)[1], b.rsplit(":", 1)[1]
+    assert bodies[0][:8] == bodies[1][:8] == PREFIX and bodies[0][:12] != bodies[1][:12]
+    return a, b
+
+
+def assert_same_as_fresh(project: Project, root: Path) -> None:
+    fresh = Project(root)
+    shutil.copytree(project.content, fresh.content)
+    fresh.build()
+    ours, theirs = tree(project.site), tree(fresh.site)
+    assert sorted(ours) == sorted(theirs)
+    assert [p for p in ours if ours[p] != theirs[p] and not p.startswith("report")] == []
+
+
+def test_a_shared_prefix_lists_both_records(tmp_path: Path, numbers: tuple[str, str]) -> None:
+    p = Project(tmp_path / "both")
+    for i, title in enumerate(TITLES):
+        p.add(f"{i}.json", record_doc(source_id=SOURCE, title=title))
+    report = p.build()
+    assert report.published == 2 and report.rejections == ()
+    for page in (f"pith/{PREFIX}.html", f"pith/{PREFIX}/index.html", f"paper/{PREFIX}.html"):
+        text = p.text(page)
+        assert "2 records share the short form" in text, page
+        assert all(n in text for n in numbers), page
+    for n in numbers:  # the 12- and 16-character forms are each one record's
+        body = n.rsplit(":", 1)[1]
+        assert f"/pith/{body}" in p.text(f"pith/{body[:12]}.html")
+        assert "share the short form" not in p.text(f"pith/{body[:16]}.html")
+    assert_same_as_fresh(p, tmp_path / "fresh")
+
+
+def test_the_record_s_own_pages_come_back_when_the_other_leaves(
+    tmp_path: Path, numbers: tuple[str, str]
+) -> None:
+    p = Project(tmp_path / "steps")
+    p.add("a.json", record_doc(source_id=SOURCE, title=TITLES[0]))
+    p.build()
+    alone = p.text(f"paper/{PREFIX}.html")
+    assert "share the short form" not in alone and TITLES[0] in alone
+    p.add("b.json", record_doc(source_id=SOURCE, title=TITLES[1]))
+    assert p.build().mode == "incremental"
+    assert "2 records share the short form" in p.text(f"paper/{PREFIX}.html")
+    assert_same_as_fresh(p, tmp_path / "fresh-both")
+    p.remove("b.json")
+    assert p.build().mode == "incremental"
+    assert p.text(f"paper/{PREFIX}.html") == alone  # restored, not left as a list of one
+    assert p.text(f"paper/{PREFIX}/index.html") == alone
+    assert_same_as_fresh(p, tmp_path / "fresh-alone")
