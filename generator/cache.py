@@ -37,6 +37,7 @@ from .manifest import MANIFEST_PATH
 from .reconcile import Candidate
 from .sitewide import page_titles
 from .view import Summary
+from .write import write_atomic
 
 CACHE_FORMAT = 9
 CACHE_FILE = "build-cache.json"
@@ -179,9 +180,7 @@ def _read_checked(path: Path) -> Any:
 def _write_checked(directory: Path, name: str, data: Any) -> None:
     payload = orjson.dumps(data)
     directory.mkdir(parents=True, exist_ok=True)
-    temporary = directory / f".{name}.tmp-{os.getpid()}"
-    temporary.write_bytes(hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload)
-    os.replace(temporary, directory / name)
+    write_atomic(directory / name, hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload)
 
 
 def check_unchanged(

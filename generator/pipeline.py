@@ -156,7 +156,8 @@ def build(
         raise
     if pool is not None:
         pool.shutdown()
-    run.new_cache.manifest_sha256 = file_sha256(site / MANIFEST_PATH)
+    if not run.new_cache.manifest_sha256:  # (the site-wide stage hashes the manifest it writes)
+        run.new_cache.manifest_sha256 = file_sha256(site / MANIFEST_PATH)
     unchanged = Unchanged(report.published, report.rejections, report.notes)
     if warm is not None:
         warm.cache, warm.unchanged, warm.extra = run.new_cache, unchanged, extra
@@ -263,7 +264,8 @@ class _Build:
         self.config, self.keyring, self.staging = config, keyring, staging
         self.extra = extra
         self.pool, self.progress, self.cache = pool, progress, cache
-        self.new_cache = BuildCache(key=key)
+        # the manifest's hash stays the last build's unless this one writes a new one
+        self.new_cache = BuildCache(key=key, manifest_sha256=cache.manifest_sha256 if cache else "")
         self.incremental = cache is not None
         self.site = config.site
         self.written = 0
@@ -555,8 +557,11 @@ class _Build:
                 record[path] = old
                 continue
             data = lazy.make()
-            digest = _sha(data)[:32]
+            full_digest = _sha(data)
+            digest = full_digest[:32]
             record[path] = (lazy.key, digest)
+            if path == MANIFEST_PATH:
+                self.new_cache.manifest_sha256 = full_digest
             if old is None or old[1] != digest:
                 emit(path, data)
         self.new_cache.sitewide = record

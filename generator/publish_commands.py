@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from .errors import BuildError, ConfigError
+from .write import write_atomic
 
 EXIT_OK, EXIT_DIFFERENT = 0, 1
 
@@ -113,13 +113,11 @@ def run_compare(args: argparse.Namespace) -> int:
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    temporary = path.with_name(f".{path.name}.tmp")
+    """`write.write_atomic`, with a failure turned into a BuildError naming the file."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        temporary.write_bytes(data)
-        os.replace(temporary, path)
+        write_atomic(path, data)
     except OSError as exc:
-        temporary.unlink(missing_ok=True)
         raise BuildError(str(path), f"cannot write: {exc.strerror}") from None
 
 

@@ -173,11 +173,15 @@ def _link(source: str, target: str) -> bool:
 
 
 def write_atomic(target: Path, data: bytes) -> None:
-    """Write through a temporary name in the same folder, then rename."""
+    """Write through a temporary name in the same folder, then rename; a failed
+    write leaves neither half a file nor the temporary behind."""
     temporary = target.with_name(f".{target.name}.tmp-{os.getpid()}")
-    with open(temporary, "wb") as handle:
-        handle.write(data)
-    os.replace(temporary, target)
+    try:
+        with open(temporary, "wb") as handle:
+            handle.write(data)
+        os.replace(temporary, target)
+    finally:
+        temporary.unlink(missing_ok=True)
 
 
 def remove_files(site: Path, paths: set[str]) -> None:
