@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import html
 import json
-import shutil
 import threading
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from browserkit import CHROMIUM, require_browser
 
 from .conftest import BUNDLE_FILE, PINNED_KEYS_FILE, RECORD_FILE, STATIC
 from .test_search_js import build_index
@@ -27,7 +27,6 @@ from .test_verify_js import derived_record
 pytestmark = pytest.mark.browser
 expect = None  # playwright.sync_api.expect, set by the browser fixture (Playwright is optional)
 
-CHROMIUM = "/usr/bin/chromium"
 ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -164,11 +163,11 @@ def site(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser():
-    sync_api = pytest.importorskip("playwright.sync_api")
+    require_browser()
+    from playwright import sync_api
+
     global expect
     expect = sync_api.expect
-    if not Path(CHROMIUM).exists() and shutil.which("chromium") is None:
-        pytest.skip("chromium is not installed")
     with sync_api.sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         yield b

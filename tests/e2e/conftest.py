@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from browserkit import CHROMIUM, require_browser
 
 ROOT = Path(__file__).resolve().parents[2]
 CONTENT = ROOT / "content"
-CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = ROOT / "tests" / "artifacts"
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -34,21 +34,6 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-
-
-def _require_browser() -> None:
-    missing = []
-    if not Path(CHROMIUM).exists():
-        missing.append(CHROMIUM)
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        missing.append("the playwright package")
-    if missing:
-        message = "browser tests need " + " and ".join(missing)
-        if os.environ.get("PITH_MIRROR_REQUIRE_BROWSER") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
 
 
 class Served:
@@ -107,7 +92,7 @@ class Served:
 
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Any]:
-    _require_browser()
+    require_browser()
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -128,7 +113,7 @@ def page(browser: Any) -> Iterator[Any]:
 @pytest.fixture(scope="session")
 def real_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     """The two real resolver documents, built and served by the real CLI."""
-    _require_browser()
+    require_browser()
     root = tmp_path_factory.mktemp("e2e")
     shutil.copytree(CONTENT, root / "content")
     served = Served(root / "content", root / "site")

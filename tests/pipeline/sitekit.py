@@ -253,9 +253,26 @@ def broken_links(site: Path, base_path: str = "/", absolute_base: str | None = N
     return problems
 
 
+def fresh_tree(project: Project, root: Path) -> dict[str, bytes]:
+    """The site a fresh build of `project`'s content makes, in a new folder under `root`."""
+    fresh = Project(root)
+    shutil.copytree(project.content, fresh.content)
+    fresh.build()
+    return tree(fresh.site)
+
+
+def assert_same_as_fresh(project: Project, root: Path, ignore: tuple[str, ...] = ("report",)) -> None:
+    """An incremental site equals a fresh build of the same content (the report
+    may differ: it notes what the incremental build unpublished)."""
+    ours, theirs = tree(project.site), fresh_tree(project, root)
+    assert sorted(ours) == sorted(theirs)
+    assert [p for p in ours if ours[p] != theirs[p] and not p.startswith(ignore)] == []
+
+
 def encode_alias(value: str) -> str:
     """The documented alias encoding (layout.py's docstring), written independently of layout.py:
-    split on "/", keep [A-Za-z0-9._-], any other UTF-8 byte as "~XX"; "." and ".." segments as "~2E"."""
+    split on "/", keep [A-Za-z0-9._-], any other UTF-8 byte as "~XX"; "." and ".." segments as "~2E";
+    a segment before the last that ends in ".json" ends in "~2Ejson" (no file and folder share a name)."""
     out = []
     for segment in value.split("/"):
         if segment in (".", ".."):
@@ -267,6 +284,7 @@ def encode_alias(value: str) -> str:
                 for b in segment.encode("utf-8")
             )
         )
+    out = [s[: -len(".json")] + "~2Ejson" if s.endswith(".json") else s for s in out[:-1]] + out[-1:]
     return "/".join(out)
 
 

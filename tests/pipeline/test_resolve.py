@@ -127,7 +127,9 @@ def test_newest_version_wins_a_shared_arxiv_id(project: Project) -> None:
 
 
 def test_sub_path_look_ups_point_under_the_base(sub_site: Project) -> None:
-    for path in (sub_site.site / "api/pith-number/resolve").rglob("*.json"):
+    look_ups = list((sub_site.site / "api/pith-number/resolve").rglob("*.json"))
+    assert len(look_ups) >= 6
+    for path in look_ups:
         data = json.loads(path.read_bytes())
         assert data["record"].startswith("/mirror/pith/") and data["json"].startswith("/mirror/pith/")
         assert (sub_site.site / (data["json"][len("/mirror/") :])).is_file()

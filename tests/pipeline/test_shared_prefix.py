@@ -6,12 +6,11 @@ collision (about a million tries); the test checks they still collide."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import factories as f
 import pytest
-from sitekit import Project, record_doc, tree
+from sitekit import Project, assert_same_as_fresh, record_doc
 
 SOURCE = "2310.01010"
 TITLES = ("Prefix 734080", "Prefix 1125271")
@@ -28,15 +27,6 @@ def numbers() -> tuple[str, str]:
     bodies = a.rsplit(":", 1)[1], b.rsplit(":", 1)[1]
     assert bodies[0][:8] == bodies[1][:8] == PREFIX and bodies[0][:12] != bodies[1][:12]
     return a, b
-
-
-def assert_same_as_fresh(project: Project, root: Path) -> None:
-    fresh = Project(root)
-    shutil.copytree(project.content, fresh.content)
-    fresh.build()
-    ours, theirs = tree(project.site), tree(fresh.site)
-    assert sorted(ours) == sorted(theirs)
-    assert [p for p in ours if ours[p] != theirs[p] and not p.startswith("report")] == []
 
 
 def test_a_shared_prefix_lists_both_records(tmp_path: Path, numbers: tuple[str, str]) -> None:

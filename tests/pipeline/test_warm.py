@@ -5,13 +5,21 @@ file written only when asked, and nothing reused once SITE changed under them.""
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
 import factories as f
 import pytest
-from sitekit import BOTH_KEYS, REAL_BUNDLE, REAL_RECORD, Project, bundle_events, record_doc, tree
+from sitekit import (
+    BOTH_KEYS,
+    REAL_RECORD,
+    Project,
+    assert_same_as_fresh,
+    bundle_events,
+    fresh_tree,
+    record_doc,
+    tree,
+)
 
 from generator import pipeline, sitewide
 from generator.cache import CACHE_FILE, WarmCache, save_warm
@@ -28,25 +36,10 @@ def grown(snapshots: int) -> dict[str, Any]:
 @pytest.fixture
 def project(tmp_path: Path) -> Project:
     p = Project(tmp_path / "warm")
-    p.content.mkdir(parents=True)
-    shutil.copyfile(REAL_RECORD, p.content / REAL_RECORD.name)
-    shutil.copyfile(REAL_BUNDLE, p.content / REAL_BUNDLE.name)
+    p.add_real()
     p.add("a.json", record_doc(source_id="2302.00022", title="Cold Records"))
     p.add("b.json", grown(1))
     return p
-
-
-def fresh_tree(project: Project, root: Path) -> dict[str, bytes]:
-    fresh = Project(root)
-    shutil.copytree(project.content, fresh.content)
-    fresh.build()
-    return tree(fresh.site)
-
-
-def assert_same_as_fresh(project: Project, root: Path) -> None:
-    ours, theirs = tree(project.site), fresh_tree(project, root)
-    assert sorted(ours) == sorted(theirs)
-    assert [p for p in ours if ours[p] != theirs[p] and not p.startswith("report")] == []
 
 
 def warm_build(project: Project, warm: WarmCache) -> pipeline.BuildReport:
@@ -143,6 +136,7 @@ def test_a_changed_bundle_leaves_the_search_index_alone(
     assert sorted(made) == ["report_files", "search_files", "sitemap_files"]
     search = sorted(project.site.glob("search/**/*.json"))
     before = {p: os.stat(p).st_ino for p in search}
+    assert before
     made.clear()
     project.add("b.json", grown(2))
     report = warm_build(project, warm)
