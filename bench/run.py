@@ -54,6 +54,7 @@ from bench import corpus  # noqa: E402
 from generator import __version__  # noqa: E402
 from generator.canonical import canonical_digest  # noqa: E402
 from generator.config import default_templates  # noqa: E402
+from generator.layout import resolve_json  # noqa: E402
 from generator.merge import merge  # noqa: E402
 from generator.view import CHECKLIST  # noqa: E402
 
@@ -357,9 +358,6 @@ def write_inputs(content: Path, hugo_content: Path | None, count: int, jobs: int
     return bodies
 
 
-RESOLVE = {"arxiv", "arxiv_version", "doi", "pith_short_8", "pith_short_12", "pith_short_16"}
-
-
 def hugo_page(bundle: dict[str, Any]) -> str:
     """One Hugo content file: JSON front matter with the record page's fields, abstract as Markdown."""
     number = bundle["pith_number"]
@@ -395,9 +393,7 @@ def hugo_page(bundle: dict[str, Any]) -> str:
             {
                 "kind": a["alias_kind"],
                 "value": a["alias_value"],
-                "lookup": f"api/pith-number/resolve/{a['alias_kind']}/{a['alias_value']}.json"
-                if a["alias_kind"] in RESOLVE
-                else "",
+                "lookup": resolve_json(a["alias_kind"], a["alias_value"]) or "",
             }
             for a in sorted(bundle["source_aliases"], key=lambda a: a["alias_kind"])
         ],
