@@ -86,6 +86,28 @@ def discover_names(content: Path) -> Iterator[tuple[str, str]]:
                 dirnames.remove(d)
 
 
+def document_path(content: Path, rel: str) -> str | None:
+    """The path of `rel` ("a/b.json") if `discover_names` would list it now, else None.
+
+    The same rules for one name, so a watcher that knows which names changed
+    need not list every document: no ignored part, a .json name, not under the
+    top-level pages folder, no symbolic link to a folder on the way (os.walk
+    does not follow them), and something there that is not a folder."""
+    parts = rel.split("/")
+    if any(not part or is_ignored_name(part) for part in parts) or not parts[-1].endswith(".json"):
+        return None
+    if len(parts) > 1 and parts[0] == "pages":
+        return None
+    top = str(content)
+    for depth in range(1, len(parts)):
+        if os.path.islink(os.path.join(top, *parts[:depth])):
+            return None
+    path = os.path.join(top, *parts)
+    if not os.path.lexists(path) or os.path.isdir(path):
+        return None
+    return path
+
+
 def _inside(path: Path, root: Path) -> bool:
     try:
         path.resolve().relative_to(root)

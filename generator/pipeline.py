@@ -32,7 +32,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
@@ -58,7 +58,7 @@ from .cache import (
 from .config import SiteConfig
 from .errors import BuildError, Rejection
 from .keys import Keyring
-from .load import discover_names
+from .load import discover_names, document_path
 from .manifest import MANIFEST_PATH, manifest_files, published_paths, read_published
 from .reconcile import Candidate, Choice, select
 from .render import OutputFile, make_environment
@@ -101,11 +101,15 @@ def build(
     progress: Progress | None = None,
     incremental: bool = True,
     warm: WarmCache | None = None,
+    hints: Collection[str] | None = None,
 ) -> BuildReport:
     """Verify everything under config.content and publish it into config.site.
 
     With `warm`, the cache comes from (and goes back to) memory; the caller
-    then saves it with `save_warm` when it has time."""
+    then saves it with `save_warm` when it has time. With `hints` too (content
+    names such as "content/x.json", from a file watcher), only those names are
+    looked at again; every other file is taken to be as the warm cache saw it,
+    and the caller checks that later with `unnoticed_changes`."""
     started = time.monotonic()
     content, site = config.content, config.site
     if not content.is_dir():
@@ -141,6 +145,8 @@ def build(
         )
     try:
         run = _Build(config, keyring, staging, pool, progress, cache, key, extra)
+        if hints is not None and warm is not None and cache is not None and cache is warm.cache:
+            run.hints = sorted(set(hints))
         with _collection_deferred():
             report = run.execute(started)
         if cache is None:
@@ -172,6 +178,33 @@ def build(
             report, f"the build cache could not be saved ({exc.strerror}); the next build is a full one"
         )
     return report
+
+
+def unnoticed_changes(config: SiteConfig, warm: WarmCache) -> list[str]:
+    """Content names added, removed or changed since the warm cache's build, by
+    listing every document: what a build given hints would have missed."""
+    if warm.cache is None:
+        return []
+    known = warm.cache.files
+    top = f"{config.content.name}/"
+    found: list[str] = []
+    listed = 0
+    for path, rel in discover_names(config.content):
+        name = top + rel
+        old = known.get(name)
+        if old is None:
+            found.append(name)
+            continue
+        listed += 1
+        try:
+            if stat_key(path) != old.stat:
+                found.append(name)
+        except OSError:
+            found.append(name)
+    if listed != len(known):
+        seen = {top + rel for _, rel in discover_names(config.content)}
+        found += sorted(name for name in known if name not in seen)
+    return found
 
 
 @contextlib.contextmanager
@@ -271,6 +304,8 @@ class _Build:
         self.written = 0
         self.suspect: set[str] = set()
         """Family paths written by renders then discarded: recomputed or removed."""
+        self.hints: list[str] | None = None
+        """The only content names that may have changed since the cache (see `build`)."""
 
     def execute(self, started: float) -> BuildReport:
         entries, fresh, changed = self.examine_content()
@@ -319,11 +354,16 @@ class _Build:
     def examine_content(self) -> tuple[dict[str, FileEntry], dict[str, Examined], list[str]]:
         content = self.config.content
         previous = self.cache.files if self.cache else {}
-        entries: dict[str, FileEntry] = {}
-        tasks: list[Task] = []
         top = f"{content.name}/"
-        for path, rel in discover_names(content):
-            name = top + rel
+        listed: Iterator[tuple[str, str]]
+        if self.hints is None:
+            entries: dict[str, FileEntry] = {}
+            listed = ((path, top + rel) for path, rel in discover_names(content))
+        else:  # every name not hinted at is as it was
+            entries = dict(previous)
+            listed = self.hinted(entries, top)
+        tasks: list[Task] = []
+        for path, name in listed:
             old = previous.get(name)
             if old is not None:
                 try:
@@ -346,8 +386,21 @@ class _Build:
         names = list(entries)
         if any(a > b for a, b in pairwise(names)):
             entries = dict(sorted(entries.items()))
-        changed = sorted({t.name for t in tasks} | (set(previous) - set(entries)))
+        gone = previous.keys() - entries.keys() if self.hints is None else set(self.hints) - entries.keys()
+        changed = sorted({t.name for t in tasks} | {n for n in gone if n in previous})
         return entries, fresh, changed
+
+    def hinted(self, entries: dict[str, FileEntry], top: str) -> Iterator[tuple[str, str]]:
+        """(path, name) of each hinted name that is a document now; the others
+        leave `entries` (a file deleted, or one no build would read)."""
+        assert self.hints is not None
+        content = self.config.content
+        for name in self.hints:
+            entries.pop(name, None)
+            if name.startswith(top):
+                path = document_path(content, name[len(top) :])
+                if path is not None:
+                    yield path, name
 
     def settled_numbers(
         self,

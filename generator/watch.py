@@ -208,11 +208,12 @@ class _Handler(FileSystemEventHandler):
     def on_any_event(self, event: FileSystemEvent) -> None:
         if event.is_directory and event.event_type == EVENT_TYPE_MODIFIED:
             return  # a folder's entries changed: the file's own event says which
+        folder = event.is_directory
         if event.event_type == EVENT_TYPE_MOVED:
-            self.rebuilder.note(os.fsdecode(event.src_path), "deleted")
-            self.rebuilder.note(os.fsdecode(event.dest_path), "modified")
+            self.rebuilder.note(os.fsdecode(event.src_path), "deleted", folder=folder)
+            self.rebuilder.note(os.fsdecode(event.dest_path), "modified", folder=folder)
         elif event.event_type in _VERBS:
-            self.rebuilder.note(os.fsdecode(event.src_path), _VERBS[event.event_type])
+            self.rebuilder.note(os.fsdecode(event.src_path), _VERBS[event.event_type], folder=folder)
 
 
 def _identity(folder: str) -> tuple[int, int] | None:
@@ -276,6 +277,8 @@ class Rebuilder:
         self._seen: set[Rejection | str] = set()
         self._pending: dict[str, str] = {}
         self._categories: set[str] = set()
+        self._folders = False
+        """A folder was created, removed or moved: its files had no events of their own."""
         self._last_event = 0.0
         self._first_event = 0.0
         self._wake = threading.Condition()
@@ -285,6 +288,9 @@ class Rebuilder:
         self._watches: dict[tuple[str, bool], tuple[ObservedWatch, tuple[int, int] | None]] = {}
         self._missing: set[tuple[str, str]] = set()
         self._thread: threading.Thread | None = None
+        self._hints: list[str] | None = None
+        self._hinting = True
+        """The content names the batch being built says changed (see `_loop`)."""
 
     # -- state for callers -------------------------------------------------
 
@@ -356,7 +362,7 @@ class Rebuilder:
 
     # -- events ------------------------------------------------------------
 
-    def note(self, path: str, verb: str) -> None:
+    def note(self, path: str, verb: str, *, folder: bool = False) -> None:
         """Record one change (called on watchdog's thread) and wake the loop."""
         kind = self._scope.classify(path)
         if kind is None:
@@ -368,11 +374,13 @@ class Rebuilder:
                 self._first_event = now
             self._pending[name] = _merge(self._pending.get(name), verb)
             self._categories.add(kind)
+            self._folders |= folder
             self._last_event = now
             self._wake.notify_all()
 
-    def _next_batch(self) -> tuple[dict[str, str], set[str]] | None:
-        """Wait for changes, then for quiet; None when stopping."""
+    def _next_batch(self) -> tuple[dict[str, str], set[str], bool] | None:
+        """Wait for changes, then for quiet: (changes, their categories, whether
+        a folder changed); None when stopping."""
         with self._wake:
             self._wake.wait_for(lambda: self._pending or self._stopping)
             while not self._stopping:
@@ -383,16 +391,47 @@ class Rebuilder:
                 self._wake.wait(left)
             if self._stopping:
                 return None
-            batch, categories = self._pending, self._categories
-            self._pending, self._categories = {}, set()
-            return batch, categories
+            batch, categories, folders = self._pending, self._categories, self._folders
+            self._pending, self._categories, self._folders = {}, set(), False
+            return batch, categories, folders
 
     def _loop(self) -> None:
         while (batch := self._next_batch()) is not None:
-            changes, categories = batch
+            changes, categories, folders = batch
             if categories & {"config", "keys"}:
                 self._reload = True
-            self.rebuild(describe(changes))
+            # Only documents changed, file by file: the build need not list the
+            # other thousands. Then a listing checks what the events may have
+            # missed (a full inotify queue drops them), after the site is out.
+            hinted = categories == {"content"} and not folders and not self._reload and self._hinting
+            self._hints = list(changes) if hinted else None
+            try:
+                done = self.rebuild(describe(changes))
+            finally:
+                self._hints = None
+            # a failed build left the cache behind these changes: list everything next time
+            self._hinting = done
+
+    def _queue_unnoticed(self) -> None:
+        """After a build given hints: queue, for a build that lists every
+        document, any document that differs from what that build saw."""
+        try:
+            missed = pipeline.unnoticed_changes(self._setup.config, self._warm)
+        except OSError:
+            missed = [self._scope.display(str(self._setup.config.content))]
+        with self._wake:
+            missed = [name for name in missed if name not in self._pending]  # (their events came)
+            if not missed:
+                return
+            now = time.monotonic()
+            if not self._pending:
+                self._first_event = now
+            for name in missed:
+                self._pending[name] = "changed without an event"
+            self._categories.add("content")
+            self._folders = True
+            self._last_event = now
+            self._wake.notify_all()
 
     # -- building ----------------------------------------------------------
 
@@ -415,11 +454,13 @@ class Rebuilder:
             self.generation_counter.bump()
             self._say(f"[{stamp}] {reason} -> {summary_line(report)}")
             self._report_new(report)
+            if self._hints is not None:
+                self._queue_unnoticed()
             self._save_cache()
         return True
 
     def _warm_build(self, config: SiteConfig, keyring: Keyring) -> pipeline.BuildReport:
-        return pipeline.build(config, keyring, warm=self._warm)
+        return pipeline.build(config, keyring, warm=self._warm, hints=self._hints)
 
     def _save_cache(self) -> None:
         """After the site is rewritten and reported: the cache file, for the next process.

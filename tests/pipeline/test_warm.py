@@ -174,3 +174,64 @@ def test_record_pages_list_the_markdown_pages_too(project: Project) -> None:
     body = REAL_RECORD.name.split(".")[0]
     for page in (f"pith/{body}.html", f"pith/{BODY}/index.html", "index.html", "report.html"):
         assert "About this mirror</a>" in project.text(page), page
+
+
+def hinted_build(project: Project, warm: WarmCache, *names: str) -> pipeline.BuildReport:
+    return pipeline.build(project.config(), BOTH_KEYS, warm=warm, hints=[f"content/{n}" for n in names])
+
+
+def test_hinted_builds_equal_fresh_ones(project: Project, tmp_path: Path) -> None:
+    """A watcher names the files that changed; the build looks at those only."""
+    warm = WarmCache()
+    warm_build(project, warm)
+    steps: list[tuple[Any, tuple[str, ...]]] = [
+        (lambda: project.add("b.json", grown(2)), ("b.json",)),
+        (
+            lambda: project.add("sub/c.json", record_doc(source_id="2303.00033", title="Hinted")),
+            ("sub/c.json",),
+        ),
+        (lambda: project.remove("a.json"), ("a.json",)),
+        (lambda: project.add("d.json", b"{not json"), ("d.json",)),
+        (lambda: project.add("notes.txt", b"not a document"), ("notes.txt", "pages/x.json", ".hidden.json")),
+    ]
+    for index, (step, names) in enumerate(steps):
+        step()
+        report = hinted_build(project, warm, *names)
+        assert report.mode == "incremental"
+        assert_same_as_fresh(project, tmp_path / f"fresh{index}")
+        assert pipeline.unnoticed_changes(project.config(), warm) == []
+
+
+def test_a_change_without_a_hint_waits_for_the_listing(project: Project, tmp_path: Path) -> None:
+    """What a hinted build did not look at stays as the cache saw it, and
+    `unnoticed_changes` finds it; the next build that lists everything publishes it."""
+    warm = WarmCache()
+    warm_build(project, warm)
+    project.add("b.json", grown(2))
+    project.add("c.json", record_doc(source_id="2303.00033", title="Seen At Last"))
+    project.remove("a.json")
+    report = hinted_build(project, warm, "other.json")
+    assert report.changed == () and report.rendered == 0
+    assert "Seen At Last" not in project.text("index.html")
+    assert pipeline.unnoticed_changes(project.config(), warm) == [
+        "content/b.json",
+        "content/c.json",
+        "content/a.json",
+    ]
+    report = warm_build(project, warm)
+    assert report.changed == ("content/a.json", "content/b.json", "content/c.json")
+    assert "Seen At Last" in project.text("index.html")
+    assert_same_as_fresh(project, tmp_path / "fresh")
+
+
+def test_hints_are_ignored_without_the_warm_cache(project: Project, tmp_path: Path) -> None:
+    """Hints describe changes since this process's last build; a cache read from
+    disk (another process built in between) gets a full listing."""
+    warm = WarmCache()
+    warm_build(project, warm)
+    project.add("c.json", record_doc(source_id="2303.00033", title="Built Elsewhere"))
+    project.build()  # another process
+    project.add("b.json", grown(2))
+    report = hinted_build(project, warm, "nothing.json")
+    assert report.changed == ("content/b.json",)
+    assert_same_as_fresh(project, tmp_path / "fresh")

@@ -375,3 +375,38 @@ def test_build_error_at_first_build_is_reported_not_raised(
         in workspace.err.text()
     )
     assert (rebuilder.generation, rebuilder.rebuilds) == (0, 1)
+
+
+def test_a_change_whose_event_was_lost_is_found_by_the_listing(
+    workspace: Workspace, start_rebuilder: Callable[..., Rebuilder]
+) -> None:
+    """A rebuild looks only at the files its events name; then every document
+    is listed, and one that changed without an event (a full inotify queue drops
+    them) is built at once, not at its next edit."""
+    workspace.add(SEED_RECORD)
+    rebuilder = start_rebuilder()
+    real_note = rebuilder.note
+
+    def lossy(path: str, verb: str, *, folder: bool = False) -> None:
+        if os.path.basename(path) != BUNDLE_NAME:
+            real_note(path, verb, folder=folder)
+
+    rebuilder.note = lossy  # type: ignore[method-assign]
+    workspace.add(SEED_BUNDLE)  # no event reaches the rebuilder
+    (workspace.content / "other.json").write_bytes(b"{not json")  # this one does
+    wait_for_line(workspace, f"content/{BUNDLE_NAME} changed without an event -> published 2")
+    lines = rebuild_lines(workspace)
+    assert lines[0].split("] ", 1)[1].startswith("content/other.json created -> published 1, refused 1")
+    assert (workspace.site / "pith" / "Z5NAPRQPUU4SIDOBV5N2FREXWZ.html").is_file()
+
+
+def test_a_folder_moved_in_is_listed_whole(workspace: Workspace, preview: Callable[..., Preview]) -> None:
+    """A folder's files have no events of their own: the rebuild lists everything."""
+    workspace.add(SEED_RECORD)
+    client = preview().client
+    outside = workspace.root / "incoming"
+    outside.mkdir()
+    shutil.copyfile(SEED_BUNDLE, outside / BUNDLE_NAME)
+    os.rename(outside, workspace.content / "incoming")
+    poll(lambda: client.status(BUNDLE_PAGE) == 200)
+    assert "changed without an event" not in workspace.out.text()
