@@ -639,15 +639,16 @@ class _Build:
             return shared_family_paths(summaries) | self.suspect
         old, new = self.cache.numbers, self.new_cache.numbers
         paths: set[str] = set()
-        for number in set(old) | set(new):
-            before, after = old.get(number), new.get(number)
-            if before is after or (
-                before is not None and after is not None and before.summary.digest == after.summary.digest
-            ):
+        for number, after in new.items():
+            before = old.get(number)
+            if before is after or (before is not None and before.summary.digest == after.summary.digest):
                 continue
-            for entry in (before, after):
-                if entry is not None:
-                    paths.update(family_paths(entry.summary))
+            paths.update(family_paths(after.summary))
+            if before is not None:
+                paths.update(family_paths(before.summary))
+        for number, before in old.items():
+            if number not in new:
+                paths.update(family_paths(before.summary))
         return paths
 
 
@@ -671,25 +672,25 @@ class _PaperPages:
     """Which number owns a paper page: the only files a number owns that a
     site-wide file (the list page of a shared 8-character prefix) can replace.
 
-    Asked about a handful of paths per build, so each question scans the
-    numbers rather than indexing all 20,000 of them first."""
+    Most builds ask about no paper page at all, so the numbers are indexed by
+    prefix at the first question, once."""
 
     def __init__(self, numbers: dict[str, NumberEntry]) -> None:
         self.numbers = numbers
-        self.found: dict[str, str | None] = {}
+        self.by_prefix: dict[str, str] | None = None
 
     def get(self, path: str) -> str | None:
-        if path not in self.found:
-            owner = None
-            prefix = path.removeprefix("paper/").removesuffix(".html").removesuffix("/index")
-            if path.startswith("paper/") and len(prefix) == 8:
-                for number in self.numbers:
-                    body = number.rsplit(":", 1)[1]
-                    if body.startswith(prefix) and path in layout.page_paths(layout.paper_page(body)):
-                        owner = number
-                        break
-            self.found[path] = owner
-        return self.found[path]
+        prefix = path.removeprefix("paper/").removesuffix(".html").removesuffix("/index")
+        if not path.startswith("paper/") or len(prefix) != 8:
+            return None
+        if self.by_prefix is None:
+            self.by_prefix = {}
+            for number in self.numbers:  # (as before: the first number with the prefix)
+                self.by_prefix.setdefault(number.rsplit(":", 1)[1][:8], number)
+        owner = self.by_prefix.get(prefix)
+        if owner is None or path not in layout.page_paths(layout.paper_page(owner.rsplit(":", 1)[1])):
+            return None
+        return owner
 
     def __contains__(self, path: object) -> bool:
         return isinstance(path, str) and self.get(path) is not None

@@ -13,6 +13,7 @@ Rules:
 from __future__ import annotations
 
 import hashlib
+import heapq
 import json
 import re
 from collections import Counter, defaultdict
@@ -184,14 +185,17 @@ def render_site(
     pages_dir: Path,
     previous: Previous | None = None,
 ) -> list[Lazy]:
-    """Every site-wide file, each with the fingerprint of what it depends on."""
+    """Every site-wide file, each with the fingerprint of what it depends on
+    (`summaries` in Pith-number order, as the pipeline keeps them)."""
     previous = previous or {}
     ordered = newest_first(summaries)
     by_year: dict[str, list[Summary]] = defaultdict(list)
     by_cat: dict[str, list[Summary]] = defaultdict(list)
+    cat_slugs: dict[str, str | None] = {}  # a few hundred categories among all records
     for summary in ordered:
         by_year[summary.year].append(summary)
-        slug = layout.category_slug(summary.primary_cat)
+        cat = summary.primary_cat
+        slug = cat_slugs[cat] if cat in cat_slugs else cat_slugs.setdefault(cat, layout.category_slug(cat))
         if slug:
             by_cat[slug].append(summary)
     years = sorted(((y, len(r)) for y, r in by_year.items()), reverse=True)
@@ -221,7 +225,7 @@ def render_site(
     slugs = [slug for slug, _, _ in md_pages]
     refused = sorted(rejections)
     files += group(
-        fingerprint("report", build_time(), *sorted(s.pith_number for s in ordered), *refused, *notes),
+        fingerprint("report", build_time(), *(s.pith_number for s in summaries), *refused, *notes),
         partial(report_files, ordered, refused, notes, env),
         previous,
     )
@@ -531,7 +535,8 @@ def sitemap_files(ordered: Sequence[Summary], config: SiteConfig, slugs: Sequenc
 
 def atom_feed(ordered: Sequence[Summary], config: SiteConfig) -> bytes:
     base = config.absolute_base or config.base_path
-    latest = sorted(ordered, key=lambda s: (s.updated_at, s.pith_number), reverse=True)[:FEED_ENTRIES]
+    # (keys are unique, so this is the first FEED_ENTRIES of the sorted order, without sorting all)
+    latest = heapq.nlargest(FEED_ENTRIES, ordered, key=lambda s: (s.updated_at, s.pith_number))
     updated = latest[0].updated_at if latest else "1970-01-01T00:00:00Z"
     entries = "".join(
         "  <entry>\n"
