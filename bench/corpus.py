@@ -9,6 +9,7 @@ seeded random generator, so the same N always gives the same bytes.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 import random
@@ -106,6 +107,11 @@ def key_entry() -> dict[str, Any]:
         "fingerprint_sha256_hex": digest[:16].hex(),
         "rotates_at": None,
     }
+
+
+@functools.lru_cache(maxsize=1)
+def _fingerprint() -> str:
+    return str(key_entry()["fingerprint_sha256_hex"])
 
 
 def _sign(digest: bytes) -> str:
@@ -211,30 +217,22 @@ def make_bundle(index: int) -> tuple[str, bytes]:
         ),
         ("graph_snapshot", "graph", {"graph_snapshot": snapshot, "verdict_id": None}),
     ):
-        event: dict[str, Any] = {
-            "event_type": event_type,
-            "subject_pith_number": number,
-            "target": target,
-            "payload": payload,
-            "signer": signer,
-            "created_at": "2026-07-05T01:44:30Z",
-            "supersedes": [],
-            "prev_event": None,
-            "schema_version": "1.0",
-        }
-        event_digest = canonical_digest(event)
-        event["signature"] = {
-            "signature_status": "signed_v1",
-            "algorithm": "ed25519",
-            "key_id": KEY_ID,
-            "public_key_fingerprint": fp,
-            "signature_b64": _sign(event_digest),
-            "signed_message": "open_graph_event_sha256_bytes",
-            "signed_at": "2026-07-08T18:08:17.334834Z",
-        }
-        event["content_sha256"] = event_digest.hex()
-        event["event_id"] = "sha256:" + event_digest.hex()
-        events.append(event)
+        events.append(
+            signed_event(
+                {
+                    "event_type": event_type,
+                    "subject_pith_number": number,
+                    "target": target,
+                    "payload": payload,
+                    "signer": signer,
+                    "created_at": "2026-07-05T01:44:30Z",
+                    "supersedes": [],
+                    "prev_event": None,
+                    "schema_version": "1.0",
+                },
+                "2026-07-08T18:08:17.334834Z",
+            )
+        )
     bundle: dict[str, Any] = {
         "bundle_type": "pith_open_graph_bundle",
         "bundle_version": "1.0",
@@ -250,30 +248,48 @@ def make_bundle(index: int) -> tuple[str, bytes]:
         "merge_version": "pith-open-graph-merge-v1",
         "built_at": "2026-07-08T18:08:17Z",
     }
-    bundle["state"] = merge(number, canonical, aliases, events)
-    bundle_digest = canonical_digest(bundle)
+    return body, sign_bundle(bundle, "2026-07-08T18:08:17.337562Z")
+
+
+def signed_event(event: dict[str, Any], signed_at: str) -> dict[str, Any]:
+    """`event` with its signature, content hash and id (SPEC.md: the hash is over
+    the event without signature, content_sha256 and event_id)."""
+    digest = canonical_digest(event)
+    return {
+        **event,
+        "signature": {
+            "signature_status": "signed_v1",
+            "algorithm": "ed25519",
+            "key_id": KEY_ID,
+            "public_key_fingerprint": _fingerprint(),
+            "signature_b64": _sign(digest),
+            "signed_message": "open_graph_event_sha256_bytes",
+            "signed_at": signed_at,
+        },
+        "content_sha256": digest.hex(),
+        "event_id": "sha256:" + digest.hex(),
+    }
+
+
+def sign_bundle(bundle: dict[str, Any], signed_at: str) -> bytes:
+    """The bundle's bytes, with its merged state recomputed and its signature over
+    the whole (bundle_sha256 is over the bundle without its signature)."""
+    bundle = {k: v for k, v in bundle.items() if k not in ("state", "bundle_signature")}
+    bundle["state"] = merge(
+        bundle["pith_number"], bundle["canonical_record"], bundle["source_aliases"], bundle["events"]
+    )
+    digest = canonical_digest(bundle)
     bundle["bundle_signature"] = {
         "signature_status": "signed_v1",
         "algorithm": "ed25519",
         "key_id": KEY_ID,
-        "public_key_fingerprint": fp,
-        "signature_b64": _sign(bundle_digest),
+        "public_key_fingerprint": _fingerprint(),
+        "signature_b64": _sign(digest),
         "signed_message": "bundle_sha256_bytes",
-        "signed_at": "2026-07-08T18:08:17.337562Z",
-        "bundle_sha256": bundle_digest.hex(),
+        "signed_at": signed_at,
+        "bundle_sha256": digest.hex(),
     }
-    return body, json.dumps(bundle, ensure_ascii=False, separators=(",", ":")).encode()
-
-
-def write_corpus(folder: Path, count: int, start: int = 0) -> list[Path]:
-    folder.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for index in range(start, start + count):
-        body, data = make_bundle(index)
-        path = folder / f"{body}.bundle.json"
-        path.write_bytes(data)
-        paths.append(path)
-    return paths
+    return json.dumps(bundle, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def write_keys(path: Path) -> None:

@@ -55,7 +55,6 @@ from generator import __version__  # noqa: E402
 from generator.canonical import canonical_digest  # noqa: E402
 from generator.config import default_templates  # noqa: E402
 from generator.layout import resolve_json  # noqa: E402
-from generator.merge import merge  # noqa: E402
 from generator.view import CHECKLIST  # noqa: E402
 
 HUGO_SKELETON = ROOT / "bench" / "hugo"
@@ -342,7 +341,7 @@ def _pool_init(make_hugo: bool) -> None:
 
 
 def write_inputs(content: Path, hugo_content: Path | None, count: int, jobs: int) -> list[str]:
-    """The N corpus bundles (as write_corpus writes them), and one Hugo page per record."""
+    """The N corpus bundles, named `<body>.bundle.json`, and one Hugo page per record."""
     content.mkdir(parents=True, exist_ok=True)
     if hugo_content is not None:
         hugo_content.mkdir(parents=True, exist_ok=True)
@@ -437,25 +436,14 @@ def hugo_page(bundle: dict[str, Any]) -> str:
 
 
 def changed_bundle(raw: bytes, stamp: int) -> bytes:
-    """The same Pith number with one more signed event (a timestamp_anchor), re-merged and re-signed.
-
-    Mirrors bench/corpus.py: the event hash is over the event without
-    signature/content_sha256/event_id, the state is recomputed with the
-    deterministic merge, and bundle_sha256 is over the bundle without its
-    signature (SPEC.md). A reader of the changed record page sees "anchored".
-    """
+    """The same Pith number with one more signed event (a timestamp_anchor), re-merged
+    and re-signed as bench/corpus.py signs. A reader of the changed record page sees
+    "anchored"."""
     bundle = json.loads(raw)
     number = bundle["pith_number"]
-    entry = corpus.key_entry()
-    fp = entry["fingerprint_sha256_hex"]
-    signer = {
-        "signer_id": "pith.science",
-        "signer_type": "pith_registry",
-        "key_id": corpus.KEY_ID,
-        "public_key_fingerprint": fp,
-    }
     proof = base64.b64encode(canonical_digest({"bench": stamp, "n": number})).decode()
-    event: dict[str, Any] = {
+    when = f"2026-07-09T00:00:{stamp % 60:02d}Z"
+    event = {
         "event_type": "timestamp_anchor",
         "subject_pith_number": number,
         "target": "record",
@@ -463,42 +451,22 @@ def changed_bundle(raw: bytes, stamp: int) -> bytes:
             "anchor_kind": "opentimestamps",
             "canonical_sha256": bundle["canonical_sha256"],
             "ots_proof_b64": proof,
-            "anchored_at": f"2026-07-09T00:00:{stamp % 60:02d}Z",
+            "anchored_at": when,
         },
-        "signer": signer,
-        "created_at": f"2026-07-09T00:00:{stamp % 60:02d}Z",
+        "signer": {
+            "signer_id": "pith.science",
+            "signer_type": "pith_registry",
+            "key_id": corpus.KEY_ID,
+            "public_key_fingerprint": corpus.key_entry()["fingerprint_sha256_hex"],
+        },
+        "created_at": when,
         "supersedes": [],
         "prev_event": None,
         "schema_version": "1.0",
     }
-    digest = canonical_digest(event)
-    event["signature"] = {
-        "signature_status": "signed_v1",
-        "algorithm": "ed25519",
-        "key_id": corpus.KEY_ID,
-        "public_key_fingerprint": fp,
-        "signature_b64": corpus._sign(digest),
-        "signed_message": "open_graph_event_sha256_bytes",
-        "signed_at": "2026-07-09T00:00:01.000000Z",
-    }
-    event["content_sha256"] = digest.hex()
-    event["event_id"] = "sha256:" + digest.hex()
-    bundle["events"].append(event)
-    del bundle["state"], bundle["bundle_signature"]
+    bundle["events"].append(corpus.signed_event(event, "2026-07-09T00:00:01.000000Z"))
     bundle["built_at"] = "2026-07-09T00:00:02Z"
-    bundle["state"] = merge(number, bundle["canonical_record"], bundle["source_aliases"], bundle["events"])
-    bundle_digest = canonical_digest(bundle)
-    bundle["bundle_signature"] = {
-        "signature_status": "signed_v1",
-        "algorithm": "ed25519",
-        "key_id": corpus.KEY_ID,
-        "public_key_fingerprint": fp,
-        "signature_b64": corpus._sign(bundle_digest),
-        "signed_message": "bundle_sha256_bytes",
-        "signed_at": "2026-07-09T00:00:02.000000Z",
-        "bundle_sha256": bundle_digest.hex(),
-    }
-    return json.dumps(bundle, ensure_ascii=False, separators=(",", ":")).encode()
+    return corpus.sign_bundle(bundle, "2026-07-09T00:00:02.000000Z")
 
 
 # ---------------------------------------------------------------------------
