@@ -80,19 +80,27 @@ def _verify_key(public_key: bytes) -> VerifyKey:
     return VerifyKey(public_key)
 
 
+_SIGNATURE_B64_LENGTH = 88
+"""Standard base64 of 64 bytes: 22 groups of four characters, the last ending in `==`."""
+
+
 def decode_signature(text: object) -> bytes | None:
     """Standard base64 of exactly 64 bytes, or None.
 
     Only the one canonical spelling is accepted: Python's decoder ignores the
     unused low bits of the last character, so `...Bw==` and `...Bx==` would
-    otherwise both decode to the same signature."""
-    if not isinstance(text, str):
+    otherwise both decode to the same signature.
+
+    So the decoder's own leniency does not matter: whatever it returns must
+    re-encode to exactly `text`, which only the canonical encoding (88
+    characters for 64 bytes) does."""
+    if not isinstance(text, str) or len(text) != _SIGNATURE_B64_LENGTH or not text.isascii():
         return None
     try:
-        raw = base64.b64decode(text, validate=True)
+        raw = binascii.a2b_base64(text)
     except (binascii.Error, ValueError):
         return None
-    if len(raw) != 64 or base64.b64encode(raw).decode("ascii") != text:
+    if len(raw) != 64 or binascii.b2a_base64(raw, newline=False).decode("ascii") != text:
         return None
     return raw
 

@@ -109,28 +109,33 @@ def document_path(content: Path, rel: str) -> str | None:
 
 
 def _inside(path: Path, root: Path) -> bool:
+    """Whether `path`, links followed, is under `root`; False for links that go
+    round in a loop (nothing is inside them)."""
     try:
         path.resolve().relative_to(root)
-    except ValueError:
+    except (ValueError, OSError, RuntimeError):  # (RuntimeError: a loop, before Python 3.13)
         return False
     return True
 
 
+def _loops(path: Path) -> bool:
+    try:
+        path.resolve()
+    except (OSError, RuntimeError):
+        return True
+    return False
+
+
 def read_bytes(path: Path, content: Path, limits: Limits) -> bytes:
     """(1) Read at most max_bytes + 1 bytes; refuse links out of content/."""
+    if path.is_symlink() and _loops(path):
+        raise RejectionError(Problem(Code.FILE_UNREADABLE, "", "cannot read: the symbolic link loops"))
     if path.is_symlink() and not _inside(path, content.resolve()):
         raise RejectionError(
             Problem(Code.FILE_OUTSIDE_CONTENT, "", "symbolic link points outside the content folder")
         )
-    cap = limits.max_bytes + 1
     try:
-        with open(path, "rb") as handle:
-            # Asking for the whole cap would allocate it (4 MiB) for every file: ask for the
-            # size the file has, and one byte more to notice a file that grew meanwhile.
-            asked = min(os.fstat(handle.fileno()).st_size + 1, cap)
-            raw = handle.read(asked)
-            if len(raw) == asked < cap:
-                raw += handle.read(cap - asked)
+        raw = _read_at_most(path, limits.max_bytes + 1)
     except OSError as exc:
         raise RejectionError(Problem(Code.FILE_UNREADABLE, "", f"cannot read: {exc.strerror}")) from None
     if len(raw) > limits.max_bytes:
@@ -142,6 +147,36 @@ def read_bytes(path: Path, content: Path, limits: Limits) -> bytes:
             )
         )
     return raw
+
+
+def _read_at_most(path: Path, cap: int) -> bytes:
+    """The file's first `cap` bytes, or all of it if shorter.
+
+    Asking for the whole cap would allocate it (4 MiB) for every file: ask for
+    the size the file has, and one byte more to notice a file that grew
+    meanwhile. Each document is read once, whole, so a plain descriptor is
+    enough; a buffered file object would only add its own set-up."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        asked = min(os.fstat(fd).st_size + 1, cap)
+        raw = _read_fully(fd, asked)
+        if len(raw) == asked < cap:
+            raw += _read_fully(fd, cap - asked)
+    finally:
+        os.close(fd)
+    return raw
+
+
+def _read_fully(fd: int, size: int) -> bytes:
+    """`size` bytes, fewer only at the end of the file (a single read may return less)."""
+    chunks: list[bytes] = []
+    while size > 0:
+        chunk = os.read(fd, size)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
 
 
 class _DuplicateKey(Exception):
@@ -223,9 +258,13 @@ def _has_float_or_too_deep(value: dict[str, Any], max_depth: int) -> bool:
 
 
 def _float_or_deeper(children: Iterable[Any], levels_left: int) -> bool:
-    """Whether `children` hold a float, or containers nested more than `levels_left` levels."""
+    """Whether `children` hold a float, or containers nested more than `levels_left` levels.
+
+    Most values of a real document are strings, so they are passed over first."""
     for child in children:
         kind = type(child)
+        if kind is str:
+            continue
         if kind is dict:
             if not levels_left or _float_or_deeper(child.values(), levels_left - 1):
                 return True

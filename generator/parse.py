@@ -11,6 +11,7 @@ Rules:
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .errors import Code, Problem, pointer
@@ -20,7 +21,7 @@ from .model import PITH_RE, Event, Kind, ParsedDoc
 RECORD_TYPE = "pith_number_record"
 BUNDLE_TYPE = "pith_open_graph_bundle"
 
-_HEX64 = frozenset("0123456789abcdef")
+_HEX64 = re.compile("[0-9a-f]{64}")
 _MISSING = object()
 
 _JSON_TYPE_NAMES = {dict: "an object", list: "an array", str: "a string", int: "an integer"}
@@ -69,10 +70,13 @@ BUNDLE_FIELDS: dict[str, type] = {
     "bundle_signature": dict,
 }
 ALIAS_FIELDS: dict[str, type] = {"alias_kind": str, "alias_value": str, "created_at": str}
+TOP_FIELDS: dict[str, type] = {"canonical_record": dict, "canonical_sha256": str, "short_pith_number": str}
+BUNDLE_SIGNATURE_FIELDS: dict[str, type] = {**SIGNATURE_FIELDS, "bundle_sha256": str}
+RECORD_OPTIONAL_FIELDS: dict[str, type] = {"paper": dict, "aliases": list, "graph_snapshot": dict}
 
 
 def is_hex64(value: object) -> bool:
-    return isinstance(value, str) and len(value) == 64 and set(value) <= _HEX64
+    return isinstance(value, str) and _HEX64.fullmatch(value) is not None
 
 
 def require(
@@ -133,8 +137,7 @@ def parse(source: SourceDocument) -> tuple[ParsedDoc | None, list[Problem]]:
                 f"{number!r} is not of the form pith:YYYY:<26 base32 characters>",
             )
         )
-    required: dict[str, type] = {"canonical_record": dict, "canonical_sha256": str, "short_pith_number": str}
-    require(data, required, (), problems)
+    require(data, TOP_FIELDS, (), problems)
     canonical = data.get("canonical_record")
     if isinstance(canonical, dict):
         check_canonical_shape(canonical, ("canonical_record",), problems)
@@ -150,19 +153,14 @@ def parse(source: SourceDocument) -> tuple[ParsedDoc | None, list[Problem]]:
         if require(data, {"receipt": dict}, (), problems):
             receipt = data["receipt"]
             require(receipt, RECEIPT_FIELDS, ("receipt",), problems)
-        _check_optional(data, {"paper": dict, "aliases": list, "graph_snapshot": dict}, problems)
+        _check_optional(data, RECORD_OPTIONAL_FIELDS, problems)
         _check_aliases(data.get("aliases"), "aliases", problems)
     else:
         require(data, BUNDLE_FIELDS, (), problems)
         events = _parse_events(data.get("events"), problems)
         _check_aliases(data.get("source_aliases"), "source_aliases", problems)
         if isinstance(data.get("bundle_signature"), dict):
-            require(
-                data["bundle_signature"],
-                {**SIGNATURE_FIELDS, "bundle_sha256": str},
-                ("bundle_signature",),
-                problems,
-            )
+            require(data["bundle_signature"], BUNDLE_SIGNATURE_FIELDS, ("bundle_signature",), problems)
         for event in events:
             if event.event_type == "record_created" and isinstance(event.data.get("payload"), dict):
                 payload_receipt = event.data["payload"].get("receipt")

@@ -32,7 +32,7 @@ from .model import MERGE_VERSION, Event, ParsedDoc, Provenance, Verdict, Verifie
 from .parse import parse
 
 _SUBMITTED_AT = re.compile(r"([0-9]{4})-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?Z")
-_EVENT_UNHASHED = ("signature", "content_sha256", "event_id")
+_EVENT_UNHASHED = frozenset({"signature", "content_sha256", "event_id"})
 SHORT_ALIAS_LENGTHS = {"pith_short_8": 8, "pith_short_12": 12, "pith_short_16": 16}
 
 Path = tuple[str | int, ...]
@@ -51,17 +51,19 @@ def verify_document(source: SourceDocument, keyring: Keyring) -> tuple[Verdict, 
         return verdict, None
     return verdict, Verified(
         doc=doc,
-        canonical_sha256=checker.digest.hex(),
+        canonical_sha256=checker.digest_hex,
         state=state,
         provenance=provenance(doc),
     )
 
 
 def title_matches(title: str, title_sha256: str) -> bool:
-    """SPEC.md: lower-cased title, or with white space collapsed; nothing looser."""
-    plain = sha256(title.lower().encode("utf-8")).hex()
-    collapsed = sha256(" ".join(title.split()).lower().encode("utf-8")).hex()
-    return title_sha256 in (plain, collapsed)
+    """SPEC.md: lower-cased title, or with white space collapsed; nothing looser.
+
+    The collapsed form is hashed only when the plain one does not match."""
+    if sha256(title.lower().encode("utf-8")).hex() == title_sha256:
+        return True
+    return sha256(" ".join(title.split()).lower().encode("utf-8")).hex() == title_sha256
 
 
 class _Checker:
@@ -72,7 +74,9 @@ class _Checker:
         self.data = doc.data
         self.keyring = keyring
         self.problems = list(problems)
-        self.digest = canonical_digest(doc.canonical_record)
+        self.record_json = canonical_json(doc.canonical_record)  # an embedded copy must be these bytes
+        self.digest = sha256(self.record_json)
+        self.digest_hex = self.digest.hex()
         self.body = pith_body(self.digest)
 
     def fail(self, code: Code, path: Path, message: str) -> None:
@@ -92,7 +96,7 @@ class _Checker:
 
     # (4) the canonical hash and the identifiers derived from it
     def check_identity(self) -> None:
-        computed = self.digest.hex()
+        computed = self.digest_hex
         declared = self.data.get("canonical_sha256")
         if isinstance(declared, str) and declared != computed:
             self.fail(
@@ -225,11 +229,11 @@ class _Checker:
         if not receipt:
             return
         declared = receipt.get("canonical_sha256")
-        if declared != self.digest.hex():
+        if declared != self.digest_hex:
             self.fail(
                 Code.RECEIPT_HASH_MISMATCH,
                 (*path, "canonical_sha256"),
-                f"receipt names {declared} but the canonical record hashes to {self.digest.hex()}",
+                f"receipt names {declared} but the canonical record hashes to {self.digest_hex}",
             )
         self.check_signature(receipt, path, self.digest, "canonical_sha256_bytes", Code.RECEIPT_BAD_SIGNATURE)
 
@@ -306,11 +310,12 @@ class _Checker:
         record_created = 0
         for event in self.doc.events:
             reason = self.check_event(event)
-            if event.event_id in seen:
+            event_id = event.event_id
+            if event_id in seen:
                 self.fail(
                     Code.EVENT_DUPLICATE, ("events", event.index, "event_id"), "this event appears twice"
                 )
-            seen.add(event.event_id)
+            seen.add(event_id)
             if event.event_type == "record_created":
                 record_created += 1
                 if record_created > 1:
@@ -320,7 +325,7 @@ class _Checker:
                         "a bundle has exactly one record_created event; this is a second",
                     )
             if reason:
-                invalid[event.event_id] = reason
+                invalid[event_id] = reason
         if record_created == 0:
             self.fail(Code.EVENT_NO_RECORD_CREATED, ("events",), "the bundle has no record_created event")
         return invalid
@@ -328,27 +333,29 @@ class _Checker:
     def check_event(self, event: Event) -> str | None:
         """Checks one event; returns why it is invalid for the merge, or None."""
         data, path = event.data, ("events", event.index)
+        event_type = event.event_type
         before = len(self.problems)
-        if event.event_type not in KNOWN_EVENT_TYPES:
+        if event_type not in KNOWN_EVENT_TYPES:
             self.fail(
                 Code.EVENT_UNKNOWN_TYPE,
                 (*path, "event_type"),
-                f"event type {event.event_type!r} is not one this mirror can merge",
+                f"event type {event_type!r} is not one this mirror can merge",
             )
         if not isinstance(data.get("signature"), dict) or not isinstance(data.get("signer"), dict):
             return "malformed"
         digest = canonical_digest({k: v for k, v in data.items() if k not in _EVENT_UNHASHED})
-        if data.get("content_sha256") != digest.hex():
+        digest_hex = digest.hex()
+        if data.get("content_sha256") != digest_hex:
             self.fail(
                 Code.EVENT_HASH_MISMATCH,
                 (*path, "content_sha256"),
-                f"declared {data.get('content_sha256')} but the event hashes to {digest.hex()}",
+                f"declared {data.get('content_sha256')} but the event hashes to {digest_hex}",
             )
-        if data.get("event_id") != "sha256:" + digest.hex():
+        if data.get("event_id") != "sha256:" + digest_hex:
             self.fail(
                 Code.EVENT_ID_MISMATCH,
                 (*path, "event_id"),
-                f"declared {data.get('event_id')} but the event hashes to sha256:{digest.hex()}",
+                f"declared {data.get('event_id')} but the event hashes to sha256:{digest_hex}",
             )
         if data.get("subject_pith_number") != self.doc.pith_number:
             self.fail(
@@ -372,9 +379,9 @@ class _Checker:
         )
         payload = data.get("payload")
         if isinstance(payload, dict):
-            if event.event_type == "record_created":
+            if event_type == "record_created":
                 self.check_record_created(payload, (*path, "payload"))
-            elif event.event_type == "graph_snapshot" and isinstance(payload.get("graph_snapshot"), dict):
+            elif event_type == "graph_snapshot" and isinstance(payload.get("graph_snapshot"), dict):
                 self.check_title(
                     payload["graph_snapshot"].get("paper"), (*path, "payload", "graph_snapshot", "paper")
                 )
@@ -385,17 +392,17 @@ class _Checker:
     # (7) a record_created payload is the bundle's own record
     def check_record_created(self, payload: Mapping[str, Any], path: Path) -> None:
         record = payload.get("canonical_record")
-        if not isinstance(record, dict) or canonical_digest(record) != self.digest:
+        if not isinstance(record, dict) or canonical_json(record) != self.record_json:
             self.fail(
                 Code.EVENT_PAYLOAD_MISMATCH,
                 (*path, "canonical_record"),
                 "the event's canonical record is not the bundle's",
             )
-        if payload.get("canonical_sha256") != self.digest.hex():
+        if payload.get("canonical_sha256") != self.digest_hex:
             self.fail(
                 Code.EVENT_PAYLOAD_MISMATCH,
                 (*path, "canonical_sha256"),
-                f"the event names hash {payload.get('canonical_sha256')}, not {self.digest.hex()}",
+                f"the event names hash {payload.get('canonical_sha256')}, not {self.digest_hex}",
             )
         source = self.doc.canonical_record.get("source")
         if isinstance(source, dict):

@@ -22,6 +22,7 @@ from generator.canonical import (
     b32,
     canonical_digest,
     canonical_json,
+    pith_body,
     pretty_json,
     reference_canonical_json,
     sha256,
@@ -113,6 +114,12 @@ def test_sha256_digest_and_b32() -> None:
     assert b32(b"f") == "MY"
     assert b32(b"foobar") == "MZXW6YTBOI"
     assert len(b32(bytes(32))) == 52
+
+
+@pytest.mark.parametrize("seed", [b"", b"abc", b"pith", b"\xff" * 7])
+def test_pith_body_is_the_first_26_base32_characters_of_the_digest(seed: bytes) -> None:
+    for digest in (bytes(32), b"\xff" * 32, *(sha256(seed + bytes([i])) for i in range(256))):
+        assert pith_body(digest) == b32(digest)[:26]
 
 
 def test_canonical_bytes_of_the_seed_records(seed_record_path: Path, seed_bundle_path: Path) -> None:

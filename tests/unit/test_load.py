@@ -200,6 +200,21 @@ def test_a_file_longer_than_its_stated_size_is_read_whole_and_capped(
     assert info.value.problem.code is Code.FILE_TOO_LARGE
 
 
+def test_short_reads_are_continued_to_the_end_of_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A single read may return fewer bytes than asked; the file is still read whole and capped."""
+    body = b'{"a": "' + b"x" * 100 + b'"}'
+    path = tmp_path / "doc.json"
+    path.write_bytes(body)
+    real_read = os.read
+    monkeypatch.setattr(os, "read", lambda fd, size: real_read(fd, min(size, 7)))
+    assert read_bytes(path, tmp_path, Limits(max_bytes=len(body))) == body
+    with pytest.raises(RejectionError) as info:
+        read_bytes(path, tmp_path, Limits(max_bytes=len(body) - 1))
+    assert info.value.problem.code is Code.FILE_TOO_LARGE
+
+
 def test_default_size_cap_refuses_a_20_mb_file(tmp_path: Path) -> None:
     path = tmp_path / "big.json"
     with path.open("wb") as handle:
@@ -231,6 +246,17 @@ def test_symbolic_link_out_of_content_is_refused(tmp_path: Path) -> None:
         read_bytes(content / "out.json", content, LIMITS)
     assert info.value.problem.code is Code.FILE_OUTSIDE_CONTENT
     assert load_document(content / "in.json", "in.json", content, LIMITS).data == {"a": 2}
+
+
+def test_a_symbolic_link_loop_is_unreadable_not_a_crash(tmp_path: Path) -> None:
+    (tmp_path / "self.json").symlink_to(tmp_path / "self.json")
+    (tmp_path / "a.json").symlink_to(tmp_path / "b.json")
+    (tmp_path / "b.json").symlink_to(tmp_path / "a.json")
+    for name in ("self.json", "a.json"):
+        with pytest.raises(RejectionError) as info:
+            read_bytes(tmp_path / name, tmp_path, LIMITS)
+        assert info.value.problem.code is Code.FILE_UNREADABLE
+        assert "loops" in info.value.problem.message
 
 
 def test_load_document_keeps_the_raw_bytes(tmp_path: Path) -> None:
