@@ -8,19 +8,15 @@ where a missing browser is a failure.
 
 from __future__ import annotations
 
-import os
-import re
 import shutil
-import signal
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from browserkit import CHROMIUM, require_browser
+from runkit import Running
 
 ROOT = Path(__file__).resolve().parents[2]
 CONTENT = ROOT / "content"
@@ -37,57 +33,25 @@ CHROMIUM_ARGS = [
 
 
 class Served:
-    """A `pith-mirror serve` subprocess and the address it printed."""
+    """A `pith-mirror serve` subprocess and the address it printed (within a minute)."""
 
     def __init__(self, content: Path, site: Path, *extra: str) -> None:
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "generator",
-                "serve",
-                "--port",
-                "0",
-                "--no-watch",
-                "--jobs",
-                "1",
-                *extra,
-                str(content),
-                str(site),
-            ],
-            cwd=content.parent,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env=env,
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-        )
-        self.output: list[str] = []
-        deadline = time.monotonic() + 60
-        self.url = ""
-        assert self.proc.stdout is not None
-        while time.monotonic() < deadline:
-            line = self.proc.stdout.readline()
-            if not line:
-                break
-            self.output.append(line)
-            match = re.search(r"(http://127\.0\.0\.1:\d+/\S*)", line)
-            if match:
-                self.url = match.group(1)
-                break
-        if not self.url:
+        args = ["serve", "--port", "0", "--no-watch", "--jobs", "1", *extra, str(content), str(site)]
+        self.running = Running(args, content.parent)
+        try:
+            found = self.running.wait_for_line(r"(http://127\.0\.0\.1:\d+/\S*)", timeout=60)
+        except AssertionError:
             self.stop()
-            raise AssertionError("serve printed no address:\n" + "".join(self.output))
+            raise
+        self.url = found.group(1)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
+        if self.running.process.poll() is None:
             try:
-                self.proc.wait(timeout=20)
+                self.running.interrupt()
             except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+                self.running.process.kill()
+                self.running.process.wait()
 
 
 @pytest.fixture(scope="session")

@@ -7,91 +7,17 @@ is what a terminal sends on Ctrl-C.
 from __future__ import annotations
 
 import os
-import queue
 import re
-import signal
 import subprocess
 import sys
-import threading
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
+from runkit import Running
 
 from .conftest import BUNDLE_PAGE, RECORD_PAGE, REPO, SEED_BUNDLE, SEED_RECORD, TIMEOUT, Workspace, poll
-
-
-def _default_sigint() -> None:
-    """Let Ctrl-C through even when the tests run in a background job (which ignores SIGINT)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-class Running:
-    """A pith-mirror subprocess whose stdout lines arrive through a reader thread.
-
-    (Selecting on the pipe is not enough: a buffered readline may pull two
-    lines at once, and the second would then wait for more output.)"""
-
-    def __init__(self, args: list[str], cwd: Path) -> None:
-        env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=str(REPO))
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "generator", *args],
-            cwd=cwd,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            preexec_fn=_default_sigint,
-        )
-        self.lines: list[str] = []
-        self._queue: queue.Queue[str | None] = queue.Queue()
-        self._errors: list[str] = []
-        self._readers = [
-            threading.Thread(target=self._read, daemon=True),
-            threading.Thread(target=self._read_errors, daemon=True),
-        ]
-        for reader in self._readers:
-            reader.start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self._queue.put(line)
-        self._queue.put(None)
-
-    def _read_errors(self) -> None:
-        assert self.process.stderr is not None
-        self._errors.extend(self.process.stderr)
-
-    def wait_for_line(self, pattern: str, timeout: float = TIMEOUT) -> re.Match[str]:
-        """The first stdout line matching `pattern`, waiting at most `timeout` seconds."""
-        deadline = time.monotonic() + timeout
-        while True:
-            for line in self.lines:
-                if found := re.search(pattern, line):
-                    return found
-            try:
-                line = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
-                line = None
-            if line is None:
-                raise AssertionError(f"no line matching {pattern!r}; got {self.lines!r}")
-            self.lines.append(line)
-
-    def interrupt(self) -> tuple[int, str, str]:
-        """Ctrl-C, then the exit code, all of stdout and all of stderr."""
-        self.process.send_signal(signal.SIGINT)
-        code = self.process.wait(timeout=TIMEOUT)
-        for reader in self._readers:
-            reader.join(TIMEOUT)
-        while not self._queue.empty():
-            line = self._queue.get_nowait()
-            if line is not None:
-                self.lines.append(line)
-        return code, "".join(self.lines), "".join(self._errors)
 
 
 @pytest.fixture

@@ -1,0 +1,91 @@
+"""A pith-mirror command in a subprocess, read line by line with deadlines.
+
+Shared by the tests that run the real CLI (`serve`, `build --watch`, the
+browser tests): output arrives through reader threads, so waiting for a line
+is bounded even when the process prints nothing at all.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+TIMEOUT = 20.0
+
+
+def _default_sigint() -> None:
+    """Let Ctrl-C through even when the tests run in a background job (which ignores SIGINT)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+class Running:
+    """A pith-mirror subprocess whose stdout lines arrive through a reader thread.
+
+    (Selecting on the pipe is not enough: a buffered readline may pull two
+    lines at once, and the second would then wait for more output.)"""
+
+    def __init__(self, args: list[str], cwd: Path) -> None:
+        env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=str(REPO))
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "generator", *args],
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=_default_sigint,
+        )
+        self.lines: list[str] = []
+        self._queue: queue.Queue[str | None] = queue.Queue()
+        self._errors: list[str] = []
+        self._readers = [
+            threading.Thread(target=self._read, daemon=True),
+            threading.Thread(target=self._read_errors, daemon=True),
+        ]
+        for reader in self._readers:
+            reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self._queue.put(line)
+        self._queue.put(None)
+
+    def _read_errors(self) -> None:
+        assert self.process.stderr is not None
+        self._errors.extend(self.process.stderr)
+
+    def wait_for_line(self, pattern: str, timeout: float = TIMEOUT) -> re.Match[str]:
+        """The first stdout line matching `pattern`, waiting at most `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for line in self.lines:
+                if found := re.search(pattern, line):
+                    return found
+            try:
+                line = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                line = None
+            if line is None:
+                raise AssertionError(f"no line matching {pattern!r}; got {self.lines!r}")
+            self.lines.append(line)
+
+    def interrupt(self) -> tuple[int, str, str]:
+        """Ctrl-C, then the exit code, all of stdout and all of stderr."""
+        self.process.send_signal(signal.SIGINT)
+        code = self.process.wait(timeout=TIMEOUT)
+        for reader in self._readers:
+            reader.join(TIMEOUT)
+        while not self._queue.empty():
+            line = self._queue.get_nowait()
+            if line is not None:
+                self.lines.append(line)
+        return code, "".join(self.lines), "".join(self._errors)
