@@ -326,6 +326,7 @@ class _Build:
         numbers, rendered_numbers, render_rejections = self.publish_numbers(
             selection.choices, fresh, paths, settled
         )
+        del fresh  # (its tasks and results: the numbers keep what stays)
         rejections += render_rejections
 
         summaries = [numbers[n].summary for n in sorted(numbers)]

@@ -94,23 +94,27 @@ class Examined:
 def examine_task(task: Task) -> Examined:
     """Verify one file and, if it verifies, render its number as if it were alone."""
     path = Path(task.path)
-    stat = stat_key(path) if path.exists() else (0, 0, 0)
+    try:
+        stat = stat_key(path)
+    except OSError:
+        stat = (0, 0, 0)
     verdict, verified, source = examine(
         path, task.name, Path(task.root), _WORKER["keyring"], _WORKER["limits"]
     )
     rejections = [Rejection(task.name, p.pointer, p.code, p.message) for p in verdict.problems]
+    raw_sha256 = source.raw_sha256 if source else ""  # (one string for entry and candidate)
     if verified is None or source is None:
-        entry = FileEntry(stat, source.raw_sha256 if source else "", verdict.pith_number, rejections, None)
+        entry = FileEntry(stat, raw_sha256, verdict.pith_number, rejections, None)
         return Examined(task, entry)
     candidate = Candidate(
         file=task.name,
         kind=verified.kind,
         pith_number=verified.pith_number,
-        raw_sha256=source.raw_sha256,
+        raw_sha256=raw_sha256,
         event_ids=frozenset(verified.event_ids),
         from_site=task.from_site,
     )
-    entry = FileEntry(stat, source.raw_sha256, verified.pith_number, [], candidate)
+    entry = FileEntry(stat, raw_sha256, verified.pith_number, [], candidate)
     if not task.render:
         return Examined(task, entry, derived="derived_by" in source.data)
     pub = Publication(
