@@ -138,7 +138,7 @@ def render_publication(
     body = pub.body
     files: list[OutputFile] = []
     primary = pub.primary
-    paper, _ = paper_block(pub)
+    paper, paper_prov = paper_block(pub)
     paths = RecordPaths.of(body, pub.bundle is not None)
     state = pub.bundle.state if pub.bundle is not None else None
     if state is None:
@@ -203,7 +203,9 @@ def render_publication(
     summary = summarize(pub, paper, record_bytes, bundle_raw, str(state["state_sha256"]), integrity_file)
     site = env.globals["site"]
     assert isinstance(site, SiteInfo), "the environment comes from make_environment"
-    context = record_context(pub, summary, snapshot, snapshot_origin, integrity_path, config, site, paths)
+    context = record_context(
+        pub, summary, snapshot, snapshot_origin, integrity_path, config, site, paths, (paper, paper_prov)
+    )
     files += page(paths.record_page, render_template(env, "record.html", context))
     files += page(paths.paper_page, render_template(env, "paper.html", context))
     return files, summary
@@ -345,15 +347,23 @@ class RecordProvenance(NamedTuple):
 
 
 _PROVENANCE_LABELS = {"verified": "Verified", "signed": "Signed", "unsigned": "Not signed"}
+_PROVENANCE_STARTS = {
+    status: Markup(f'<p class="prov prov-{escape(status)}"><span class="prov-label">{escape(label)}</span> ')
+    for status, label in _PROVENANCE_LABELS.items()
+}
+"""Each status's line up to its text: the same three beginnings on every page."""
+
+
+def provenance_html(p: Provenance) -> Markup:
+    """One provenance line; its text is escaped like any document string."""
+    return _provenance_line(p.status, p.text)
 
 
 @functools.lru_cache(maxsize=64)  # most lines are the same few sentences
-def provenance_html(p: Provenance) -> Markup:
-    """One provenance line; its text is escaped like any document string."""
-    return Markup(
-        f'<p class="prov prov-{escape(p.status)}"><span class="prov-label">'
-        f"{escape(_PROVENANCE_LABELS[p.status])}</span> {escape(p.text)}</p>"
-    )
+def _provenance_line(status: str, text: str) -> Markup:
+    """`provenance_html`, cached by its two strings: they hash and compare in C,
+    where the frozen dataclass would run its generated `__hash__` and `__eq__`."""
+    return Markup(f"{_PROVENANCE_STARTS[status]}{escape(text)}</p>")
 
 
 def record_context(
@@ -365,18 +375,21 @@ def record_context(
     config: SiteConfig,
     site: SiteInfo | None = None,
     paths: RecordPaths | None = None,
+    paper: tuple[dict[str, str], Provenance] | None = None,
 ) -> dict[str, Any]:
     """What record.html and paper.html show, computed here rather than in the templates:
-    they render once a record, and Jinja's attribute look-ups and calls cost more than Python's."""
+    they render once a record, and Jinja's attribute look-ups and calls cost more than Python's.
+    `paper` is the number's `paper_block` when the caller has it already."""
     site = site or SiteInfo.of(config)
     primary = pub.primary
     body = pub.body
-    paper, paper_prov = paper_block(pub)
+    paper_fields, paper_prov = paper or paper_block(pub)
     canonical = primary.doc.canonical_record
     receipt = primary.doc.receipt
+    provenance = primary.provenance
+    base = site.base
     paths = paths or RecordPaths.of(body, pub.bundle is not None)
     page_url = f"{site.absolute_base}{paths.record_page}" if site.absolute_base else None
-    lookups = {(kind, value): path for path, kind, value in summary.lookups}
     counts = event_counts(pub)
     record_on_primary = f"{site.primary_url}/pith/{body}"
     snapshot_signed = snapshot_origin.startswith("signed")
@@ -387,13 +400,13 @@ def record_context(
         "summary": summary,
         "number": pub.pith_number,
         "short_number": f"pith:{body[:8]}",
-        "paper": PaperText(**paper),
+        "paper": PaperText(**paper_fields),
         "prov": RecordProvenance(
-            status=provenance_html(primary.provenance["status"]),
-            title=provenance_html(primary.provenance["title"]),
-            record=provenance_html(primary.provenance["record"]),
+            status=provenance_html(provenance["status"]),
+            title=provenance_html(provenance["title"]),
+            record=provenance_html(provenance["record"]),
             paper=provenance_html(paper_prov),
-            aliases=provenance_html(primary.provenance["aliases"]),
+            aliases=provenance_html(provenance["aliases"]),
             snapshot=provenance_html(snapshot_prov),
         ),
         "canonical": canonical,
@@ -413,21 +426,21 @@ def record_context(
             builder_version=str(receipt.get("builder_version", "—")),
         ),
         "aliases": [
-            (kind, value, None if (path := lookups.get((kind, value))) is None else _href(site.base, path))
-            for kind, value in summary.aliases
+            (kind, value, None if path is None else _href(base, path))
+            for (kind, value), path in zip(summary.aliases, summary.lookup_paths, strict=True)
         ],
         "events": events(pub),
         "checklist": checklist(counts, f"{record_on_primary}/action/"),
         "status": status_line(counts, snapshot),
         "snapshot": snapshot_view(snapshot),
-        "integrity_href": None if integrity_path is None else _href(site.base, integrity_path),
+        "integrity_href": None if integrity_path is None else _href(base, integrity_path),
         "record_signed": pub.record is not None,
         "has_bundle": pub.bundle is not None,
         "paths": paths,
         "page_url": page_url,
-        "hrefs": paths.under(site.base),
+        "hrefs": paths.under(base),
         "record_on_primary": record_on_primary,
-        "jsonld": _scholarly_article(pub, paper, canonical, site, page_url),
+        "jsonld": _scholarly_article(pub, paper_fields, canonical, site, page_url),
     }
 
 

@@ -15,9 +15,8 @@ Rules:
 from __future__ import annotations
 
 import hashlib
-import operator
 import re
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from typing import Any, NamedTuple
 
 import orjson
@@ -207,20 +206,29 @@ def snapshot_view(snapshot: dict[str, Any] | None) -> SnapshotView | None:
     """The few graph-snapshot facts pages show, with safe defaults for any shape."""
     if snapshot is None:
         return None
-    findings = _get(snapshot, "integrity", "findings")
+    references, author_claims = _part(snapshot, "references"), _part(snapshot, "author_claims")
+    integrity, verdict = _part(snapshot, "integrity"), _part(snapshot, "verdict")
+    findings = integrity.get("findings")
     return SnapshotView(
-        claims=_count(_get(snapshot, "claims", "count")),
-        references=_count(_get(snapshot, "references", "count")),
-        references_resolved=_count(_get(snapshot, "references", "resolved_work")),
-        author_claims=_count(_get(snapshot, "author_claims", "count")),
-        strong_author_claims=_count(_get(snapshot, "author_claims", "strong_count")),
-        has_integrity=isinstance(_get(snapshot, "integrity"), dict),
-        integrity_clean=_get(snapshot, "integrity", "clean") is True,
+        claims=_count(_part(snapshot, "claims").get("count")),
+        references=_count(references.get("count")),
+        references_resolved=_count(references.get("resolved_work")),
+        author_claims=_count(author_claims.get("count")),
+        strong_author_claims=_count(author_claims.get("strong_count")),
+        has_integrity=isinstance(snapshot.get("integrity"), dict),
+        integrity_clean=integrity.get("clean") is True,
         findings=len(findings) if isinstance(findings, list) else 0,
-        one_line_summary=_text(_get(snapshot, "verdict", "one_line_summary")),
-        strongest_claim=_text(_get(snapshot, "verdict", "strongest_claim")),
-        weakest_assumption=_text(_get(snapshot, "verdict", "weakest_assumption")),
+        one_line_summary=_text(verdict.get("one_line_summary")),
+        strongest_claim=_text(verdict.get("strongest_claim")),
+        weakest_assumption=_text(verdict.get("weakest_assumption")),
     )
+
+
+def _part(value: dict[str, Any], key: str) -> dict[str, Any]:
+    """`value[key]` when it is an object, else an empty one: `_get` for one level,
+    where the page reads several fields of the same part."""
+    found = value.get(key)
+    return found if isinstance(found, dict) else {}
 
 
 def aliases(pub: Publication) -> list[dict[str, Any]]:
@@ -285,17 +293,22 @@ class EventRow(NamedTuple):
 def events(pub: Publication) -> list[EventRow]:
     if pub.bundle is None:
         return []
-    return [
-        EventRow(
-            number=event.index + 1,
-            type=event.event_type,
-            id=event.event_id,
-            created_at=event.created_at,
-            signer=_text(_get(event.data, "signer", "signer_id")),
-            key_id=_text(_get(event.data, "signer", "key_id")),
+    rows = []
+    for event in pub.bundle.doc.events:
+        signer = event.data.get("signer")
+        if not isinstance(signer, dict):
+            signer = {}
+        rows.append(
+            EventRow(
+                event.index + 1,
+                event.event_type,
+                event.event_id,
+                event.created_at,
+                _text(signer.get("signer_id")),
+                _text(signer.get("key_id")),
+            )
         )
-        for event in pub.bundle.doc.events
-    ]
+    return rows
 
 
 def summarize(
@@ -321,34 +334,41 @@ def summarize(
     lookup_paths = tuple(resolve_json(kind, value) for kind, value in alias_pairs)
     terms = search_terms(title, authors, pub.pith_number, alias_pairs, source_kind, source_id, source_version)
     terms = {t for t in terms if TERM_SEPARATOR not in t}  # (no one types a control character)
-    summary = Summary(
-        pith_number=pub.pith_number,
-        title=title,
-        authors=authors,
-        submitted_at=str(metadata["submitted_at"]),
-        primary_cat=str(metadata["primary_cat"]),
-        cross_cats=tuple(str(c) for c in metadata["cross_cats_sorted"]),
-        source_kind=source_kind,
-        source_id=source_id,
-        source_version=source_version,
-        aliases=alias_pairs,
-        canonical_sha256=primary.canonical_sha256,
-        record_sha256=hashlib.sha256(record_bytes).hexdigest(),
-        bundle_sha256=hashlib.sha256(bundle_bytes).hexdigest() if bundle_bytes is not None else None,
-        state_sha256=state_sha256,
-        event_count=len(doc.events),
-        key_ids=tuple(key_ids),
-        updated_at=updated,
-        integrity_path=integrity[0] if integrity else None,
-        integrity_json=integrity[1].decode("utf-8") if integrity else None,
-        lookup_paths=lookup_paths,
-        terms_text=TERM_SEPARATOR.join(sorted(terms)),
-    )
-    return replace(summary, digest=_fingerprint(_summary_values(summary)))
+    values: dict[str, Any] = {
+        "pith_number": pub.pith_number,
+        "title": title,
+        "authors": authors,
+        "submitted_at": str(metadata["submitted_at"]),
+        "primary_cat": str(metadata["primary_cat"]),
+        "cross_cats": tuple(str(c) for c in metadata["cross_cats_sorted"]),
+        "source_kind": source_kind,
+        "source_id": source_id,
+        "source_version": source_version,
+        "aliases": alias_pairs,
+        "canonical_sha256": primary.canonical_sha256,
+        "record_sha256": hashlib.sha256(record_bytes).hexdigest(),
+        "bundle_sha256": hashlib.sha256(bundle_bytes).hexdigest() if bundle_bytes is not None else None,
+        "state_sha256": state_sha256,
+        "event_count": len(doc.events),
+        "key_ids": tuple(key_ids),
+        "updated_at": updated,
+        "integrity_path": integrity[0] if integrity else None,
+        "integrity_json": integrity[1].decode("utf-8") if integrity else None,
+        "lookup_paths": lookup_paths,
+        "terms_text": TERM_SEPARATOR.join(sorted(terms)),
+    }
+    return Summary(**values, digest=_fingerprint(_field_values(values)))
 
 
-_summary_values = operator.attrgetter(*(f.name for f in fields(Summary)))
-"""Every field value of a summary, in order (shallow, unlike dataclasses.astuple)."""
+_FIELD_DEFAULTS = tuple((f.name, f.default) for f in fields(Summary))
+
+
+def _field_values(values: dict[str, Any]) -> tuple[Any, ...]:
+    """Every field value `Summary(**values)` would have, in order, its digest still "".
+
+    Read from the keyword arguments, so a summary is built once, with its
+    digest, rather than built and then copied by `dataclasses.replace`."""
+    return tuple(values.get(name, default) for name, default in _FIELD_DEFAULTS)
 
 
 def _fingerprint(values: tuple[Any, ...]) -> str:

@@ -1,0 +1,97 @@
+"""generator/render.py: one publication's files, and the pieces its pages are made of.
+
+The pages themselves are compared byte for byte by the golden and pipeline
+tests; these pin the pieces the record and paper pages share, so a page never
+shows a document string unescaped.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import factories
+import pytest
+from markupsafe import Markup
+
+from generator.config import SiteConfig
+from generator.keys import Keyring
+from generator.model import Provenance
+from generator.render import (
+    RecordPaths,
+    make_environment,
+    provenance_html,
+    record_context,
+    render_publication,
+)
+from generator.verify import verify_document
+from generator.view import Publication, graph_snapshot, paper_block
+
+HOSTILE = "<script>alert('x')</script> & \"quoted\""
+ESCAPED = "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &#34;quoted&#34;"
+
+
+@pytest.mark.parametrize(
+    ("status", "label"), [("verified", "Verified"), ("signed", "Signed"), ("unsigned", "Not signed")]
+)
+def test_a_provenance_line_escapes_its_text(status: Any, label: str) -> None:
+    line = provenance_html(Provenance(status, HOSTILE))
+    assert isinstance(line, Markup)
+    assert line == (f'<p class="prov prov-{status}"><span class="prov-label">{label}</span> {ESCAPED}</p>')
+
+
+def test_equal_provenance_gives_the_same_line() -> None:
+    assert provenance_html(Provenance("signed", "x")) == provenance_html(Provenance("signed", "x"))
+    assert provenance_html(Provenance("signed", "x")) != provenance_html(Provenance("unsigned", "x"))
+
+
+def bundle_publication(keyring: Keyring, title: str = "A Small Test Paper") -> tuple[Publication, bytes]:
+    doc = factories.bundle(title=title)
+    verdict, verified = verify_document(factories.source_document(doc), keyring)
+    assert verified is not None, verdict.problems
+    return Publication(verified.pith_number, None, verified), factories.to_bytes(doc)
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> SiteConfig:
+    return SiteConfig(site=tmp_path / "site", cache=tmp_path / "cache")
+
+
+def test_the_context_is_the_same_with_or_without_the_paper_block(
+    keyring: Keyring, config: SiteConfig
+) -> None:
+    pub, raw = bundle_publication(keyring)
+    _, summary = render_publication(pub, None, raw, make_environment(config, keyring), config)
+    snapshot, origin = graph_snapshot(pub)
+    paths = RecordPaths.of(pub.body, True)
+    given = record_context(pub, summary, snapshot, origin, None, config, paths=paths, paper=paper_block(pub))
+    computed = record_context(pub, summary, snapshot, origin, None, config, paths=paths)
+    assert given == computed
+
+
+def test_lookup_links_follow_the_aliases_in_order(keyring: Keyring, config: SiteConfig) -> None:
+    pub, raw = bundle_publication(keyring)
+    _, summary = render_publication(pub, None, raw, make_environment(config, keyring), config)
+    context = record_context(pub, summary, *graph_snapshot(pub), None, config)
+    assert [(kind, value) for kind, value, _ in context["aliases"]] == list(summary.aliases)
+    assert [link for _, _, link in context["aliases"]] == [
+        None if path is None else "/" + path for path in summary.lookup_paths
+    ]
+
+
+def test_the_pages_escape_the_papers_text(keyring: Keyring, config: SiteConfig) -> None:
+    pub, raw = bundle_publication(keyring, title=HOSTILE)
+    files, _ = render_publication(pub, None, raw, make_environment(config, keyring), config)
+    pages = {f.path: f.data.decode("utf-8") for f in files if f.path.endswith(".html")}
+    assert set(pages) == {
+        f"pith/{pub.body}.html",
+        f"pith/{pub.body}/index.html",
+        f"paper/{pub.body[:8]}.html",
+        f"paper/{pub.body[:8]}/index.html",
+    }
+    for html in pages.values():
+        assert "<script>alert" not in html
+        assert f'<h1 class="title">{ESCAPED}</h1>' in html
+    # in JSON-LD, the title is JSON with '<', '>' and '&' written as \u escapes
+    jsonld_title = '"name": "\\u003cscript\\u003ealert(\'x\')\\u003c/script\\u003e \\u0026 \\"quoted\\""'
+    assert jsonld_title in pages[f"pith/{pub.body}.html"]

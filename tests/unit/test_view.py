@@ -1,0 +1,120 @@
+"""generator/view.py: what pages show, with safe defaults for any document shape.
+
+`summarize` builds each summary once, fingerprinting the keyword arguments it
+is about to pass: the digest must still be the fingerprint of every field of
+the finished summary (its digest empty), in field order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import fields, replace
+from typing import Any
+
+import factories
+import pytest
+
+from generator.keys import Keyring
+from generator.verify import verify_document
+from generator.view import (
+    Publication,
+    SnapshotView,
+    Summary,
+    _fingerprint,
+    events,
+    paper_block,
+    snapshot_view,
+    summarize,
+)
+
+
+def publication(doc: dict[str, Any], keyring: Keyring) -> Publication:
+    verdict, verified = verify_document(factories.source_document(doc), keyring)
+    assert verified is not None, verdict.problems
+    if verified.kind == "bundle":
+        return Publication(verified.pith_number, None, verified)
+    return Publication(verified.pith_number, verified, None)
+
+
+@pytest.mark.parametrize("kind", ["record", "bundle"])
+@pytest.mark.parametrize("integrity", [None, ("pith/2401.00001/integrity.json", b'{"integrity": {}}\n')])
+def test_the_digest_fingerprints_every_other_field(
+    kind: str, integrity: tuple[str, bytes] | None, keyring: Keyring
+) -> None:
+    doc = factories.record_document() if kind == "record" else factories.bundle()
+    pub = publication(doc, keyring)
+    raw = factories.to_bytes(doc)
+    bundle_raw = raw if kind == "bundle" else None
+    summary = summarize(pub, paper_block(pub)[0], raw, bundle_raw, "ab" * 32, integrity)
+    emptied = replace(summary, digest="")
+    assert summary.digest == _fingerprint(tuple(getattr(emptied, f.name) for f in fields(Summary)))
+    assert summary.record_sha256 == hashlib.sha256(raw).hexdigest()
+    assert summary.integrity_path == (integrity[0] if integrity else None)
+
+
+def test_a_different_field_gives_a_different_digest(keyring: Keyring) -> None:
+    pub = publication(factories.bundle(), keyring)
+    paper = paper_block(pub)[0]
+    one = summarize(pub, paper, b"{}", None, "ab" * 32, None)
+    other = summarize(pub, paper, b"{}", None, "cd" * 32, None)
+    assert one.digest != other.digest
+
+
+EMPTY_SNAPSHOT = SnapshotView(0, 0, 0, 0, 0, False, False, 0, "", "", "")
+
+
+@pytest.mark.parametrize(
+    ("snapshot", "expected"),
+    [
+        pytest.param({}, EMPTY_SNAPSHOT, id="empty"),
+        pytest.param(
+            {"claims": [], "references": "12", "author_claims": None, "integrity": [], "verdict": 3},
+            EMPTY_SNAPSHOT,
+            id="parts-of-the-wrong-type",
+        ),
+        pytest.param(
+            {
+                "claims": {"count": True},
+                "references": {"count": 1.5, "resolved_work": -2},
+                "integrity": {"clean": "yes", "findings": {"a": 1}},
+                "verdict": {"one_line_summary": 7, "strongest_claim": None},
+            },
+            SnapshotView(0, 0, -2, 0, 0, True, False, 0, "", "", ""),
+            id="fields-of-the-wrong-type",
+        ),
+        pytest.param(
+            {
+                "claims": {"count": 4},
+                "references": {"count": 9, "resolved_work": 3},
+                "author_claims": {"count": 2, "strong_count": 1},
+                "integrity": {"clean": True, "findings": [{}, {}]},
+                "verdict": {
+                    "one_line_summary": "one line",
+                    "strongest_claim": "strong",
+                    "weakest_assumption": "weak",
+                },
+            },
+            SnapshotView(4, 9, 3, 2, 1, True, True, 2, "one line", "strong", "weak"),
+            id="every-fact",
+        ),
+    ],
+)
+def test_snapshot_view_reads_any_shape(snapshot: dict[str, Any], expected: SnapshotView) -> None:
+    assert snapshot_view(snapshot) == expected
+
+
+def test_no_snapshot_has_no_view() -> None:
+    assert snapshot_view(None) is None
+
+
+def test_event_rows_survive_a_signer_of_the_wrong_shape(keyring: Keyring) -> None:
+    pub = publication(factories.bundle(), keyring)
+    assert pub.bundle is not None
+    rows = events(pub)
+    assert [row.number for row in rows] == [1, 2]
+    assert all(row.key_id == factories.TEST_KEY_ID for row in rows)
+    first = pub.bundle.doc.events[0]
+    first.data["signer"] = "not an object"
+    row = events(pub)[0]
+    assert (row.signer, row.key_id) == ("", "")
+    assert (row.type, row.id, row.created_at) == (first.event_type, first.event_id, first.created_at)
