@@ -34,6 +34,7 @@ import threading
 import time
 from collections.abc import Collection, Iterator
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from pathlib import Path
@@ -110,6 +111,23 @@ def build(
     names such as "content/x.json", from a file watcher), only those names are
     looked at again; every other file is taken to be as the warm cache saw it,
     and the caller checks that later with `unnoticed_changes`."""
+    try:
+        return _build(config, keyring, progress, incremental, warm, hints)
+    except OSError as exc:  # e.g. a full disk: an operational failure, reported in one line
+        where = exc.filename if isinstance(exc.filename, str) else str(config.site)
+        raise BuildError(where, str(exc.strerror or exc)) from None
+    except BrokenProcessPool:
+        raise BuildError(str(config.site), "a worker process stopped unexpectedly (out of memory?)") from None
+
+
+def _build(
+    config: SiteConfig,
+    keyring: Keyring,
+    progress: Progress | None,
+    incremental: bool,
+    warm: WarmCache | None,
+    hints: Collection[str] | None,
+) -> BuildReport:
     started = time.monotonic()
     content, site = config.content, config.site
     if not content.is_dir():

@@ -15,11 +15,13 @@ import factories as f
 import html5lib
 import pytest
 from sitekit import (
+    BOTH_KEYS,
     Project,
     all_paths,
     html_files,
     page_refs,
     record_doc,
+    tree,
 )
 
 from generator.errors import Code
@@ -361,3 +363,44 @@ def test_site_inside_content_is_refused(tmp_path: Path) -> None:
         p.build(site=p.content / "site")
     assert not (p.content / "site").exists()
     assert not (p.content / ".site.staging").exists()
+
+
+@pytest.mark.parametrize("clean", [True, False], ids=["full", "incremental"])
+def test_a_full_disk_is_one_line_and_a_full_build_leaves_the_site(
+    project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], clean: bool
+) -> None:
+    """An operating-system failure while writing (here: no space left) is a
+    BuildError naming the path, never a traceback; a full build had not touched
+    the published site, and no staging folder is left behind."""
+    import errno
+
+    from generator import write
+    from generator.cli import EXIT_USAGE, main
+    from generator.errors import BuildError
+    from generator.pipeline import build
+
+    project.add_real()
+    project.build()
+    before = tree(project.site)
+    project.add("new.json", record_doc(source_id="2399.00099", title="Never Written"))
+    real = write._write_new
+
+    def full(target: str, data: bytes) -> None:
+        if "2399.00099" in target or target.endswith(".json"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), target)
+        real(target, data)
+
+    monkeypatch.setattr(write, "_write_new", full)
+    with pytest.raises(BuildError) as info:
+        build(project.config(), BOTH_KEYS, incremental=not clean)
+    assert info.value.reason == os.strerror(errno.ENOSPC)
+    assert not (project.site.parent / f".{project.site.name}.staging").exists()
+    if clean:
+        assert tree(project.site) == before
+    capsys.readouterr()
+    args = ["build", "--jobs", "1", "--quiet", *(["--clean"] if clean else [])]
+    monkeypatch.chdir(project.content.parent)
+    code = main([*args, "--keys", str(project.write_keys()), str(project.content), str(project.site)])
+    err = capsys.readouterr().err
+    assert code == EXIT_USAGE
+    assert "No space left on device" in err and "Traceback" not in err
