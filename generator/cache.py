@@ -39,7 +39,7 @@ from .sitewide import page_titles
 from .view import Summary
 from .write import write_atomic
 
-CACHE_FORMAT = 9
+CACHE_FORMAT = 10
 CACHE_FILE = "build-cache.json"
 QUICK_FILE = "unchanged-check.json"
 """A small companion file: enough to tell, without loading the cache, that
@@ -88,6 +88,9 @@ class NumberEntry:
     record: Candidate | None
     bundle: Candidate | None
     summary: Summary
+    manifest_json: bytes | None = field(default=None, compare=False, repr=False)
+    """The number's lines of the site manifest, kept by a process that builds
+    again and again (see manifest.indented_entry); never saved."""
 
     @property
     def paths(self) -> tuple[str, ...]:
@@ -103,6 +106,9 @@ class BuildCache:
     sitewide: dict[str, tuple[str, str]] = field(default_factory=dict)
     """path -> (input fingerprint, sha256 of bytes) of every site-wide file in SITE."""
     sitewide_inputs: str = ""
+    context_inputs: str = ""
+    """Fingerprint of what site-wide pages show besides the records: rejections,
+    notes, Markdown pages and the clock (see pipeline._context_inputs)."""
     contested: set[str] = field(default_factory=set)
     """Numbers the last selection had something to say about (see reconcile)."""
 
@@ -137,6 +143,7 @@ def load_cache(directory: Path, key: str, site: Path) -> BuildCache | None:
                 manifest_sha256=header["manifest_sha256"],
                 sitewide={p: (str(k), str(h)) for p, (k, h) in header["sitewide"].items()},
                 sitewide_inputs=str(header["sitewide_inputs"]),
+                context_inputs=str(header["context_inputs"]),
                 contested={str(n) for n in header["contested"]},
             )
             for line in handle:
@@ -265,6 +272,7 @@ def _write_lines(temporary: Path, cache: BuildCache) -> None:
                 "manifest_sha256": cache.manifest_sha256,
                 "sitewide": {p: list(v) for p, v in sorted(cache.sitewide.items())},
                 "sitewide_inputs": cache.sitewide_inputs,
+                "context_inputs": cache.context_inputs,
                 "contested": sorted(cache.contested),
             }
         )

@@ -13,9 +13,12 @@ Rules:
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import operator
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
+
+import orjson
 
 from . import __version__, layout
 from .canonical import pretty_json
@@ -27,23 +30,26 @@ from .view import Summary
 
 MANIFEST_PATH = ".well-known/pith/mirror.json"
 MANIFEST_TYPE = "pith_mirror_record_manifest"
+_NUMBER = operator.attrgetter("pith_number")
+
+
+def manifest_entry(s: Summary) -> dict[str, Any]:
+    """One published number as the manifest lists it."""
+    return {
+        "pith_number": s.pith_number,
+        "canonical_sha256": s.canonical_sha256,
+        "record_sha256": s.record_sha256,
+        "bundle_sha256": s.bundle_sha256,
+        "state_sha256": s.state_sha256,
+        "event_count": s.event_count,
+        "key_ids": list(s.key_ids),
+    }
 
 
 def mirror_manifest(
     summaries: Sequence[Summary], config: SiteConfig, generated_at: str | None
 ) -> dict[str, Any]:
-    records = [
-        {
-            "pith_number": s.pith_number,
-            "canonical_sha256": s.canonical_sha256,
-            "record_sha256": s.record_sha256,
-            "bundle_sha256": s.bundle_sha256,
-            "state_sha256": s.state_sha256,
-            "event_count": s.event_count,
-            "key_ids": list(s.key_ids),
-        }
-        for s in sorted(summaries, key=lambda s: s.pith_number)
-    ]
+    records = [manifest_entry(s) for s in sorted(summaries, key=_NUMBER)]
     return {
         "manifest_type": MANIFEST_TYPE,
         "manifest_version": "1.0",
@@ -89,12 +95,55 @@ def mirrors_json(config: SiteConfig, keyring: Keyring, generated_at: str | None)
 
 
 def manifest_files(
-    summaries: Sequence[Summary], config: SiteConfig, keyring: Keyring, generated_at: str | None
+    summaries: Sequence[Summary],
+    config: SiteConfig,
+    keyring: Keyring,
+    generated_at: str | None,
+    entry_json: Callable[[Summary], bytes | None] | None = None,
 ) -> list[OutputFile]:
+    """The two manifests. With `entry_json` (see `indented_entry`, perhaps kept from
+    an earlier build), the mirror manifest is joined from each number's own
+    bytes instead of serialised whole: the same bytes, for a process that
+    writes it again after every change."""
+    joined = _joined_manifest(summaries, config, generated_at, entry_json) if entry_json else None
     return [
-        OutputFile(MANIFEST_PATH, pretty_json(mirror_manifest(summaries, config, generated_at))),
+        OutputFile(MANIFEST_PATH, joined or pretty_json(mirror_manifest(summaries, config, generated_at))),
         OutputFile("pith-mirrors.json", pretty_json(mirrors_json(config, keyring, generated_at))),
     ]
+
+
+def indented_entry(summary: Summary) -> bytes | None:
+    """`manifest_entry` as it appears inside the pretty-printed manifest (four more
+    spaces on each line); None where only the slower serialiser can write it."""
+    try:
+        text = orjson.dumps(manifest_entry(summary), option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2)
+    except TypeError:
+        return None
+    return b"    " + text.replace(b"\n", b"\n    ")
+
+
+_PLACEHOLDER = 0
+_PLACEHOLDER_TAIL = b"    0\n  ]\n}\n"
+
+
+def _joined_manifest(
+    summaries: Sequence[Summary],
+    config: SiteConfig,
+    generated_at: str | None,
+    entry_json: Callable[[Summary], bytes | None],
+) -> bytes | None:
+    """`pretty_json(mirror_manifest(...))` from per-number pieces; None to fall back."""
+    if not summaries:
+        return None
+    parts = [entry_json(s) for s in sorted(summaries, key=_NUMBER)]
+    if None in parts:
+        return None
+    shape = mirror_manifest([], config, generated_at)
+    shape.update(record_count=len(parts), records=[_PLACEHOLDER])
+    text = pretty_json(shape)
+    if not text.endswith(_PLACEHOLDER_TAIL):  # ("records" sorts last; if not, do it whole)
+        return None
+    return text[: -len(_PLACEHOLDER_TAIL)] + b",\n".join(cast(list[bytes], parts)) + b"\n  ]\n}\n"
 
 
 def read_published(site: Path) -> dict[str, dict[str, Any]]:

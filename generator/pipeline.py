@@ -60,7 +60,7 @@ from .config import SiteConfig
 from .errors import BuildError, Rejection
 from .keys import Keyring
 from .load import discover_names, document_path
-from .manifest import MANIFEST_PATH, manifest_files, published_paths, read_published
+from .manifest import MANIFEST_PATH, indented_entry, manifest_files, published_paths, read_published
 from .reconcile import Candidate, Choice, select
 from .render import OutputFile, make_environment
 from .sitewide import (
@@ -70,6 +70,7 @@ from .sitewide import (
     family_paths,
     record_family_files,
     render_site,
+    same_listing,
     shared_family_paths,
 )
 from .view import Summary
@@ -323,6 +324,8 @@ class _Build:
         self.suspect: set[str] = set()
         """Family paths written by renders then discarded: recomputed or removed."""
         self.hints: list[str] | None = None
+        self.renewed: set[str] = set()
+        """Numbers given a new entry by this build; every other keeps the cache's object."""
         """The only content names that may have changed since the cache (see `build`)."""
 
     def execute(self, started: float) -> BuildReport:
@@ -498,6 +501,7 @@ class _Build:
             if only is not None and only.entry.candidate in choice.files and len(choice.files) == 1:
                 assert only.summary is not None
                 numbers[number] = NumberEntry(choice.record, choice.bundle, only.summary)
+                self.renewed.add(number)
                 accepted.add(number)
                 continue
             self.discard(claimants)
@@ -530,6 +534,7 @@ class _Build:
             if result.summary is not None:
                 choice = by_number[result.pith_number]
                 numbers[result.pith_number] = NumberEntry(choice.record, choice.bundle, result.summary)
+                self.renewed.add(result.pith_number)
                 done.add(result.pith_number)
         return done
 
@@ -581,17 +586,29 @@ class _Build:
         """
         config = self.config
         inputs = _sitewide_inputs(summaries, rejections, notes, self.extra)
-        self.new_cache.sitewide_inputs = inputs
+        context = _context_inputs(rejections, notes, self.extra)
+        self.new_cache.sitewide_inputs, self.new_cache.context_inputs = inputs, context
         if self.cache is not None and self.cache.sitewide_inputs == inputs:
             self.new_cache.sitewide = self.cache.sitewide  # nothing any site-wide page shows changed
             return set()
+        listings = not self.listings_unchanged(context)
         env = make_environment(config, self.keyring)
         previous = self.cache.sitewide if self.cache else {}
         lazies = render_site(
-            summaries, rejections, notes, self.keyring, env, config, config.content / "pages", previous
+            summaries,
+            rejections,
+            notes,
+            self.keyring,
+            env,
+            config,
+            config.content / "pages",
+            previous,
+            listings,
         )
+        entry_json = self.kept_manifest_entry if self.incremental else None
         lazies += [
-            eager(f.path, f.data) for f in manifest_files(summaries, config, self.keyring, build_time())
+            eager(f.path, f.data)
+            for f in manifest_files(summaries, config, self.keyring, build_time(), entry_json)
         ]
         affected = self.affected_family_paths(summaries)
         family = record_family_files(summaries, env, config, affected)
@@ -620,6 +637,8 @@ class _Build:
                 self.written += staged.write([OutputFile(path, data)])
 
         record: dict[str, tuple[str, str]] = {}
+        if not listings:  # kept as they are: neither made nor removed
+            record = {path: old for path, old in previous.items() if path not in fixed}
         for path, lazy in sorted(shared.items()):
             emit(path, lazy.make())
         for path in sorted(fixed, key=lambda p: (p == MANIFEST_PATH, p)):
@@ -645,9 +664,30 @@ class _Build:
             target.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(target, file.data)
         self.written += len(changed)
-        gone = (set(previous) - set(fixed)) | (affected - set(shared))
+        gone = (set(previous) - set(fixed) - set(record)) | (affected - set(shared))
         remove_files(self.site, {p for p in gone if p not in owned})
         return {owned[p] for p in gone if p in owned and owned[p] not in fresh}
+
+    def kept_manifest_entry(self, summary: Summary) -> bytes | None:
+        """A number's manifest lines, made once per entry: unchanged numbers keep
+        their entry from build to build, so a rebuild serialises only the new ones.
+        (A cold build does not keep them: it writes the manifest once.)"""
+        entry = self.new_cache.numbers[summary.pith_number]
+        if entry.manifest_json is None:
+            entry.manifest_json = indented_entry(summary)
+        return entry.manifest_json
+
+    def listings_unchanged(self, context: str) -> bool:
+        """Whether every listing, the search index, the sitemap and the report would
+        come out as the last build left them: the same numbers, each shown the same
+        (`same_listing`), the same rejections, notes and pages. Decided from the
+        numbers that changed, so one grown bundle does not walk every record's pages."""
+        if self.cache is None or self.cache.context_inputs != context:
+            return False
+        old, new = self.cache.numbers, self.new_cache.numbers
+        if len(old) != len(new) or old.keys() != new.keys():
+            return False
+        return all(same_listing(old[n].summary, new[n].summary) for n in self.renewed)
 
     def affected_family_paths(self, summaries: list[Summary]) -> set[str]:
         """Family paths to compute here: in a full build, those more than one
@@ -658,16 +698,15 @@ class _Build:
             return shared_family_paths(summaries) | self.suspect
         old, new = self.cache.numbers, self.new_cache.numbers
         paths: set[str] = set()
-        for number, after in new.items():
-            before = old.get(number)
-            if before is after or (before is not None and before.summary.digest == after.summary.digest):
+        for number in self.renewed:
+            before, after = old.get(number), new[number]
+            if before is not None and before.summary.digest == after.summary.digest:
                 continue
             paths.update(family_paths(after.summary))
             if before is not None:
                 paths.update(family_paths(before.summary))
-        for number, before in old.items():
-            if number not in new:
-                paths.update(family_paths(before.summary))
+        for number in old.keys() - new.keys():
+            paths.update(family_paths(old[number].summary))
         return paths
 
 
@@ -719,6 +758,17 @@ class _PaperPages:
         if owner is None:
             raise KeyError(path)
         return owner
+
+
+def _context_inputs(rejections: list[Rejection], notes: list[str], extra: str) -> str:
+    """Fingerprint of what site-wide pages show besides the records (`extra`: see `_extra_inputs`)."""
+    digest = hashlib.sha256(extra.encode())
+    for rejection in sorted(rejections):
+        digest.update(rejection.line().encode("utf-8", "replace") + b"\n")
+    digest.update(b"\0")
+    for note in notes:
+        digest.update(note.encode("utf-8", "replace") + b"\n")
+    return digest.hexdigest()
 
 
 def _sitewide_inputs(

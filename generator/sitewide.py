@@ -175,6 +175,27 @@ def listing_pages(
     return files
 
 
+LISTED_FIELDS = (
+    "pith_number",
+    "title",
+    "authors",
+    "submitted_at",
+    "primary_cat",
+    "source_kind",
+    "source_id",
+    "source_version",
+    "terms_text",
+)
+"""The summary fields that pages about the whole site show or order by (listings,
+browse counts, search index, sitemap, report): the manifest and the feed aside,
+which are made again every build, a change to any other field changes none of them."""
+
+
+def same_listing(before: Summary, after: Summary) -> bool:
+    """Whether every page listing records shows `after` exactly as it showed `before`."""
+    return all(getattr(before, name) == getattr(after, name) for name in LISTED_FIELDS)
+
+
 def render_site(
     summaries: Sequence[Summary],
     rejections: Sequence[Rejection],
@@ -184,10 +205,32 @@ def render_site(
     config: SiteConfig,
     pages_dir: Path,
     previous: Previous | None = None,
+    listings: bool = True,
 ) -> list[Lazy]:
     """Every site-wide file, each with the fingerprint of what it depends on
-    (`summaries` in Pith-number order, as the pipeline keeps them)."""
-    previous = previous or {}
+    (`summaries` in Pith-number order, as the pipeline keeps them).
+
+    With `listings` False, only the files made again every build: the caller
+    knows the listings are what they were (see `same_listing`) and keeps them."""
+    md_pages = markdown_pages(pages_dir)
+    env.globals["nav_pages"] = [(slug, title) for slug, title, _ in md_pages]
+    files = (
+        listing_files(summaries, rejections, notes, env, config, md_pages, previous or {}) if listings else []
+    )
+    return files + [eager(f.path, f.data) for f in fixed_files(summaries, keyring, env, config)]
+
+
+def listing_files(
+    summaries: Sequence[Summary],
+    rejections: Sequence[Rejection],
+    notes: Sequence[str],
+    env: Environment,
+    config: SiteConfig,
+    md_pages: Sequence[tuple[str, str, str]],
+    previous: Previous,
+) -> list[Lazy]:
+    """Home and browse listings, Markdown pages, the report, the search index and
+    the sitemap: everything made from LISTED_FIELDS, rejections and notes."""
     ordered = newest_first(summaries)
     by_year: dict[str, list[Summary]] = defaultdict(list)
     by_cat: dict[str, list[Summary]] = defaultdict(list)
@@ -200,8 +243,6 @@ def render_site(
             by_cat[slug].append(summary)
     years = sorted(((y, len(r)) for y, r in by_year.items()), reverse=True)
     cats = sorted((c, len(r)) for c, r in by_cat.items())
-    md_pages = markdown_pages(pages_dir)
-    env.globals["nav_pages"] = [(slug, title) for slug, title, _ in md_pages]
     extra = {"years": years, "categories": cats, "home": True}
 
     others = {"years": years, "categories": cats, "home": False}
@@ -235,10 +276,17 @@ def render_site(
         partial(sitemap_files, ordered, config, slugs),
         previous,
     )
+    return files
+
+
+def fixed_files(
+    summaries: Sequence[Summary], keyring: Keyring, env: Environment, config: SiteConfig
+) -> list[OutputFile]:
+    """Files made again every build: small, or (the feed) cheap to make from all records."""
     fixed = [
         OutputFile("404.html", render(env, "404.html").encode("utf-8")),
         *page("api/pith-number/resolve", render(env, "resolve.html")),
-        OutputFile("feed.xml", atom_feed(ordered, config)),
+        OutputFile("feed.xml", atom_feed(summaries, config)),
         *asset_files(config.templates / "static"),
     ]
     entries = [k.entry for k in keyring.keys]
@@ -253,7 +301,7 @@ def render_site(
     fixed.append(OutputFile("_headers", headers_file(config.base_path)))
     if config.cname:
         fixed.append(OutputFile("CNAME", f"{config.cname.strip()}\n".encode()))
-    return files + [eager(f.path, f.data) for f in fixed]
+    return fixed
 
 
 def _same(text: str) -> str:
@@ -316,9 +364,26 @@ def record_family_files(
     records but that several records may claim. With `only`, just those paths
     (an incremental build passes the paths its changed records claim)."""
     base = config.base_path
+    if only is not None:  # one pass picks the few records that claim a path asked for
+        prefixes = _asked_prefixes(only)
+        ordered = [
+            s
+            for s in ordered
+            if (body := s.pith_number.rsplit(":", 1)[1])[:8] in prefixes
+            or body[:12] in prefixes
+            or body[:16] in prefixes
+            or not only.isdisjoint(s.lookup_paths)
+            or s.integrity_path in only
+        ]
     files = resolve_files(ordered, config, only) + integrity_files(ordered, only)
     extra, replacing = short_pages(ordered, env, base, only)
     return files + extra + replacing
+
+
+def _asked_prefixes(only: set[str]) -> set[str]:
+    """The number prefixes whose short-form or paper pages are among `only`."""
+    prefixes = {p[5:-5] for p in only if p.startswith("pith/") and p.endswith(".html")}
+    return prefixes | {p[6:-5] for p in only if p.startswith("paper/") and p.endswith(".html")}
 
 
 REDIRECT = """<!doctype html>
@@ -349,10 +414,7 @@ def short_pages(
     8-character prefix also makes `paper/<prefix>` ambiguous, so that page
     becomes a list of the candidates.
     """
-    wanted = None
-    if only is not None:  # the prefixes asked for, so most records are passed over at once
-        wanted = {p[5:-5] for p in only if p.startswith("pith/") and p.endswith(".html")}
-        wanted |= {p[6:-5] for p in only if p.startswith("paper/") and p.endswith(".html")}
+    wanted = None if only is None else _asked_prefixes(only)  # most records are passed over at once
     by_prefix: dict[str, list[Summary]] = defaultdict(list)
     for summary in ordered:
         body = summary.body
@@ -533,10 +595,13 @@ def sitemap_files(ordered: Sequence[Summary], config: SiteConfig, slugs: Sequenc
     return files
 
 
-def atom_feed(ordered: Sequence[Summary], config: SiteConfig) -> bytes:
+def atom_feed(summaries: Sequence[Summary], config: SiteConfig) -> bytes:
+    """The newest FEED_ENTRIES records by update time (`summaries` in number order)."""
     base = config.absolute_base or config.base_path
-    # (keys are unique, so this is the first FEED_ENTRIES of the sorted order, without sorting all)
-    latest = heapq.nlargest(FEED_ENTRIES, ordered, key=lambda s: (s.updated_at, s.pith_number))
+    # Keys are unique, so this is the first FEED_ENTRIES of the sorted order, without
+    # sorting all. Records come in number order and many share a time: walked from
+    # the largest number down, most of them never enter the heap.
+    latest = heapq.nlargest(FEED_ENTRIES, reversed(summaries), key=lambda s: (s.updated_at, s.pith_number))
     updated = latest[0].updated_at if latest else "1970-01-01T00:00:00Z"
     entries = "".join(
         "  <entry>\n"

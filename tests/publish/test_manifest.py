@@ -6,8 +6,20 @@ import hashlib
 import json
 from pathlib import Path
 
-from generator.canonical import canonical_json
-from generator.manifest import MANIFEST_PATH, read_published
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from generator.canonical import canonical_json, pretty_json
+from generator.config import SiteConfig
+from generator.keys import default_keyring
+from generator.manifest import (
+    MANIFEST_PATH,
+    indented_entry,
+    manifest_files,
+    mirror_manifest,
+    read_published,
+)
+from generator.view import Summary
 
 from .conftest import BUNDLE_BODY, BUNDLE_NUMBER, RECORD_BODY, RECORD_NUMBER
 
@@ -58,3 +70,60 @@ def test_every_hash_matches_the_published_files(built_site: Path) -> None:
         else:
             assert body == RECORD_BODY
             assert entry["bundle_sha256"] is None and not bundle.exists()
+
+
+_TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
+
+
+@st.composite
+def summaries(draw: st.DrawFn) -> list[Summary]:
+    count = draw(st.integers(min_value=1, max_value=6))
+    bodies = draw(
+        st.lists(
+            st.text("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", min_size=26, max_size=26),
+            min_size=count,
+            max_size=count,
+            unique=True,
+        )
+    )
+    made = []
+    for body in bodies:
+        made.append(
+            Summary(
+                pith_number=f"pith:20{draw(st.integers(10, 26))}:{body}",
+                title=draw(_TEXT),
+                authors="",
+                submitted_at="2024-01-01T00:00:00Z",
+                primary_cat="cs.DC",
+                cross_cats=(),
+                source_kind="arxiv",
+                source_id="2401.00001",
+                source_version=1,
+                aliases=(),
+                canonical_sha256=draw(_TEXT),
+                record_sha256=draw(_TEXT),
+                bundle_sha256=draw(st.none() | _TEXT),
+                state_sha256=draw(_TEXT),
+                event_count=draw(st.integers(min_value=0, max_value=2**70)),
+                key_ids=tuple(draw(st.lists(_TEXT, max_size=3))),
+                updated_at="2024-01-01T00:00:00Z",
+            )
+        )
+    return made
+
+
+@settings(max_examples=200, deadline=None)
+@given(summaries(), st.none() | _TEXT)
+def test_a_manifest_joined_from_entries_is_the_manifest(
+    items: list[Summary], generated_at: str | None
+) -> None:
+    """A watching process joins the manifest from each number's own lines; they
+    must be the bytes of the whole manifest, or it must fall back to it."""
+    config = SiteConfig(content=Path("content"), site=Path("site"))
+    whole = pretty_json(mirror_manifest(items, config, generated_at))
+    joined = manifest_files(items, config, default_keyring(), generated_at, indented_entry)[0].data
+    assert joined == whole
+    big = any(s.event_count >= 2**63 for s in items)
+    assert (indented_entry(items[0]) is None) == (items[0].event_count >= 2**63)
+    if not big:  # (the pieces, not the fallback, made it)
+        assert all(indented_entry(s) in whole for s in items)
