@@ -19,6 +19,7 @@ Rules:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -234,6 +235,7 @@ def save_unchanged(directory: Path, cache: BuildCache, extra: str, report: Uncha
 def save_cache(directory: Path, cache: BuildCache) -> None:
     """Write the cache one entry per line through a temporary file, then rename."""
     directory.mkdir(parents=True, exist_ok=True)
+    _remove_stale(directory)
     temporary = directory / f".{CACHE_FILE}.tmp-{os.getpid()}"
     try:
         _write_lines(temporary, cache)
@@ -370,9 +372,21 @@ class WarmCache:
 
 
 def forget_saved(directory: Path) -> None:
-    """Remove the cache files, before SITE changes under them."""
-    for name in (CACHE_FILE, QUICK_FILE):
-        (directory / name).unlink(missing_ok=True)
+    """Remove the cache files, before SITE changes under them.
+
+    The cache file, tens of MB at tens of thousands of records, is renamed out
+    of the way (no build reads that name) and deleted once the rebuild is out:
+    deleting it costs a rebuild as much as some of its stages."""
+    (directory / QUICK_FILE).unlink(missing_ok=True)
+    with contextlib.suppress(FileNotFoundError):
+        os.replace(directory / CACHE_FILE, directory / _STALE_FILE)
+
+
+_STALE_FILE = f".{CACHE_FILE}.stale"
+
+
+def _remove_stale(directory: Path) -> None:
+    (directory / _STALE_FILE).unlink(missing_ok=True)
 
 
 def save_warm(config: SiteConfig, warm: WarmCache) -> None:

@@ -32,7 +32,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
@@ -164,6 +164,7 @@ def _build(
         )
     try:
         run = _Build(config, keyring, staging, pool, progress, cache, key, extra)
+        run.keeps_manifest = warm is not None
         if hints is not None and warm is not None and cache is not None and cache is warm.cache:
             run.hints = sorted(set(hints))
         with _collection_deferred():
@@ -324,34 +325,44 @@ class _Build:
         self.suspect: set[str] = set()
         """Family paths written by renders then discarded: recomputed or removed."""
         self.hints: list[str] | None = None
+        """The only content names that may have changed since the cache (see `build`)."""
         self.renewed: set[str] = set()
         """Numbers given a new entry by this build; every other keeps the cache's object."""
-        """The only content names that may have changed since the cache (see `build`)."""
+        self.keeps_manifest = False
+        """Keep each number's manifest lines on its entry, for the next build (warm)."""
 
     def execute(self, started: float) -> BuildReport:
         entries, fresh, changed = self.examine_content()
-        rejections = [r for e in entries.values() for r in e.rejections]
-        candidates = [e.candidate for e in entries.values() if e.candidate is not None]
-        refused_numbers = {e.pith_number for e in entries.values() if e.rejections and e.pith_number}
-        unidentified = any(e.rejections and not e.pith_number for e in entries.values())
+        rejections: list[Rejection] = []
+        candidates: list[Candidate] = []
+        refused_numbers: set[str] = set()
+        unidentified = False
+        for entry in entries.values():
+            if entry.candidate is not None:
+                candidates.append(entry.candidate)
+            if entry.rejections:
+                rejections += entry.rejections
+                if entry.pith_number:
+                    refused_numbers.add(entry.pith_number)
+                else:
+                    unidentified = True
         paths = _ContentPaths(str(self.config.content.parent))
 
-        published = self.published_documents(candidates, paths)
-        settled = self.settled_numbers(entries, changed, refused_numbers, unidentified)
-        if settled:
-            candidates = [c for c in candidates if c.pith_number not in settled]
-            published = {n: docs for n, docs in published.items() if n not in settled}
+        touched = self.touched_numbers(entries, changed, refused_numbers, unidentified)
+        published = self.published_documents(candidates, paths, touched)
+        if touched is not None:
+            candidates = [c for c in candidates if c.pith_number in touched]
         selection = select(candidates, published, refused_numbers, unidentified)
         self.new_cache.contested = selection.contested
         rejections += selection.rejections
         numbers, rendered_numbers, render_rejections = self.publish_numbers(
-            selection.choices, fresh, paths, settled
+            selection.choices, fresh, paths, touched
         )
         del fresh  # (its tasks and results: the numbers keep what stays)
         rejections += render_rejections
 
         summaries = [numbers[n].summary for n in sorted(numbers)]
-        owned = _PaperPages(numbers)
+        owned = _PaperPages(numbers, self.renewed)
         self.new_cache.numbers = numbers
         restore = self.write_sitewide(summaries, rejections, selection.notes, owned, rendered_numbers)
         if restore:  # a page a shared short prefix had replaced must be whole again
@@ -424,32 +435,39 @@ class _Build:
                 if path is not None:
                     yield path, name
 
-    def settled_numbers(
+    def touched_numbers(
         self,
         entries: dict[str, FileEntry],
         changed: list[str],
         refused_numbers: set[str],
         unidentified: bool,
-    ) -> set[str]:
-        """Numbers the selection would decide as last time, and silently: none of
-        their documents changed or was refused, and last time it had nothing to
-        say about them. An incremental build leaves them as they are instead of
-        deciding 20,000 numbers again for one changed file."""
+    ) -> set[str] | None:
+        """The numbers to decide again; None for every number.
+
+        Every other number is settled: the selection would decide it as last
+        time, and silently, since none of its documents changed or was refused
+        and last time it had nothing to say about it. An incremental build
+        leaves those as they are instead of deciding 20,000 numbers again for
+        one changed file."""
         if self.cache is None or unidentified:
-            return set()
+            return None
         touched = refused_numbers | self.cache.contested
         for name in changed:
             for entry in (entries.get(name), self.cache.files.get(name)):
                 if entry is not None and entry.pith_number:
                     touched.add(entry.pith_number)
-        return {n for n in self.cache.numbers if n not in touched}
+        return touched
 
     # What the site already publishes, to refuse rollbacks and keep what stays.
     def published_documents(
-        self, candidates: list[Candidate], paths: _ContentPaths
+        self, candidates: list[Candidate], paths: _ContentPaths, touched: set[str] | None
     ) -> dict[str, tuple[Candidate | None, Candidate | None]]:
+        """(record, bundle) the site publishes for each number to decide (all, or `touched`)."""
         if self.cache is not None:
-            return {n: (e.record, e.bundle) for n, e in self.cache.numbers.items()}
+            cached = self.cache.numbers
+            if touched is not None:
+                return {n: (cached[n].record, cached[n].bundle) for n in sorted(touched) if n in cached}
+            return {n: (e.record, e.bundle) for n, e in cached.items()}
         published = read_published(self.site)
         new_hashes: dict[str, set[str]] = {}
         for c in candidates:
@@ -476,13 +494,21 @@ class _Build:
 
     # Stage 4-6 per number: accept the optimistic renders, redo the contested.
     def publish_numbers(
-        self, choices: list[Choice], fresh: dict[str, Examined], paths: _ContentPaths, settled: set[str]
+        self,
+        choices: list[Choice],
+        fresh: dict[str, Examined],
+        paths: _ContentPaths,
+        touched: set[str] | None,
     ) -> tuple[dict[str, NumberEntry], set[str], list[Rejection]]:
         previous = self.cache.numbers if self.cache else {}
         by_number: dict[str, list[Examined]] = {}
         for result in fresh.values():
             by_number.setdefault(result.entry.pith_number or "", []).append(result)
-        numbers: dict[str, NumberEntry] = {n: previous[n] for n in settled}
+        numbers: dict[str, NumberEntry] = {}
+        if touched is not None:  # the settled numbers stay as they are
+            numbers = dict(previous)
+            for number in touched:
+                numbers.pop(number, None)
         redo: list[Choice] = []
         accepted: set[str] = set()
         for choice in choices:
@@ -564,7 +590,7 @@ class _Build:
         gone = [n for n in previous if n not in numbers or n in accepted]
         stale = {p for n in gone for p in previous[n].paths}
         stale -= {p for n in accepted for p in numbers[n].paths}
-        owned = _PaperPages(numbers)
+        owned = _PaperPages(numbers, accepted)
         stale = {p for p in stale if p not in owned}
         remove_files(self.site, stale)
 
@@ -590,6 +616,9 @@ class _Build:
         self.new_cache.sitewide_inputs, self.new_cache.context_inputs = inputs, context
         if self.cache is not None and self.cache.sitewide_inputs == inputs:
             self.new_cache.sitewide = self.cache.sitewide  # nothing any site-wide page shows changed
+            if self.keeps_manifest:  # made now, so the first change does not wait for them
+                for summary in summaries:
+                    self.kept_manifest_entry(summary)
             return set()
         listings = not self.listings_unchanged(context)
         env = make_environment(config, self.keyring)
@@ -605,7 +634,7 @@ class _Build:
             previous,
             listings,
         )
-        entry_json = self.kept_manifest_entry if self.incremental else None
+        entry_json = self.kept_manifest_entry if self.incremental or self.keeps_manifest else None
         lazies += [
             eager(f.path, f.data)
             for f in manifest_files(summaries, config, self.keyring, build_time(), entry_json)
@@ -671,7 +700,7 @@ class _Build:
     def kept_manifest_entry(self, summary: Summary) -> bytes | None:
         """A number's manifest lines, made once per entry: unchanged numbers keep
         their entry from build to build, so a rebuild serialises only the new ones.
-        (A cold build does not keep them: it writes the manifest once.)"""
+        (A cold `build` does not keep them: it writes the manifest once.)"""
         entry = self.new_cache.numbers[summary.pith_number]
         if entry.manifest_json is None:
             entry.manifest_json = indented_entry(summary)
@@ -730,17 +759,24 @@ class _PaperPages:
     """Which number owns a paper page: the only files a number owns that a
     site-wide file (the list page of a shared 8-character prefix) can replace.
 
-    Most builds ask about no paper page at all, so the numbers are indexed by
-    prefix at the first question, once."""
+    A rebuild asks about the paper pages of the numbers it renewed, which own
+    them: those (`likely`) are tried first. Only a question they cannot answer
+    indexes every number by prefix, once. (Which owner answers matters only
+    when one number alone has the prefix: a shared prefix's page is a list.)"""
 
-    def __init__(self, numbers: dict[str, NumberEntry]) -> None:
+    def __init__(self, numbers: dict[str, NumberEntry], likely: Iterable[str] = ()) -> None:
         self.numbers = numbers
+        self.likely = [n for n in likely if n in numbers]
         self.by_prefix: dict[str, str] | None = None
 
     def get(self, path: str) -> str | None:
         prefix = path.removeprefix("paper/").removesuffix(".html").removesuffix("/index")
         if not path.startswith("paper/") or len(prefix) != 8:
             return None
+        for number in self.likely:
+            body = number.rsplit(":", 1)[1]
+            if body.startswith(prefix) and path in layout.page_paths(layout.paper_page(body)):
+                return number
         if self.by_prefix is None:
             self.by_prefix = {}
             for number in self.numbers:  # (as before: the first number with the prefix)

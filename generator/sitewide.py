@@ -365,13 +365,13 @@ def record_family_files(
     (an incremental build passes the paths its changed records claim)."""
     base = config.base_path
     if only is not None:  # one pass picks the few records that claim a path asked for
-        prefixes = _asked_prefixes(only)
+        # (a number is "pith:YYYY:" and its body: any prefix asked for starts
+        # with one of these 8 characters; the functions below check exactly)
+        heads = {prefix[:8] for prefix in _asked_prefixes(only)}
         ordered = [
             s
             for s in ordered
-            if (body := s.pith_number.rsplit(":", 1)[1])[:8] in prefixes
-            or body[:12] in prefixes
-            or body[:16] in prefixes
+            if s.pith_number[10:18] in heads
             or not only.isdisjoint(s.lookup_paths)
             or s.integrity_path in only
         ]
