@@ -606,9 +606,11 @@ class _Build:
         """Write every site-wide file; returns numbers whose replaced pages need restoring.
 
         Pages about the whole site are rendered only when the fingerprint of
-        their inputs changed, and written only when their bytes changed. Files
-        records share (look-ups, integrity reports, short forms) are recomputed
-        only for the paths that the records which changed claim, before or now.
+        their inputs changed, and written only when their bytes changed; when
+        the renewed records show in the listings as before, those are kept
+        without even a fingerprint (see `listings_unchanged`). Files records
+        share (look-ups, integrity reports, short forms) are recomputed only for
+        the paths that the records which changed claim, before or now.
         """
         config = self.config
         inputs = _sitewide_inputs(summaries, rejections, notes, self.extra)
