@@ -157,7 +157,7 @@ def load_cache(directory: Path, key: str, site: Path) -> BuildCache | None:
                 if kind == "f":
                     cache.files[name] = _file_entry(entry)
                 elif kind == "n":
-                    cache.numbers[name] = _number_entry(entry)
+                    cache.numbers[name] = _number_entry(entry, cache.files)
                 else:
                     return None
         return None  # no checksum line: a torn or truncated file
@@ -332,22 +332,36 @@ def _number_json(e: NumberEntry) -> dict[str, Any]:
     }
 
 
-def _number_entry(d: dict[str, Any]) -> NumberEntry:
+def _number_entry(d: dict[str, Any], files: dict[str, FileEntry]) -> NumberEntry:
     s = d["summary"]
-    summary = Summary(
-        **{
-            **s,
-            "cross_cats": tuple(s["cross_cats"]),
-            "aliases": tuple((str(k), str(v)) for k, v in s["aliases"]),
-            "key_ids": tuple(s["key_ids"]),
-            "lookup_paths": tuple(None if p is None else str(p) for p in s["lookup_paths"]),
-        }
-    )
+    s["cross_cats"] = tuple(s["cross_cats"])
+    s["aliases"] = tuple(map(tuple, s["aliases"]))
+    s["key_ids"] = tuple(s["key_ids"])
+    s["lookup_paths"] = tuple(s["lookup_paths"])
     return NumberEntry(
-        record=_candidate(d["record"]),
-        bundle=_candidate(d["bundle"]),
-        summary=summary,
+        record=_known_candidate(d["record"], files),
+        bundle=_known_candidate(d["bundle"], files),
+        summary=Summary(**s),
     )
+
+
+def _known_candidate(data: dict[str, Any] | None, files: dict[str, FileEntry]) -> Candidate | None:
+    """The candidate of the file entry read just before, when it is the same
+    document (same file, bytes, kind and number), else one made from `data`:
+    a number's documents are content files' documents, held once."""
+    if data is None:
+        return None
+    entry = files.get(data["file"])
+    known = entry.candidate if entry is not None else None
+    if (
+        known is not None
+        and known.raw_sha256 == data["raw_sha256"]
+        and known.kind == data["kind"]
+        and known.pith_number == data["pith_number"]
+        and known.from_site == data["from_site"]
+    ):
+        return known
+    return _candidate(data)
 
 
 @dataclass(slots=True)

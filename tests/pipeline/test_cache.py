@@ -9,9 +9,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from sitekit import Project, record_doc
+from sitekit import BOTH_KEYS, Project, record_doc
 
-from generator.cache import CACHE_FILE
+from generator.cache import CACHE_FILE, BuildCache, WarmCache, load_cache, save_cache
+from generator.pipeline import build
 
 
 @pytest.fixture
@@ -90,3 +91,24 @@ def test_an_integer_beyond_64_bits_survives_the_cache(tmp_path: Path) -> None:
     p.add("b.json", record_doc(source_id="2304.00055", title="Added"))
     report = p.build()
     assert report.mode == "incremental" and report.rendered == 1 and report.published == 2
+
+
+def test_a_read_cache_holds_each_document_once_and_as_it_was_written(built: Project) -> None:
+    """A number's documents are its content files' documents: read back, they
+    are the same objects, and the whole cache equals what was saved."""
+    warm = WarmCache()
+    build(built.config(), BOTH_KEYS, warm=warm)  # (the cache a build holds in memory)
+    held = warm.cache
+    assert isinstance(held, BuildCache)
+    save_cache(built.config().cache_dir, held)
+    read = load_cache(built.config().cache_dir, held.key, built.site)
+    assert read is not None
+    assert read.files == held.files and read.numbers == held.numbers
+    assert read.sitewide == held.sitewide and read.context_inputs == held.context_inputs
+    shared = 0
+    for entry in read.numbers.values():
+        for candidate in (entry.record, entry.bundle):
+            if candidate is not None:
+                assert candidate is read.files[candidate.file].candidate
+                shared += 1
+    assert shared == 3  # the real record, the real bundle, a.json
