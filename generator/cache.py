@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import operator
 import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -328,8 +329,12 @@ def _number_json(e: NumberEntry) -> dict[str, Any]:
     return {
         "record": _candidate_json(e.record),
         "bundle": _candidate_json(e.bundle),
-        "summary": {f.name: getattr(e.summary, f.name) for f in fields(Summary)},
+        "summary": dict(zip(_SUMMARY_FIELDS, _summary_values(e.summary), strict=True)),
     }
+
+
+_SUMMARY_FIELDS = tuple(f.name for f in fields(Summary))
+_summary_values = operator.attrgetter(*_SUMMARY_FIELDS)
 
 
 def _number_entry(d: dict[str, Any], files: dict[str, FileEntry]) -> NumberEntry:
