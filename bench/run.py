@@ -533,7 +533,6 @@ def code_version() -> dict[str, Any]:
 
     status = git("status", "--porcelain", "--", "generator", "templates", "pyproject.toml")
     return {
-        "root": str(ROOT),
         "commit": git("rev-parse", "--short", "HEAD").strip() or "unknown (not a git checkout)",
         "uncommitted": [line[3:] for line in status.splitlines()],
     }
@@ -1037,7 +1036,7 @@ def table(results: dict[str, Any]) -> str:
         lines.append(f"Hugo reference given: {HUGO_REFERENCE}")
     code = results["machine"]["code"]
     dirty = f", uncommitted changes to {', '.join(code['uncommitted'])}" if code["uncommitted"] else ""
-    lines.append(f"code: {code['root']} at {code['commit']}{dirty}")
+    lines.append(f"code: commit {code['commit']}{dirty}")
     lines.append(
         f"load average before {results['loadavg_before']}, after {results['loadavg_after']} "
         f"({results['machine']['nproc']} CPUs: {results['machine']['cpu_model']})"
