@@ -108,32 +108,30 @@ def document_path(content: Path, rel: str) -> str | None:
     return path
 
 
+def _resolved(path: Path) -> Path | None:
+    """`path` with every link followed; None for links that go round in a loop."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # (RuntimeError: a loop, before Python 3.13)
+        return None
+
+
 def _inside(path: Path, root: Path) -> bool:
-    """Whether `path`, links followed, is under `root`; False for links that go
-    round in a loop (nothing is inside them)."""
-    try:
-        path.resolve().relative_to(root)
-    except (ValueError, OSError, RuntimeError):  # (RuntimeError: a loop, before Python 3.13)
-        return False
-    return True
-
-
-def _loops(path: Path) -> bool:
-    try:
-        path.resolve()
-    except (OSError, RuntimeError):
-        return True
-    return False
+    """Whether `path`, links followed, is under `root` (nothing is inside a loop)."""
+    target = _resolved(path)
+    return target is not None and target.is_relative_to(root)
 
 
 def read_bytes(path: Path, content: Path, limits: Limits) -> bytes:
     """(1) Read at most max_bytes + 1 bytes; refuse links out of content/."""
-    if path.is_symlink() and _loops(path):
-        raise RejectionError(Problem(Code.FILE_UNREADABLE, "", "cannot read: the symbolic link loops"))
-    if path.is_symlink() and not _inside(path, content.resolve()):
-        raise RejectionError(
-            Problem(Code.FILE_OUTSIDE_CONTENT, "", "symbolic link points outside the content folder")
-        )
+    if path.is_symlink():
+        target = _resolved(path)
+        if target is None:
+            raise RejectionError(Problem(Code.FILE_UNREADABLE, "", "cannot read: the symbolic link loops"))
+        if not target.is_relative_to(content.resolve()):
+            raise RejectionError(
+                Problem(Code.FILE_OUTSIDE_CONTENT, "", "symbolic link points outside the content folder")
+            )
     try:
         raw = _read_at_most(path, limits.max_bytes + 1)
     except OSError as exc:
