@@ -208,28 +208,22 @@ def unnoticed_changes(config: SiteConfig, warm: WarmCache) -> list[str]:
     known = warm.cache.files
     top = f"{config.content.name}/"
     found: list[str] = []
-    listed = 0
+    seen: set[str] = set()
     for path, rel in discover_names(config.content):
         name = top + rel
+        seen.add(name)
         old = known.get(name)
-        if old is None:
-            found.append(name)
-            continue
-        listed += 1
         try:
-            if stat_key(path) != old.stat:
+            if old is None or stat_key(path) != old.stat:
                 found.append(name)
         except OSError:
             found.append(name)
-    if listed != len(known):
-        seen = {top + rel for _, rel in discover_names(config.content)}
-        found += sorted(name for name in known if name not in seen)
-    return found
+    return found + sorted(known.keys() - seen)
 
 
 @contextlib.contextmanager
 def _collection_deferred() -> Iterator[None]:
-    """No cyclic garbage collection while the build runs, as it was before after.
+    """No cyclic garbage collection while the build runs; as it was, afterwards.
 
     The main process holds one entry per document; each full collection walks
     all of them, which at 20,000 records cost about a second of a cold build
@@ -613,8 +607,8 @@ class _Build:
         the paths that the records which changed claim, before or now.
         """
         config = self.config
-        inputs = _sitewide_inputs(summaries, rejections, notes, self.extra)
         context = _context_inputs(rejections, notes, self.extra)
+        inputs = _sitewide_inputs(summaries, context)
         self.new_cache.sitewide_inputs, self.new_cache.context_inputs = inputs, context
         if self.cache is not None and self.cache.sitewide_inputs == inputs:
             self.new_cache.sitewide = self.cache.sitewide  # nothing any site-wide page shows changed
@@ -775,15 +769,13 @@ class _PaperPages:
         prefix = path.removeprefix("paper/").removesuffix(".html").removesuffix("/index")
         if not path.startswith("paper/") or len(prefix) != 8:
             return None
-        for number in self.likely:
-            body = number.rsplit(":", 1)[1]
-            if body.startswith(prefix) and path in layout.page_paths(layout.paper_page(body)):
-                return number
-        if self.by_prefix is None:
-            self.by_prefix = {}
-            for number in self.numbers:  # (as before: the first number with the prefix)
-                self.by_prefix.setdefault(number.rsplit(":", 1)[1][:8], number)
-        owner = self.by_prefix.get(prefix)
+        owner = next((n for n in self.likely if n.rsplit(":", 1)[1].startswith(prefix)), None)
+        if owner is None:
+            if self.by_prefix is None:
+                self.by_prefix = {}
+                for number in self.numbers:  # (as before: the first number with the prefix)
+                    self.by_prefix.setdefault(number.rsplit(":", 1)[1][:8], number)
+            owner = self.by_prefix.get(prefix)
         if owner is None or path not in layout.page_paths(layout.paper_page(owner.rsplit(":", 1)[1])):
             return None
         return owner
@@ -809,17 +801,12 @@ def _context_inputs(rejections: list[Rejection], notes: list[str], extra: str) -
     return digest.hexdigest()
 
 
-def _sitewide_inputs(
-    summaries: list[Summary], rejections: list[Rejection], notes: list[str], extra: str
-) -> str:
-    """Fingerprint of everything site-wide pages are made from (`extra`: see `_extra_inputs`)."""
-    digest = hashlib.sha256(extra.encode())
+def _sitewide_inputs(summaries: list[Summary], context: str) -> str:
+    """Fingerprint of everything site-wide pages are made from: every record's
+    summary, and the rest (`context`: see `_context_inputs`)."""
+    digest = hashlib.sha256(context.encode())
     for summary in summaries:
         digest.update(summary.digest.encode())
-    for rejection in sorted(rejections):
-        digest.update(rejection.line().encode("utf-8", "replace") + b"\n")
-    for note in notes:
-        digest.update(note.encode("utf-8", "replace") + b"\n")
     return digest.hexdigest()
 
 
