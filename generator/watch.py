@@ -289,8 +289,9 @@ class Rebuilder:
         self._missing: set[tuple[str, str]] = set()
         self._thread: threading.Thread | None = None
         self._hints: list[str] | None = None
-        self._hinting = True
         """The content names the batch being built says changed (see `_loop`)."""
+        self._hinting = True
+        """False after a failed build: the next one lists every document."""
 
     # -- state for callers -------------------------------------------------
 
@@ -369,14 +370,18 @@ class Rebuilder:
             return
         name = self._scope.display(path)
         with self._wake:
-            now = time.monotonic()
-            if not self._pending:
-                self._first_event = now
-            self._pending[name] = _merge(self._pending.get(name), verb)
-            self._categories.add(kind)
-            self._folders |= folder
-            self._last_event = now
-            self._wake.notify_all()
+            self._enqueue({name: _merge(self._pending.get(name), verb)}, kind, folder)
+
+    def _enqueue(self, changes: dict[str, str], kind: str, folder: bool) -> None:
+        """Add changes to the next batch and wake the loop (the caller holds `_wake`)."""
+        now = time.monotonic()
+        if not self._pending:
+            self._first_event = now
+        self._pending.update(changes)
+        self._categories.add(kind)
+        self._folders |= folder
+        self._last_event = now
+        self._wake.notify_all()
 
     def _next_batch(self) -> tuple[dict[str, str], set[str], bool] | None:
         """Wait for changes, then for quiet: (changes, their categories, whether
@@ -421,17 +426,8 @@ class Rebuilder:
             missed = [self._scope.display(str(self._setup.config.content))]
         with self._wake:
             missed = [name for name in missed if name not in self._pending]  # (their events came)
-            if not missed:
-                return
-            now = time.monotonic()
-            if not self._pending:
-                self._first_event = now
-            for name in missed:
-                self._pending[name] = "changed without an event"
-            self._categories.add("content")
-            self._folders = True
-            self._last_event = now
-            self._wake.notify_all()
+            if missed:  # (as a folder change: the next build lists everything)
+                self._enqueue(dict.fromkeys(missed, "changed without an event"), "content", folder=True)
 
     # -- building ----------------------------------------------------------
 
