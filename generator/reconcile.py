@@ -115,8 +115,6 @@ def _one_record(records: list[Candidate], published: Candidate | None, out: Sele
     if not records:
         return published
     distinct = {c.raw_sha256: c for c in sorted(records, key=lambda c: c.file)}
-    if not distinct:
-        return published
     if len(distinct) == 1:
         return next(iter(distinct.values()))
     for candidate in records:
@@ -138,8 +136,6 @@ def _one_bundle(bundles: list[Candidate], published: Candidate | None, out: Sele
     if len(bundles) == 1 and published is not None and published.raw_sha256 == bundles[0].raw_sha256:
         return bundles[0]  # the bundle that is published, unchanged
     distinct = {c.raw_sha256: c for c in sorted(bundles, key=lambda c: c.file)}
-    if not distinct:
-        return published
     union = frozenset().union(*(c.event_ids for c in distinct.values()))
     winners = sorted(
         (c for c in distinct.values() if c.event_ids == union), key=lambda c: (c.raw_sha256, c.file)

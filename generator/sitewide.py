@@ -414,17 +414,9 @@ def short_pages(
     8-character prefix also makes `paper/<prefix>` ambiguous, so that page
     becomes a list of the candidates.
     """
-    wanted = None if only is None else _asked_prefixes(only)  # most records are passed over at once
     by_prefix: dict[str, list[Summary]] = defaultdict(list)
     for summary in ordered:
         body = summary.body
-        if (
-            wanted is not None
-            and body[:8] not in wanted
-            and body[:12] not in wanted
-            and body[:16] not in wanted
-        ):
-            continue
         for n in (8, 12, 16):
             path = f"pith/{body[:n]}"
             if only is None or f"{path}.html" in only or f"paper/{body[:8]}.html" in only:
@@ -482,8 +474,6 @@ def resolve_files(ordered: Sequence[Summary], config: SiteConfig, only: set[str]
     """One look-up file per alias; for a shared arXiv id the newest version wins."""
     chosen: dict[str, tuple[tuple[int, str], Summary, str, str]] = {}
     for summary in ordered:
-        if only is not None and only.isdisjoint(summary.lookup_paths):
-            continue
         rank = (summary.source_version, summary.pith_number)
         for path, kind, value in summary.lookups:
             if only is not None and path not in only:

@@ -59,7 +59,6 @@ def init_worker(
     _WORKER.update(
         config=config,
         keyring=keyring,
-        output=output,
         writer=Writer(output, atomic=False),
         family=family,
         env=env,
