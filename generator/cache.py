@@ -26,7 +26,7 @@ import operator
 import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -39,7 +39,7 @@ from .manifest import MANIFEST_PATH
 from .reconcile import Candidate
 from .sitewide import page_titles
 from .view import Summary
-from .write import write_atomic
+from .write import atomic_file, write_atomic
 
 CACHE_FORMAT = 10
 CACHE_FILE = "build-cache.json"
@@ -237,12 +237,8 @@ def save_cache(directory: Path, cache: BuildCache) -> None:
     """Write the cache one entry per line through a temporary file, then rename."""
     directory.mkdir(parents=True, exist_ok=True)
     _remove_stale(directory)
-    temporary = directory / f".{CACHE_FILE}.tmp-{os.getpid()}"
-    try:
-        _write_lines(temporary, cache)
-        os.replace(temporary, directory / CACHE_FILE)
-    finally:
-        temporary.unlink(missing_ok=True)
+    with atomic_file(directory / CACHE_FILE, buffering=1 << 20) as handle:
+        _write_lines(handle, cache)
 
 
 def _dumps_line(value: Any) -> bytes:
@@ -259,31 +255,30 @@ def _loads_line(line: bytes) -> Any:
         return json.loads(line)
 
 
-def _write_lines(temporary: Path, cache: BuildCache) -> None:
+def _write_lines(handle: BinaryIO, cache: BuildCache) -> None:
     digest = hashlib.sha256()
-    with open(temporary, "wb", buffering=1 << 20) as handle:
 
-        def put(value: Any) -> None:
-            line = _dumps_line(value)
-            digest.update(line)
-            handle.write(line)
+    def put(value: Any) -> None:
+        line = _dumps_line(value)
+        digest.update(line)
+        handle.write(line)
 
-        put(
-            {
-                "format": CACHE_FORMAT,
-                "key": cache.key,
-                "manifest_sha256": cache.manifest_sha256,
-                "sitewide": {p: list(v) for p, v in sorted(cache.sitewide.items())},
-                "sitewide_inputs": cache.sitewide_inputs,
-                "context_inputs": cache.context_inputs,
-                "contested": sorted(cache.contested),
-            }
-        )
-        for name in sorted(cache.files):
-            put(["f", name, _file_json(cache.files[name])])
-        for number in sorted(cache.numbers):
-            put(["n", number, _number_json(cache.numbers[number])])
-        handle.write(_CHECKSUM + digest.hexdigest().encode() + b"\n")
+    put(
+        {
+            "format": CACHE_FORMAT,
+            "key": cache.key,
+            "manifest_sha256": cache.manifest_sha256,
+            "sitewide": {p: list(v) for p, v in sorted(cache.sitewide.items())},
+            "sitewide_inputs": cache.sitewide_inputs,
+            "context_inputs": cache.context_inputs,
+            "contested": sorted(cache.contested),
+        }
+    )
+    for name in sorted(cache.files):
+        put(["f", name, _file_json(cache.files[name])])
+    for number in sorted(cache.numbers):
+        put(["n", number, _number_json(cache.numbers[number])])
+    handle.write(_CHECKSUM + digest.hexdigest().encode() + b"\n")
 
 
 def _candidate_json(c: Candidate | None) -> dict[str, Any] | None:

@@ -20,8 +20,9 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from .errors import BuildError
 from .render import OutputFile
@@ -172,16 +173,24 @@ def _link(source: str, target: str) -> bool:
     return False
 
 
-def write_atomic(target: Path, data: bytes) -> None:
-    """Write through a temporary name in the same folder, then rename; a failed
-    write leaves neither half a file nor the temporary behind."""
+@contextlib.contextmanager
+def atomic_file(target: Path, buffering: int = -1) -> Iterator[BinaryIO]:
+    """A file written through a temporary name in the same folder and renamed to
+    `target` when the block ends; a failed write leaves neither half a file nor
+    the temporary behind."""
     temporary = target.with_name(f".{target.name}.tmp-{os.getpid()}")
     try:
-        with open(temporary, "wb") as handle:
-            handle.write(data)
+        with open(temporary, "wb", buffering=buffering) as handle:
+            yield handle
         os.replace(temporary, target)
     finally:
         temporary.unlink(missing_ok=True)
+
+
+def write_atomic(target: Path, data: bytes) -> None:
+    """Write `data` to `target` through `atomic_file`."""
+    with atomic_file(target) as handle:
+        handle.write(data)
 
 
 def remove_files(site: Path, paths: set[str]) -> None:
