@@ -36,12 +36,12 @@ from .errors import Code, Rejection
 from .keys import Keyring
 from .layout import number_paths
 from .manifest import MANIFEST_PATH
-from .reconcile import Candidate
+from .reconcile import Candidate, pack_event_ids
 from .sitewide import page_titles
-from .view import Summary
+from .view import Summary, pack_aliases
 from .write import atomic_file, write_atomic
 
-CACHE_FORMAT = 10
+CACHE_FORMAT = 11
 CACHE_FILE = "build-cache.json"
 QUICK_FILE = "unchanged-check.json"
 """A small companion file: enough to tell, without loading the cache, that
@@ -297,7 +297,8 @@ def _candidate_json(c: Candidate | None) -> dict[str, Any] | None:
 def _candidate(data: dict[str, Any] | None) -> Candidate | None:
     if data is None:
         return None
-    return Candidate(**{**data, "event_ids": frozenset(data["event_ids"])})
+    ids = data.pop("event_ids")
+    return Candidate(**data, events=pack_event_ids(ids))
 
 
 def _file_json(e: FileEntry) -> dict[str, Any]:
@@ -324,7 +325,10 @@ def _number_json(e: NumberEntry) -> dict[str, Any]:
     return {
         "record": _candidate_json(e.record),
         "bundle": _candidate_json(e.bundle),
-        "summary": dict(zip(_SUMMARY_FIELDS, _summary_values(e.summary), strict=True)),
+        "summary": {
+            **dict(zip(_SUMMARY_FIELDS, _summary_values(e.summary), strict=True)),
+            "alias_data": [[*a, p] for a, p in zip(e.summary.aliases, e.summary.lookup_paths, strict=True)],
+        },
     }
 
 
@@ -335,9 +339,9 @@ _summary_values = operator.attrgetter(*_SUMMARY_FIELDS)
 def _number_entry(d: dict[str, Any], files: dict[str, FileEntry]) -> NumberEntry:
     s = d["summary"]
     s["cross_cats"] = tuple(s["cross_cats"])
-    s["aliases"] = tuple(map(tuple, s["aliases"]))
     s["key_ids"] = tuple(s["key_ids"])
-    s["lookup_paths"] = tuple(s["lookup_paths"])
+    triples = s["alias_data"]
+    s["alias_data"] = pack_aliases(((k, v) for k, v, _ in triples), (p for _, _, p in triples))
     return NumberEntry(
         record=_known_candidate(d["record"], files),
         bundle=_known_candidate(d["bundle"], files),

@@ -18,7 +18,7 @@ Rules (the promise: nothing already published is lost or rolled back):
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from .errors import Code, Rejection
@@ -32,9 +32,30 @@ class Candidate:
     kind: str
     pith_number: str
     raw_sha256: str
-    event_ids: frozenset[str]
+    events: bytes
+    """The event ids, packed by `pack_event_ids`: the main process keeps a candidate
+    for every document, and a frozenset of id strings costs four times as much."""
     from_site: bool = False
     """True for a document read back from the published site (carried forward)."""
+
+    @property
+    def event_ids(self) -> frozenset[str]:
+        return frozenset(_ID_PREFIX + self.events[i : i + 32].hex() for i in range(0, len(self.events), 32))
+
+
+_ID_PREFIX = "sha256:"
+
+
+def pack_event_ids(ids: Iterable[str]) -> bytes:
+    """Verified event ids (`sha256:` and 64 lower-case hex digits, which verification
+    holds every id to) as their digests, sorted; ValueError for any other id."""
+    digests = set()
+    for event_id in ids:
+        hex_part = event_id[len(_ID_PREFIX) :]
+        if not event_id.startswith(_ID_PREFIX) or len(hex_part) != 64 or hex_part != hex_part.lower():
+            raise ValueError(f"not a verified event id: {event_id!r}")
+        digests.add(bytes.fromhex(hex_part))
+    return b"".join(sorted(digests))
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,9 @@ Rules:
 from __future__ import annotations
 
 import hashlib
+import marshal
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from typing import Any, NamedTuple
 
@@ -82,7 +84,6 @@ class Summary:
     source_kind: str
     source_id: str
     source_version: int
-    aliases: tuple[tuple[str, str], ...]
     canonical_sha256: str
     record_sha256: str
     bundle_sha256: str | None
@@ -94,8 +95,10 @@ class Summary:
     """The integrity report file, named by arXiv id and so shared by every
     version of a paper: the site-wide stage publishes the newest version's."""
     integrity_json: str | None = None
-    lookup_paths: tuple[str | None, ...] = ()
-    """The look-up file of each alias in `aliases`, in order (None: it has none)."""
+    alias_data: bytes = b""
+    """Every alias with its look-up file, packed by `pack_aliases`: read back by
+    `aliases` and `lookup_paths`. The main process holds one summary per record,
+    and eighteen small strings in tuples cost three times their packed bytes."""
     terms_text: str = ""
     """The search terms the record is found by (the same rules as search.js),
     sorted and joined by U+001F: the main process holds one summary per
@@ -104,11 +107,23 @@ class Summary:
     """Fingerprint of every field above, so site-wide pages know when to re-render."""
 
     @property
+    def aliases(self) -> tuple[tuple[str, str], ...]:
+        """(kind, value) of every alias, in the record's order."""
+        flat = _unpack(self.alias_data)
+        return tuple(zip(flat[0::3], flat[1::3], strict=True))
+
+    @property
+    def lookup_paths(self) -> tuple[str | None, ...]:
+        """The look-up file of each alias in `aliases`, in order (None: it has none)."""
+        return _unpack(self.alias_data)[2::3]
+
+    @property
     def lookups(self) -> tuple[tuple[str, str, str], ...]:
         """(look-up file path, alias kind, alias value) for every alias that has one."""
+        flat = _unpack(self.alias_data)
         return tuple(
             (path, kind, value)
-            for (kind, value), path in zip(self.aliases, self.lookup_paths, strict=True)
+            for kind, value, path in zip(flat[0::3], flat[1::3], flat[2::3], strict=True)
             if path is not None
         )
 
@@ -126,6 +141,22 @@ class Summary:
 
 
 TERM_SEPARATOR = "\x1f"
+
+
+def pack_aliases(pairs: Iterable[tuple[str, str]], paths: Iterable[str | None]) -> bytes:
+    """(kind, value) pairs and their look-up paths as one `bytes` (`marshal`: exact
+    for every string, surrogates included, and fast to read back). Only ever read
+    by the process that packed it or its workers, never stored: the cache keeps
+    the plain values."""
+    flat: list[str | None] = []
+    for (kind, value), path in zip(pairs, paths, strict=True):
+        flat += (kind, value, path)
+    return marshal.dumps(tuple(flat)) if flat else b""
+
+
+def _unpack(data: bytes) -> tuple[Any, ...]:
+    return marshal.loads(data) if data else ()
+
 
 PAPER_FIELDS = ("title", "authors_text", "abstract_excerpt", "headline")
 
@@ -344,7 +375,6 @@ def summarize(
         "source_kind": source_kind,
         "source_id": source_id,
         "source_version": source_version,
-        "aliases": alias_pairs,
         "canonical_sha256": primary.canonical_sha256,
         "record_sha256": hashlib.sha256(record_bytes).hexdigest(),
         "bundle_sha256": hashlib.sha256(bundle_bytes).hexdigest() if bundle_bytes is not None else None,
@@ -354,7 +384,7 @@ def summarize(
         "updated_at": updated,
         "integrity_path": integrity[0] if integrity else None,
         "integrity_json": integrity[1].decode("utf-8") if integrity else None,
-        "lookup_paths": lookup_paths,
+        "alias_data": pack_aliases(alias_pairs, lookup_paths),
         "terms_text": TERM_SEPARATOR.join(sorted(terms)),
     }
     return Summary(**values, digest=_fingerprint(_field_values(values)))
@@ -372,9 +402,10 @@ def _field_values(values: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def _fingerprint(values: tuple[Any, ...]) -> str:
-    """SHA-256 of a summary's field values (strings, numbers, None and tuples of them)."""
+    """SHA-256 of a summary's field values (strings, numbers, None, tuples of them
+    and the packed aliases)."""
     try:
-        data = orjson.dumps(values)
+        data = orjson.dumps(values, default=_unpack)
     except TypeError:  # e.g. an integer beyond 64 bits, which orjson refuses
         data = repr(values).encode("utf-8")
     return hashlib.sha256(data).hexdigest()

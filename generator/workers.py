@@ -29,7 +29,7 @@ from .errors import Code, Rejection
 from .examine import examine
 from .keys import Keyring
 from .load import Limits
-from .reconcile import Candidate, Choice
+from .reconcile import Candidate, Choice, pack_event_ids
 from .render import OutputFile, make_environment, render_publication
 from .sitewide import page_titles, record_family_files
 from .view import Publication, Summary
@@ -110,7 +110,7 @@ def examine_task(task: Task) -> Examined:
         kind=verified.kind,
         pith_number=verified.pith_number,
         raw_sha256=raw_sha256,
-        event_ids=frozenset(verified.event_ids),
+        events=pack_event_ids(verified.event_ids),
         from_site=task.from_site,
     )
     entry = FileEntry(stat, raw_sha256, verified.pith_number, [], candidate)

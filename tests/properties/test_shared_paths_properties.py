@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from generator import layout
 from generator.sitewide import family_paths, shared_family_paths
-from generator.view import Summary
+from generator.view import Summary, pack_aliases
 
 # Common stems and a two-letter alphabet make shared 8-, 12- and 16-character prefixes common.
 stems = st.sampled_from(["A2", "A2AAAAAA", "A2AAAAAAAAAA", "A2AAAAAAAAAAAAAA", "A2BBBBBBBBBBBBBBB"])
@@ -40,7 +40,6 @@ def summaries(draw: st.DrawFn) -> Summary:
         source_kind="arxiv",
         source_id=source_id,
         source_version=version,
-        aliases=tuple(aliases),
         canonical_sha256="0" * 64,
         record_sha256="0" * 64,
         bundle_sha256=None,
@@ -50,7 +49,7 @@ def summaries(draw: st.DrawFn) -> Summary:
         updated_at="2021-01-01T00:00:00Z",
         integrity_path=f"pith/{source_id}/integrity.json" if integrity else None,
         integrity_json="{}" if integrity else None,
-        lookup_paths=lookup_paths,
+        alias_data=pack_aliases(aliases, lookup_paths),
     )
 
 

@@ -99,7 +99,6 @@ def summaries(draw: st.DrawFn) -> list[Summary]:
                 source_kind="arxiv",
                 source_id="2401.00001",
                 source_version=1,
-                aliases=(),
                 canonical_sha256=draw(_TEXT),
                 record_sha256=draw(_TEXT),
                 bundle_sha256=draw(st.none() | _TEXT),
