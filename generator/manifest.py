@@ -16,7 +16,7 @@ import json
 import operator
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import orjson
 
@@ -100,16 +100,19 @@ def manifest_files(
     keyring: Keyring,
     generated_at: str | None,
     entry_json: Callable[[Summary], bytes | None] | None = None,
+    streamed: bool = False,
 ) -> list[OutputFile]:
     """The two manifests. With `entry_json` (see `indented_entry`, perhaps kept from
     an earlier build), the mirror manifest is joined from each number's own
     bytes instead of serialised whole: the same bytes, for a process that
-    writes it again after every change."""
+    writes it again after every change. With `streamed`, only the second: the
+    caller writes the first with `stream_manifest`."""
+    mirrors = OutputFile("pith-mirrors.json", pretty_json(mirrors_json(config, keyring, generated_at)))
+    if streamed:
+        return [mirrors]
     joined = _joined_manifest(summaries, config, generated_at, entry_json) if entry_json else None
-    return [
-        OutputFile(MANIFEST_PATH, joined or pretty_json(mirror_manifest(summaries, config, generated_at))),
-        OutputFile("pith-mirrors.json", pretty_json(mirrors_json(config, keyring, generated_at))),
-    ]
+    whole = joined or pretty_json(mirror_manifest(summaries, config, generated_at))
+    return [OutputFile(MANIFEST_PATH, whole), mirrors]
 
 
 def indented_entry(summary: Summary) -> bytes | None:
@@ -133,17 +136,55 @@ def _joined_manifest(
     entry_json: Callable[[Summary], bytes | None],
 ) -> bytes | None:
     """`pretty_json(mirror_manifest(...))` from per-number pieces; None to fall back."""
-    if not summaries:
-        return None
+    head = _head(len(summaries), config, generated_at)
     parts = [entry_json(s) for s in sorted(summaries, key=_NUMBER)]
-    if None in parts:
+    if head is None or None in parts:
+        return None
+    return head + b",\n".join(cast(list[bytes], parts)) + _TAIL
+
+
+class Sink(Protocol):
+    def write(self, data: bytes, /) -> int: ...
+
+
+def stream_manifest(
+    out: Sink, summaries: Sequence[Summary], config: SiteConfig, generated_at: str | None
+) -> bool:
+    """Write `pretty_json(mirror_manifest(...))` to `out` one number at a time, for
+    a cold build: the whole document, and the list of dicts behind it, would cost
+    about 1.4 kB per record in memory. False when it cannot (no records, or an
+    entry only the slower serialiser can write): the caller then starts `out`
+    again with `manifest_files`."""
+    head = _head(len(summaries), config, generated_at)
+    if head is None:
+        return False
+    out.write(head)
+    separator = b""
+    for summary in sorted(summaries, key=_NUMBER):
+        part = indented_entry(summary)
+        if part is None:
+            return False
+        out.write(separator)
+        out.write(part)
+        separator = b",\n"
+    out.write(_TAIL)
+    return True
+
+
+_TAIL = b"\n  ]\n}\n"
+
+
+def _head(count: int, config: SiteConfig, generated_at: str | None) -> bytes | None:
+    """The manifest's bytes up to its first entry; None for an empty manifest (or a
+    shape where "records" would not sort last), which is written whole."""
+    if not count:
         return None
     shape = mirror_manifest([], config, generated_at)
-    shape.update(record_count=len(parts), records=[_PLACEHOLDER])
+    shape.update(record_count=count, records=[_PLACEHOLDER])
     text = pretty_json(shape)
-    if not text.endswith(_PLACEHOLDER_TAIL):  # ("records" sorts last; if not, do it whole)
+    if not text.endswith(_PLACEHOLDER_TAIL):
         return None
-    return text[: -len(_PLACEHOLDER_TAIL)] + b",\n".join(cast(list[bytes], parts)) + b"\n  ]\n}\n"
+    return text[: -len(_PLACEHOLDER_TAIL)]
 
 
 def read_published(site: Path) -> dict[str, dict[str, Any]]:

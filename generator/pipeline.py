@@ -38,6 +38,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from pathlib import Path
+from typing import BinaryIO
 
 from . import layout
 from .cache import (
@@ -56,11 +57,20 @@ from .cache import (
     stat_key,
     warm_cache_for,
 )
+from .canonical import pretty_json
 from .config import SiteConfig
 from .errors import BuildError, Rejection
 from .keys import Keyring
 from .load import discover_names, document_path
-from .manifest import MANIFEST_PATH, indented_entry, manifest_files, published_paths, read_published
+from .manifest import (
+    MANIFEST_PATH,
+    indented_entry,
+    manifest_files,
+    mirror_manifest,
+    published_paths,
+    read_published,
+    stream_manifest,
+)
 from .reconcile import Candidate, Choice, select
 from .render import OutputFile, make_environment
 from .sitewide import (
@@ -631,9 +641,10 @@ class _Build:
             listings,
         )
         entry_json = self.kept_manifest_entry if self.incremental or self.keeps_manifest else None
+        streamed = not self.incremental and not self.keeps_manifest  # (see `stream_manifest_into`)
         lazies += [
             eager(f.path, f.data)
-            for f in manifest_files(summaries, config, self.keyring, build_time(), entry_json)
+            for f in manifest_files(summaries, config, self.keyring, build_time(), entry_json, streamed)
         ]
         affected = self.affected_family_paths(summaries)
         family = record_family_files(summaries, env, config, affected)
@@ -680,6 +691,8 @@ class _Build:
                 self.new_cache.manifest_sha256 = full_digest
             if old is None or old[1] != digest:
                 emit(path, data)
+        if streamed:
+            self.stream_manifest_into(record, summaries)
         self.new_cache.sitewide = record
         if staged is not None:
             remove_files(self.staging, {p for p in affected - set(shared) if p not in owned})
@@ -692,6 +705,23 @@ class _Build:
         gone = (set(previous) - set(fixed) - set(record)) | (affected - set(shared))
         remove_files(self.site, {p for p in gone if p not in owned})
         return {owned[p] for p in gone if p in owned and owned[p] not in fresh}
+
+    def stream_manifest_into(self, record: dict[str, tuple[str, str]], summaries: list[Summary]) -> None:
+        """A cold build writes the site manifest into staging entry by entry, hashing
+        as it goes (the same bytes `manifest_files` makes whole); it is the last file."""
+        target = self.staging / MANIFEST_PATH
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target, "wb") as handle:
+            hashing = _HashingWriter(handle)
+            if not stream_manifest(hashing, summaries, self.config, build_time()):
+                handle.seek(0)
+                handle.truncate()
+                hashing = _HashingWriter(handle)
+                hashing.write(pretty_json(mirror_manifest(summaries, self.config, build_time())))
+        full_digest = hashing.digest.hexdigest()
+        record[MANIFEST_PATH] = (full_digest[:24], full_digest[:32])  # (as `eager` keys it)
+        self.new_cache.manifest_sha256 = full_digest
+        self.written += 1
 
     def kept_manifest_entry(self, summary: Summary) -> bytes | None:
         """A number's manifest lines, made once per entry: unchanged numbers keep
@@ -808,6 +838,17 @@ def _sitewide_inputs(summaries: list[Summary], context: str) -> str:
     for summary in summaries:
         digest.update(summary.digest.encode())
     return digest.hexdigest()
+
+
+class _HashingWriter:
+    """A binary file's `write` that also feeds SHA-256."""
+
+    def __init__(self, handle: BinaryIO) -> None:
+        self.handle, self.digest = handle, hashlib.sha256()
+
+    def write(self, data: bytes) -> int:
+        self.digest.update(data)
+        return self.handle.write(data)
 
 
 def _sha(data: bytes) -> str:

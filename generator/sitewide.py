@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import heapq
-import json
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -37,10 +36,10 @@ from .errors import Rejection
 from .keys import Keyring
 from .publish import headers_file
 from .render import DERIVED_BY, OutputFile, page
+from .search_index import Pending, search_files, search_key
 from .view import Summary
 
 SITEMAP_LIMIT = 50_000
-SEARCH_CHUNK = 1000
 FEED_ENTRIES = 50
 RESERVED_SLUGS = frozenset(
     {"pith", "paper", "api", "browse", "search", "assets", "page", "report", "404", "index", "sitemap"}
@@ -94,7 +93,7 @@ Previous = Mapping[str, tuple[str, str]]
 """What the last build wrote: path -> (input fingerprint, hash of the bytes)."""
 
 
-def group(key: str, make_all: Callable[[], Sequence[OutputFile]], previous: Previous) -> list[Lazy]:
+def group(key: str, make_all: Callable[[], Sequence[OutputFile | Pending]], previous: Previous) -> list[Lazy]:
     """Files that one pass over every record makes together (the search index,
     the sitemap, the report). Their paths are known only by making them, so
     when the last build recorded this very `key`, its paths are reused and
@@ -102,7 +101,7 @@ def group(key: str, make_all: Callable[[], Sequence[OutputFile]], previous: Prev
     known = sorted(path for path, (old, _) in previous.items() if old == key)
     if known:
         return [Lazy(path, key, partial(_never_made, path)) for path in known]
-    return [Lazy(f.path, key, _Take(f.data)) for f in make_all()]
+    return [Lazy(f.path, key, f.make if isinstance(f, Pending) else _Take(f.data)) for f in make_all()]
 
 
 def _never_made(path: str) -> bytes:
@@ -504,51 +503,6 @@ def integrity_files(ordered: Sequence[Summary], only: set[str] | None = None) ->
             if s.integrity_path not in chosen or rank > chosen[s.integrity_path][0]:
                 chosen[s.integrity_path] = (rank, s.integrity_json)
     return [eager(path, text.encode("utf-8")) for path, (_, text) in chosen.items()]
-
-
-_SHARD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
-
-
-def shard_key(term: str) -> str:
-    head = term[:2]
-    if len(head) == 2 and head[0] in _SHARD_CHARS and head[1] in _SHARD_CHARS:
-        return head
-    return "".join(c if c in _SHARD_CHARS else "_" for c in head).ljust(2, "_")
-
-
-def search_key(ordered: Sequence[Summary], config: SiteConfig) -> str:
-    """Fingerprint of everything the search index shows, in its order."""
-    digest = hashlib.sha1(f"search\x1f{config.base_path}".encode())
-    for s in ordered:
-        fields = (s.pith_number, s.title, s.authors, s.source_id, s.terms_text)
-        digest.update("\x1f".join(fields).encode("utf-8", "surrogatepass") + b"\x1e")
-    return digest.hexdigest()[:24]
-
-
-def search_files(ordered: Sequence[Summary], config: SiteConfig) -> list[OutputFile]:
-    shards: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
-    for index, summary in enumerate(ordered):
-        for term in summary.terms:
-            shards[shard_key(term)][term].append(index)
-    files = [
-        OutputFile(
-            "search/meta.json",
-            pretty_json(
-                {"format": 1, "records": len(ordered), "chunk_size": SEARCH_CHUNK, "prefix_length": 2}
-            ),
-        )
-    ]
-    for key, terms in sorted(shards.items()):
-        data = json.dumps(dict(sorted(terms.items())), ensure_ascii=False, separators=(",", ":"))
-        files.append(OutputFile(f"search/terms/{key}.json", data.encode("utf-8")))
-    for start in range(0, len(ordered), SEARCH_CHUNK):
-        rows = [
-            [s.pith_number, s.title, s.authors, s.source_id, config.base_path + layout.record_page(s.body)]
-            for s in ordered[start : start + SEARCH_CHUNK]
-        ]
-        data = json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
-        files.append(OutputFile(f"search/records/{start // SEARCH_CHUNK}.json", data.encode("utf-8")))
-    return files
 
 
 def sitemap_files(ordered: Sequence[Summary], config: SiteConfig, slugs: Sequence[str]) -> list[OutputFile]:

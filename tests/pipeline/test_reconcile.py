@@ -10,10 +10,13 @@ from typing import Any
 
 import factories as f
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from sitekit import Project, record_doc, tree
 
 from generator.cli import main
 from generator.errors import Code
+from generator.reconcile import Candidate, pack_event_ids
 
 TITLE = "A Bundle That Grows"
 RECORD = f.canonical_record(source_id="2105.55555", title=TITLE, submitted_at="2021-05-05T00:00:00Z")
@@ -285,3 +288,24 @@ def test_no_empty_folders_after_a_document_is_deleted(project: Project) -> None:
     project.remove("gone.json")
     project.build()
     assert empty_folders(project.site) == []
+
+
+_IDS = st.sets(st.binary(min_size=32, max_size=32).map(lambda b: "sha256:" + b.hex()), max_size=20)
+
+
+@given(_IDS)
+def test_packed_event_ids_read_back_as_the_same_set(ids: set[str]) -> None:
+    packed = pack_event_ids(sorted(ids, reverse=True))
+    assert len(packed) == 32 * len(ids)
+    candidate = Candidate("content/b.json", "bundle", "pith:2021:X", "0" * 64, packed)
+    assert candidate.event_ids == frozenset(ids)
+    assert pack_event_ids(ids) == packed  # (order-free, so equal candidates compare equal)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["sha256:" + "A" * 64, "sha256:" + "a" * 63, "sha1:" + "a" * 64, "a" * 71, "sha256:" + "g" * 64],
+)
+def test_an_id_verification_would_refuse_is_not_packed(bad: str) -> None:
+    with pytest.raises(ValueError):
+        pack_event_ids(["sha256:" + "0" * 64, bad])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from generator.manifest import (
     manifest_files,
     mirror_manifest,
     read_published,
+    stream_manifest,
 )
 from generator.view import Summary
 
@@ -128,3 +130,24 @@ def test_a_manifest_joined_from_entries_is_the_manifest(
     assert (indented_entry(items[0]) is None) == (items[0].event_count >= 2**64)
     if not big:  # (the pieces, not the fallback, made it)
         assert all(indented_entry(s) in whole for s in items)
+
+
+@settings(max_examples=200, deadline=None)
+@given(summaries(), st.none() | _TEXT)
+def test_a_streamed_manifest_is_the_manifest_or_declines(
+    items: list[Summary], generated_at: str | None
+) -> None:
+    """A cold build writes the manifest entry by entry; what it writes is the whole
+    manifest's bytes, or it says it could not (an entry orjson cannot write)."""
+    config = SiteConfig(content=Path("content"), site=Path("site"))
+    whole = pretty_json(mirror_manifest(items, config, generated_at))
+    out = io.BytesIO()
+    streamed = stream_manifest(out, list(reversed(items)), config, generated_at)
+    assert streamed == all(s.event_count < 2**64 for s in items)
+    if streamed:
+        assert out.getvalue() == whole
+
+
+def test_an_empty_manifest_is_not_streamed() -> None:
+    config = SiteConfig(content=Path("content"), site=Path("site"))
+    assert not stream_manifest(io.BytesIO(), [], config, None)

@@ -8,11 +8,13 @@ the finished summary (its digest empty), in field order.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import fields, replace
+from dataclasses import MISSING, fields, replace
 from typing import Any
 
 import factories
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from generator.keys import Keyring
 from generator.verify import verify_document
@@ -22,6 +24,7 @@ from generator.view import (
     Summary,
     _fingerprint,
     events,
+    pack_aliases,
     paper_block,
     snapshot_view,
     summarize,
@@ -118,3 +121,20 @@ def test_event_rows_survive_a_signer_of_the_wrong_shape(keyring: Keyring) -> Non
     row = events(pub)[0]
     assert (row.signer, row.key_id) == ("", "")
     assert (row.type, row.id, row.created_at) == (first.event_type, first.event_id, first.created_at)
+
+
+@given(
+    st.lists(
+        st.tuples(st.text(max_size=12), st.text(max_size=40), st.none() | st.text(max_size=60)), max_size=8
+    )
+)
+def test_packed_aliases_read_back_exactly(triples: list[tuple[str, str, str | None]]) -> None:
+    pairs = [(kind, value) for kind, value, _ in triples]
+    paths = [path for _, _, path in triples]
+    s = Summary(
+        **{f.name: "" for f in fields(Summary) if f.default is MISSING},
+        alias_data=pack_aliases(pairs, paths),
+    )
+    assert s.aliases == tuple(pairs)
+    assert s.lookup_paths == tuple(paths)
+    assert s.lookups == tuple((p, k, v) for (k, v), p in zip(pairs, paths, strict=True) if p is not None)

@@ -1,0 +1,96 @@
+"""The search index, made from postings spilled to disk, is the plain dict-of-lists index."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from generator import layout, search_index
+from generator.config import SiteConfig
+from generator.search_index import SEARCH_CHUNK, search_files, shard_key
+from generator.view import TERM_SEPARATOR, Summary
+
+_TERMS = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters=TERM_SEPARATOR),
+    min_size=1,
+    max_size=12,
+) | st.sampled_from(["pi", "pith:2021", "10.1/x", "ab", "a", "é", "\n", '"', "😀x"])
+
+
+def summary(index: int, terms: set[str]) -> Summary:
+    body = f"{index:026d}".translate(str.maketrans("0123456789", "abcdefghij"))
+    return Summary(
+        pith_number=f"pith:2021:{body.upper()}",
+        title=f"Title {index}",
+        authors="A. Author",
+        submitted_at="2021-01-01T00:00:00Z",
+        primary_cat="cs.DC",
+        cross_cats=(),
+        source_kind="arxiv",
+        source_id=f"2101.{index:05d}",
+        source_version=1,
+        canonical_sha256="0" * 64,
+        record_sha256="0" * 64,
+        bundle_sha256=None,
+        state_sha256="0" * 64,
+        event_count=0,
+        key_ids=(),
+        updated_at="2021-01-01T00:00:00Z",
+        terms_text=TERM_SEPARATOR.join(sorted(terms)),
+    )
+
+
+def reference(ordered: list[Summary], config: SiteConfig) -> dict[str, bytes]:
+    """The index as the format defines it, all in memory."""
+    shards: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
+    for index, s in enumerate(ordered):
+        for term in s.terms:
+            shards[shard_key(term)][term].append(index)
+    files = {
+        "search/meta.json": (
+            json.dumps(
+                {"chunk_size": SEARCH_CHUNK, "format": 1, "prefix_length": 2, "records": len(ordered)},
+                indent=2,
+            )
+            + "\n"
+        ).encode()
+    }
+    for key, terms in shards.items():
+        text = json.dumps(dict(sorted(terms.items())), ensure_ascii=False, separators=(",", ":"))
+        files[f"search/terms/{key}.json"] = text.encode("utf-8")
+    for start in range(0, len(ordered), SEARCH_CHUNK):
+        rows = [
+            [s.pith_number, s.title, s.authors, s.source_id, config.base_path + layout.record_page(s.body)]
+            for s in ordered[start : start + SEARCH_CHUNK]
+        ]
+        text = json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
+        files[f"search/records/{start // SEARCH_CHUNK}.json"] = text.encode("utf-8")
+    return files
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sets(_TERMS, max_size=8), max_size=30), st.sampled_from([1, 64, 1 << 16]))
+def test_spilled_index_is_the_in_memory_index(term_sets: list[set[str]], flush: int) -> None:
+    ordered = [summary(i, terms) for i, terms in enumerate(term_sets)]
+    config = SiteConfig(content=Path("content"), site=Path("site"), base_url="/m/")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(search_index, "_FLUSH_BYTES", flush)  # 1: every posting spills on its own
+        files = search_files(ordered, config)
+        made = {f.path: f.make() for f in reversed(files)}  # (asked for in any order)
+    assert made == reference(ordered, config)
+    assert [f.path for f in files if f.path.startswith("search/terms/")] == sorted(
+        p for p in made if p.startswith("search/terms/")
+    )
+
+
+def test_a_shard_is_handed_over_once() -> None:
+    files = search_files([summary(0, {"alpha", "beta"})], SiteConfig(content=Path("c"), site=Path("s")))
+    shard = next(f for f in files if f.path == "search/terms/al.json")
+    assert json.loads(shard.make()) == {"alpha": [0]}
+    with pytest.raises(KeyError):
+        shard.make()  # made bytes are let go once taken: a second ask is a bug, not a copy
