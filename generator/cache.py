@@ -24,6 +24,7 @@ import hashlib
 import json
 import operator
 import os
+import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -38,7 +39,7 @@ from .layout import number_paths
 from .manifest import MANIFEST_PATH
 from .reconcile import Candidate, pack_event_ids
 from .sitewide import page_titles
-from .view import Summary, pack_aliases
+from .view import SHARED_FIELDS, Summary, pack_aliases, shared
 from .write import atomic_file, write_atomic
 
 CACHE_FORMAT = 11
@@ -79,7 +80,7 @@ class FileEntry:
     stat: tuple[int, int, int]
     raw_sha256: str
     pith_number: str | None
-    rejections: list[Rejection]
+    rejections: tuple[Rejection, ...]
     candidate: Candidate | None
 
 
@@ -298,6 +299,7 @@ def _candidate(data: dict[str, Any] | None) -> Candidate | None:
     if data is None:
         return None
     ids = data.pop("event_ids")
+    data["kind"] = sys.intern(data["kind"])
     return Candidate(**data, events=pack_event_ids(ids))
 
 
@@ -316,7 +318,7 @@ def _file_entry(d: dict[str, Any]) -> FileEntry:
         stat=(int(d["stat"][0]), int(d["stat"][1]), int(d["stat"][2])),
         raw_sha256=d["raw_sha256"],
         pith_number=d["pith_number"],
-        rejections=[Rejection(f, p, Code(c), m) for f, p, c, m in d["rejections"]],
+        rejections=tuple(Rejection(f, p, Code(c), m) for f, p, c, m in d["rejections"]),
         candidate=_candidate(d["candidate"]),
     )
 
@@ -340,6 +342,8 @@ def _number_entry(d: dict[str, Any], files: dict[str, FileEntry]) -> NumberEntry
     s = d["summary"]
     s["cross_cats"] = tuple(s["cross_cats"])
     s["key_ids"] = tuple(s["key_ids"])
+    for name in SHARED_FIELDS:
+        s[name] = shared(s[name])
     triples = s["alias_data"]
     s["alias_data"] = pack_aliases(((k, v) for k, v, _ in triples), (p for _, _, p in triples))
     return NumberEntry(

@@ -17,9 +17,11 @@ Rules (the promise: nothing already published is lost or rolled back):
 
 from __future__ import annotations
 
+import sys
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from .errors import Code, Rejection
 
@@ -38,12 +40,23 @@ class Candidate:
     from_site: bool = False
     """True for a document read back from the published site (carried forward)."""
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Unpickled with its kind ("record" or "bundle") shared, not copied."""
+        values = (self.file, self.kind, self.pith_number, self.raw_sha256, self.events, self.from_site)
+        return (_unpickled_candidate, values)
+
     @property
     def event_ids(self) -> frozenset[str]:
         return frozenset(_ID_PREFIX + self.events[i : i + 32].hex() for i in range(0, len(self.events), 32))
 
 
 _ID_PREFIX = "sha256:"
+
+
+def _unpickled_candidate(
+    file: str, kind: str, pith_number: str, raw_sha256: str, events: bytes, from_site: bool
+) -> Candidate:
+    return Candidate(file, sys.intern(kind), pith_number, raw_sha256, events, from_site)
 
 
 def pack_event_ids(ids: Iterable[str]) -> bytes:

@@ -28,7 +28,7 @@ from typing import IO, NamedTuple
 from . import layout
 from .canonical import pretty_json
 from .config import SiteConfig
-from .view import Summary
+from .view import TERM_SEPARATOR, Summary
 
 SEARCH_CHUNK = 1000
 
@@ -103,24 +103,28 @@ class _Postings:
     """Every record's terms with its position, spilled by the shard's first character."""
 
     def __init__(self, ordered: Sequence[Summary]) -> None:
-        self.keys: set[str] = set()
         self._files: dict[str, IO[bytes]] = {}
         self._made: dict[str, bytes] = {}
         buffers: dict[str, bytearray] = defaultdict(bytearray)
-        keys, pack = self.keys, _HEAD.pack
+        heads: set[str] = set()  # (a shard's key depends on its terms' first two characters only)
+        pack, chars = _HEAD.pack, _SHARD_CHARS
         for index, summary in enumerate(ordered):
-            for term in summary.terms:
-                key = shard_key(term)
-                keys.add(key)
+            text = summary.terms_text
+            if not text:
+                continue
+            for term in text.split(TERM_SEPARATOR):
+                heads.add(term[:2])
                 encoded = term.encode("utf-8")
-                buffer = buffers[key[0]]
+                first = term[0] if term[0] in chars else "_"  # (shard_key(term)[0], cheaply)
+                buffer = buffers[first]
                 buffer += pack(index, len(encoded))
                 buffer += encoded
                 if len(buffer) > _FLUSH_BYTES:
-                    self._spill(key[0], buffer)
+                    self._spill(first, buffer)
                     buffer.clear()
         for first, buffer in buffers.items():
             self._spill(first, buffer)
+        self.keys = {shard_key(head) for head in heads}
 
     def _spill(self, first: str, buffer: bytearray) -> None:
         handle = self._files.get(first)
@@ -142,12 +146,17 @@ class _Postings:
             handle.seek(0)
             data = handle.read()
         shards: dict[str, list[tuple[str, int]]] = defaultdict(list)
+        keys: dict[str, str] = {}
         offset, unpack, step = 0, _HEAD.unpack_from, _HEAD.size
         while offset < len(data):
             index, size = unpack(data, offset)
-            offset += step + size
-            term = data[offset - size : offset].decode("utf-8")
-            shards[shard_key(term)].append((term, index))
+            start = offset + step
+            offset = start + size
+            term = data[start:offset].decode("utf-8")
+            key = keys.get(term[:2])
+            if key is None:
+                key = keys[term[:2]] = shard_key(term)
+            shards[key].append((term, index))
         del data
         for key in list(shards):
             self._made[key] = _shard_json(shards.pop(key))

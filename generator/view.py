@@ -106,6 +106,11 @@ class Summary:
     digest: str = ""
     """Fingerprint of every field above, so site-wide pages know when to re-render."""
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Unpickled (in the main process, from a worker) with the values many records
+        repeat shared, not copied: the source kind, categories and key ids."""
+        return (_unpickled_summary, tuple(getattr(self, name) for name in _FIELD_NAMES))
+
     @property
     def aliases(self) -> tuple[tuple[str, str], ...]:
         """(kind, value) of every alias, in the record's order."""
@@ -141,6 +146,36 @@ class Summary:
 
 
 TERM_SEPARATOR = "\x1f"
+
+_FIELD_NAMES = tuple(f.name for f in fields(Summary))
+SHARED_FIELDS = ("primary_cat", "cross_cats", "source_kind", "key_ids")
+"""Summary fields whose values repeat across records (a few hundred categories, a
+key id or two): see `shared`."""
+_SHARED_AT = tuple(_FIELD_NAMES.index(name) for name in SHARED_FIELDS)
+
+
+def _unpickled_summary(*values: Any) -> Summary:
+    row = list(values)
+    for index in _SHARED_AT:
+        row[index] = shared(row[index])
+    return Summary(*row)
+
+
+_COMMON: dict[Any, Any] = {}
+_COMMON_LIMIT = 1 << 16
+
+
+def shared(value: Any) -> Any:
+    """The one copy of `value` this process keeps for every equal value: the main
+    process holds a summary per record, and 100,000 copies of "cs.LG" and of
+    ("pith-v1-2026-05",) cost about 40 MB. Bounded, so odd input cannot grow it
+    without limit (beyond the bound, values are simply not shared)."""
+    common = _COMMON.get(value)
+    if common is None:
+        if len(_COMMON) >= _COMMON_LIMIT:
+            return value
+        _COMMON[value] = common = value
+    return common
 
 
 def pack_aliases(pairs: Iterable[tuple[str, str]], paths: Iterable[str | None]) -> bytes:
@@ -408,7 +443,7 @@ def _fingerprint(values: tuple[Any, ...]) -> str:
         data = orjson.dumps(values, default=_unpack)
     except TypeError:  # e.g. an integer beyond 64 bits, which orjson refuses
         data = repr(values).encode("utf-8")
-    return hashlib.sha256(data).hexdigest()
+    return hashlib.sha256(data).hexdigest()[:32]  # (128 bits tell a change; one per record in memory)
 
 
 _WORD = re.compile(r"[\W_]+")

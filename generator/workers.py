@@ -100,7 +100,7 @@ def examine_task(task: Task) -> Examined:
     verdict, verified, source = examine(
         path, task.name, Path(task.root), _WORKER["keyring"], _WORKER["limits"]
     )
-    rejections = [Rejection(task.name, p.pointer, p.code, p.message) for p in verdict.problems]
+    rejections = tuple(Rejection(task.name, p.pointer, p.code, p.message) for p in verdict.problems)
     raw_sha256 = source.raw_sha256 if source else ""  # (one string for entry and candidate)
     if verified is None or source is None:
         entry = FileEntry(stat, raw_sha256, verdict.pith_number, rejections, None)
@@ -113,7 +113,7 @@ def examine_task(task: Task) -> Examined:
         events=pack_event_ids(verified.event_ids),
         from_site=task.from_site,
     )
-    entry = FileEntry(stat, raw_sha256, verified.pith_number, [], candidate)
+    entry = FileEntry(stat, raw_sha256, verified.pith_number, (), candidate)
     if not task.render:
         return Examined(task, entry, derived="derived_by" in source.data)
     pub = Publication(

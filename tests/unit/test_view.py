@@ -8,6 +8,7 @@ the finished summary (its digest empty), in field order.
 from __future__ import annotations
 
 import hashlib
+import pickle
 from dataclasses import MISSING, fields, replace
 from typing import Any
 
@@ -19,6 +20,7 @@ from hypothesis import strategies as st
 from generator.keys import Keyring
 from generator.verify import verify_document
 from generator.view import (
+    SHARED_FIELDS,
     Publication,
     SnapshotView,
     Summary,
@@ -138,3 +140,19 @@ def test_packed_aliases_read_back_exactly(triples: list[tuple[str, str, str | No
     assert s.aliases == tuple(pairs)
     assert s.lookup_paths == tuple(paths)
     assert s.lookups == tuple((p, k, v) for (k, v), p in zip(pairs, paths, strict=True) if p is not None)
+
+
+def test_summaries_from_workers_share_what_records_repeat(keyring: Keyring) -> None:
+    """Summaries come to the main process pickled; equal categories, source kinds
+    and key ids come out as one object, and nothing else changes."""
+    made = []
+    for source_id in ("2401.00001", "2401.00002"):
+        record = factories.canonical_record(source_id=source_id, cross_cats=["math.OC", "cs.LG"])
+        pub = publication(factories.bundle(record=record), keyring)
+        made.append(summarize(pub, paper_block(pub)[0], b"{}", None, "ab" * 32, None))
+    one, two = (pickle.loads(pickle.dumps(s)) for s in made)
+    assert (one, two) == tuple(made)
+    assert one.cross_cats == ("cs.LG", "math.OC")
+    assert one.pith_number != two.pith_number
+    for name in SHARED_FIELDS:
+        assert getattr(one, name) is getattr(two, name), name
