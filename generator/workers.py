@@ -77,7 +77,9 @@ class Task:
 
 @dataclass(frozen=True, slots=True)
 class Examined:
-    task: Task
+    """What examining one task found (in the order of the tasks: the caller has
+    each task already, so it is not sent back)."""
+
     entry: FileEntry
     derived: bool = False
     written: int = 0
@@ -104,7 +106,7 @@ def examine_task(task: Task) -> Examined:
     raw_sha256 = source.raw_sha256 if source else ""  # (one string for entry and candidate)
     if verified is None or source is None:
         entry = FileEntry(stat, raw_sha256, verdict.pith_number, rejections, None)
-        return Examined(task, entry)
+        return Examined(entry)
     candidate = Candidate(
         file=task.name,
         kind=verified.kind,
@@ -115,14 +117,14 @@ def examine_task(task: Task) -> Examined:
     )
     entry = FileEntry(stat, raw_sha256, verified.pith_number, (), candidate)
     if not task.render:
-        return Examined(task, entry, derived="derived_by" in source.data)
+        return Examined(entry, derived="derived_by" in source.data)
     pub = Publication(
         verified.pith_number,
         verified if verified.kind == "record" else None,
         verified if verified.kind == "bundle" else None,
     )
     written, summary = render_and_write(pub, {verified.kind: source.raw})
-    return Examined(task, entry, written=written, summary=summary)
+    return Examined(entry, written=written, summary=summary)
 
 
 @dataclass(frozen=True, slots=True)
