@@ -39,10 +39,10 @@ from .layout import number_paths
 from .manifest import MANIFEST_PATH
 from .reconcile import Candidate, pack_event_ids
 from .sitewide import page_titles
-from .view import SHARED_FIELDS, Summary, pack_aliases, shared
+from .view import SHARED_FIELDS, Summary, pack_aliases, pack_hashes, shared
 from .write import atomic_file, write_atomic
 
-CACHE_FORMAT = 11
+CACHE_FORMAT = 12
 CACHE_FILE = "build-cache.json"
 QUICK_FILE = "unchanged-check.json"
 """A small companion file: enough to tell, without loading the cache, that
@@ -330,12 +330,14 @@ def _number_json(e: NumberEntry) -> dict[str, Any]:
         "summary": {
             **dict(zip(_SUMMARY_FIELDS, _summary_values(e.summary), strict=True)),
             "alias_data": [[*a, p] for a, p in zip(e.summary.aliases, e.summary.lookup_paths, strict=True)],
+            "hash_data": [getattr(e.summary, name) for name in _HASH_NAMES],
         },
     }
 
 
 _SUMMARY_FIELDS = tuple(f.name for f in fields(Summary))
 _summary_values = operator.attrgetter(*_SUMMARY_FIELDS)
+_HASH_NAMES = ("canonical_sha256", "record_sha256", "bundle_sha256", "state_sha256")
 
 
 def _number_entry(d: dict[str, Any], files: dict[str, FileEntry]) -> NumberEntry:
@@ -344,6 +346,7 @@ def _number_entry(d: dict[str, Any], files: dict[str, FileEntry]) -> NumberEntry
     s["key_ids"] = tuple(s["key_ids"])
     for name in SHARED_FIELDS:
         s[name] = shared(s[name])
+    s["hash_data"] = pack_hashes(*s["hash_data"])
     triples = s["alias_data"]
     s["alias_data"] = pack_aliases(((k, v) for k, v, _ in triples), (p for _, _, p in triples))
     return NumberEntry(

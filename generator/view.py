@@ -84,10 +84,10 @@ class Summary:
     source_kind: str
     source_id: str
     source_version: int
-    canonical_sha256: str
-    record_sha256: str
-    bundle_sha256: str | None
-    state_sha256: str
+    hash_data: bytes
+    """canonical_sha256, record_sha256, bundle_sha256 and state_sha256, packed by
+    `pack_hashes` (161 bytes where four hex strings took 452); the properties of
+    those names read them back."""
     event_count: int
     key_ids: tuple[str, ...]
     updated_at: str
@@ -110,6 +110,22 @@ class Summary:
         """Unpickled (in the main process, from a worker) with the values many records
         repeat shared, not copied: the source kind, categories and key ids."""
         return (_unpickled_summary, tuple(getattr(self, name) for name in _FIELD_NAMES))
+
+    @property
+    def canonical_sha256(self) -> str:
+        return _hashes(self.hash_data)[0]  # type: ignore[return-value]
+
+    @property
+    def record_sha256(self) -> str:
+        return _hashes(self.hash_data)[1]  # type: ignore[return-value]
+
+    @property
+    def bundle_sha256(self) -> str | None:
+        return _hashes(self.hash_data)[2]
+
+    @property
+    def state_sha256(self) -> str:
+        return _hashes(self.hash_data)[3]  # type: ignore[return-value]
 
     @property
     def aliases(self) -> tuple[tuple[str, str], ...]:
@@ -187,6 +203,32 @@ def pack_aliases(pairs: Iterable[tuple[str, str]], paths: Iterable[str | None]) 
     for (kind, value), path in zip(pairs, paths, strict=True):
         flat += (kind, value, path)
     return marshal.dumps(tuple(flat)) if flat else b""
+
+
+_DIGESTS, _OTHER = b"d", b"m"
+
+
+def pack_hashes(canonical: str, record: str, bundle: str | None, state: str) -> bytes:
+    """The four hex SHA-256 values as their 32-byte digests (bundle: 32 bytes, or
+    none when there is no bundle); any value that is not 64 lower-case hex digits
+    is kept exactly instead (`marshal`), so every string reads back as it was."""
+    values = (canonical, record, state) if bundle is None else (canonical, record, state, bundle)
+    try:
+        digests = [bytes.fromhex(v) for v in values]
+    except ValueError:
+        digests = []
+    if digests and all(len(d) == 32 and d.hex() == v for d, v in zip(digests, values, strict=True)):
+        return _DIGESTS + b"".join(digests)
+    return _OTHER + marshal.dumps((canonical, record, bundle, state))
+
+
+def _hashes(data: bytes) -> tuple[str | None, ...]:
+    """(canonical, record, bundle, state) from `pack_hashes`."""
+    if data[:1] == _DIGESTS:
+        hexed = data[1:].hex()
+        bundle = hexed[192:256] if len(hexed) > 192 else None
+        return (hexed[0:64], hexed[64:128], bundle, hexed[128:192])
+    return tuple(marshal.loads(data[1:]))
 
 
 def _unpack(data: bytes) -> tuple[Any, ...]:
@@ -410,10 +452,12 @@ def summarize(
         "source_kind": source_kind,
         "source_id": source_id,
         "source_version": source_version,
-        "canonical_sha256": primary.canonical_sha256,
-        "record_sha256": hashlib.sha256(record_bytes).hexdigest(),
-        "bundle_sha256": hashlib.sha256(bundle_bytes).hexdigest() if bundle_bytes is not None else None,
-        "state_sha256": state_sha256,
+        "hash_data": pack_hashes(
+            primary.canonical_sha256,
+            hashlib.sha256(record_bytes).hexdigest(),
+            hashlib.sha256(bundle_bytes).hexdigest() if bundle_bytes is not None else None,
+            state_sha256,
+        ),
         "event_count": len(doc.events),
         "key_ids": tuple(key_ids),
         "updated_at": updated,
@@ -440,7 +484,7 @@ def _fingerprint(values: tuple[Any, ...]) -> str:
     """SHA-256 of a summary's field values (strings, numbers, None, tuples of them
     and the packed aliases)."""
     try:
-        data = orjson.dumps(values, default=_unpack)
+        data = orjson.dumps(values, default=bytes.hex)
     except TypeError:  # e.g. an integer beyond 64 bits, which orjson refuses
         data = repr(values).encode("utf-8")
     return hashlib.sha256(data).hexdigest()[:32]  # (128 bits tell a change; one per record in memory)

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from generator import layout
 from generator.sitewide import family_paths, shared_family_paths
-from generator.view import Summary, pack_aliases
+from generator.view import Summary, pack_aliases, pack_hashes
 
 # Common stems and a two-letter alphabet make shared 8-, 12- and 16-character prefixes common.
 stems = st.sampled_from(["A2", "A2AAAAAA", "A2AAAAAAAAAA", "A2AAAAAAAAAAAAAA", "A2BBBBBBBBBBBBBBB"])
@@ -40,10 +40,7 @@ def summaries(draw: st.DrawFn) -> Summary:
         source_kind="arxiv",
         source_id=source_id,
         source_version=version,
-        canonical_sha256="0" * 64,
-        record_sha256="0" * 64,
-        bundle_sha256=None,
-        state_sha256="0" * 64,
+        hash_data=pack_hashes("0" * 64, "0" * 64, None, "0" * 64),
         event_count=0,
         key_ids=(),
         updated_at="2021-01-01T00:00:00Z",

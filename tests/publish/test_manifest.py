@@ -21,7 +21,7 @@ from generator.manifest import (
     read_published,
     stream_manifest,
 )
-from generator.view import Summary
+from generator.view import Summary, pack_hashes
 
 from .conftest import BUNDLE_BODY, BUNDLE_NUMBER, RECORD_BODY, RECORD_NUMBER
 
@@ -75,6 +75,7 @@ def test_every_hash_matches_the_published_files(built_site: Path) -> None:
 
 
 _TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
+_HASH = _TEXT | st.binary(min_size=32, max_size=32).map(bytes.hex)
 
 
 @st.composite
@@ -101,10 +102,7 @@ def summaries(draw: st.DrawFn) -> list[Summary]:
                 source_kind="arxiv",
                 source_id="2401.00001",
                 source_version=1,
-                canonical_sha256=draw(_TEXT),
-                record_sha256=draw(_TEXT),
-                bundle_sha256=draw(st.none() | _TEXT),
-                state_sha256=draw(_TEXT),
+                hash_data=pack_hashes(draw(_HASH), draw(_HASH), draw(st.none() | _HASH), draw(_HASH)),
                 event_count=draw(st.integers(min_value=0, max_value=2**70)),
                 key_ids=tuple(draw(st.lists(_TEXT, max_size=3))),
                 updated_at="2024-01-01T00:00:00Z",

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from generator import layout, search_index
 from generator.config import SiteConfig
 from generator.search_index import SEARCH_CHUNK, search_files, shard_key
-from generator.view import TERM_SEPARATOR, Summary
+from generator.view import TERM_SEPARATOR, Summary, pack_hashes
 
 _TERMS = st.text(
     alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters=TERM_SEPARATOR),
@@ -34,10 +34,7 @@ def summary(index: int, terms: set[str]) -> Summary:
         source_kind="arxiv",
         source_id=f"2101.{index:05d}",
         source_version=1,
-        canonical_sha256="0" * 64,
-        record_sha256="0" * 64,
-        bundle_sha256=None,
-        state_sha256="0" * 64,
+        hash_data=pack_hashes("0" * 64, "0" * 64, None, "0" * 64),
         event_count=0,
         key_ids=(),
         updated_at="2021-01-01T00:00:00Z",

@@ -27,6 +27,7 @@ from generator.view import (
     _fingerprint,
     events,
     pack_aliases,
+    pack_hashes,
     paper_block,
     snapshot_view,
     summarize,
@@ -156,3 +157,31 @@ def test_summaries_from_workers_share_what_records_repeat(keyring: Keyring) -> N
     assert one.pith_number != two.pith_number
     for name in SHARED_FIELDS:
         assert getattr(one, name) is getattr(two, name), name
+
+
+_HASHES = st.binary(min_size=32, max_size=32).map(bytes.hex) | st.text(max_size=70)
+
+
+@given(_HASHES, _HASHES, st.none() | _HASHES, _HASHES)
+def test_packed_hashes_read_back_exactly(canonical: str, record: str, bundle: str | None, state: str) -> None:
+    s = Summary(
+        **{f.name: "" for f in fields(Summary) if f.default is MISSING},
+        alias_data=b"",
+    )
+    s = replace(s, hash_data=pack_hashes(canonical, record, bundle, state))
+    assert (s.canonical_sha256, s.record_sha256, s.bundle_sha256, s.state_sha256) == (
+        canonical,
+        record,
+        bundle,
+        state,
+    )
+
+
+def test_real_digests_pack_to_their_bytes() -> None:
+    digests = [hashlib.sha256(bytes([i])).hexdigest() for i in range(4)]
+    assert len(pack_hashes(*digests)) == 1 + 4 * 32
+    assert len(pack_hashes(digests[0], digests[1], None, digests[3])) == 1 + 3 * 32
+    # a value that only looks like one (upper case, spaces) is kept as it was
+    assert len(pack_hashes(digests[0].upper(), *digests[1:])) > 1 + 4 * 32
+    spaced = digests[0][:62] + " 0"
+    assert len(pack_hashes(spaced, *digests[1:])) > 1 + 4 * 32
