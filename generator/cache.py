@@ -25,6 +25,7 @@ import json
 import operator
 import os
 import sys
+import zlib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -42,7 +43,7 @@ from .sitewide import page_titles
 from .view import SHARED_FIELDS, Summary, pack_aliases, pack_hashes, shared
 from .write import atomic_file, write_atomic
 
-CACHE_FORMAT = 12
+CACHE_FORMAT = 13
 CACHE_FILE = "build-cache.json"
 QUICK_FILE = "unchanged-check.json"
 """A small companion file: enough to tell, without loading the cache, that
@@ -331,6 +332,7 @@ def _number_json(e: NumberEntry) -> dict[str, Any]:
             **dict(zip(_SUMMARY_FIELDS, _summary_values(e.summary), strict=True)),
             "alias_data": [[*a, p] for a, p in zip(e.summary.aliases, e.summary.lookup_paths, strict=True)],
             "hash_data": [getattr(e.summary, name) for name in _HASH_NAMES],
+            "integrity_data": e.summary.integrity_json,
         },
     }
 
@@ -347,6 +349,8 @@ def _number_entry(d: dict[str, Any], files: dict[str, FileEntry]) -> NumberEntry
     for name in SHARED_FIELDS:
         s[name] = shared(s[name])
     s["hash_data"] = pack_hashes(*s["hash_data"])
+    if s["integrity_data"] is not None:
+        s["integrity_data"] = zlib.compress(s["integrity_data"].encode("utf-8"))
     triples = s["alias_data"]
     s["alias_data"] = pack_aliases(((k, v) for k, v, _ in triples), (p for _, _, p in triples))
     return NumberEntry(

@@ -121,7 +121,12 @@ def resolve_json(kind: str, value: str) -> str | None:
     if kind not in RESOLVE_KINDS:
         return None
     encoded = encode_alias_value(value.lower() if kind == "doi" else value)
-    return None if encoded is None else f"api/pith-number/resolve/{kind}/{encoded}.json"
+    return None if encoded is None else lookup_file(kind, encoded)
+
+
+def lookup_file(kind: str, encoded: str) -> str:
+    """The look-up file for an alias value already encoded for paths."""
+    return f"api/pith-number/resolve/{kind}/{encoded}.json"
 
 
 def category_slug(category: str) -> str | None:

@@ -17,13 +17,14 @@ from __future__ import annotations
 import hashlib
 import marshal
 import re
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from typing import Any, NamedTuple
 
 import orjson
 
-from .layout import resolve_json
+from .layout import lookup_file, resolve_json
 from .merge import LIST_FOR_TYPE
 from .model import Provenance, Verified
 
@@ -94,7 +95,9 @@ class Summary:
     integrity_path: str | None = None
     """The integrity report file, named by arXiv id and so shared by every
     version of a paper: the site-wide stage publishes the newest version's."""
-    integrity_json: str | None = None
+    integrity_data: bytes | None = None
+    """The integrity report's bytes, zlib-compressed (read by `integrity_json`):
+    only the few records that share their report with another are ever read."""
     alias_data: bytes = b""
     """Every alias with its look-up file, packed by `pack_aliases`: read back by
     `aliases` and `lookup_paths`. The main process holds one summary per record,
@@ -110,6 +113,10 @@ class Summary:
         """Unpickled (in the main process, from a worker) with the values many records
         repeat shared, not copied: the source kind, categories and key ids."""
         return (_unpickled_summary, tuple(getattr(self, name) for name in _FIELD_NAMES))
+
+    @property
+    def integrity_json(self) -> str | None:
+        return None if self.integrity_data is None else zlib.decompress(self.integrity_data).decode("utf-8")
 
     @property
     def canonical_sha256(self) -> str:
@@ -131,22 +138,18 @@ class Summary:
     def aliases(self) -> tuple[tuple[str, str], ...]:
         """(kind, value) of every alias, in the record's order."""
         flat = _unpack(self.alias_data)
-        return tuple(zip(flat[0::3], flat[1::3], strict=True))
+        return tuple(zip(flat[0::3], flat[1::3], strict=True))  # (the paths need not be made)
 
     @property
     def lookup_paths(self) -> tuple[str | None, ...]:
         """The look-up file of each alias in `aliases`, in order (None: it has none)."""
-        return _unpack(self.alias_data)[2::3]
+        return tuple(path for _, _, path in _alias_rows(self.alias_data))
 
     @property
     def lookups(self) -> tuple[tuple[str, str, str], ...]:
         """(look-up file path, alias kind, alias value) for every alias that has one."""
-        flat = _unpack(self.alias_data)
-        return tuple(
-            (path, kind, value)
-            for kind, value, path in zip(flat[0::3], flat[1::3], flat[2::3], strict=True)
-            if path is not None
-        )
+        rows = _alias_rows(self.alias_data)
+        return tuple((path, kind, value) for kind, value, path in rows if path is not None)
 
     @property
     def terms(self) -> tuple[str, ...]:
@@ -199,10 +202,20 @@ def pack_aliases(pairs: Iterable[tuple[str, str]], paths: Iterable[str | None]) 
     for every string, surrogates included, and fast to read back). Only ever read
     by the process that packed it or its workers, never stored: the cache keeps
     the plain values."""
-    flat: list[str | None] = []
+    flat: list[str | bool | None] = []
     for (kind, value), path in zip(pairs, paths, strict=True):
-        flat += (kind, value, path)
+        # most values need no encoding: their path is then kept as True (one byte)
+        flat += (kind, value, True if path is not None and path == lookup_file(kind, value) else path)
     return marshal.dumps(tuple(flat)) if flat else b""
+
+
+def _alias_rows(data: bytes) -> list[tuple[str, str, str | None]]:
+    """(kind, value, look-up path or None) of every alias, from `pack_aliases`."""
+    flat = _unpack(data)
+    return [
+        (kind, value, lookup_file(kind, value) if path is True else path)
+        for kind, value, path in zip(flat[0::3], flat[1::3], flat[2::3], strict=True)
+    ]
 
 
 _DIGESTS, _OTHER = b"d", b"m"
@@ -462,7 +475,7 @@ def summarize(
         "key_ids": tuple(key_ids),
         "updated_at": updated,
         "integrity_path": integrity[0] if integrity else None,
-        "integrity_json": integrity[1].decode("utf-8") if integrity else None,
+        "integrity_data": zlib.compress(integrity[1]) if integrity else None,
         "alias_data": pack_aliases(alias_pairs, lookup_paths),
         "terms_text": TERM_SEPARATOR.join(sorted(terms)),
     }

@@ -4,6 +4,7 @@ any mix of shared prefixes, shared aliases and shared integrity reports."""
 
 from __future__ import annotations
 
+import zlib
 from collections import Counter
 
 from hypothesis import given, settings
@@ -45,7 +46,7 @@ def summaries(draw: st.DrawFn) -> Summary:
         key_ids=(),
         updated_at="2021-01-01T00:00:00Z",
         integrity_path=f"pith/{source_id}/integrity.json" if integrity else None,
-        integrity_json="{}" if integrity else None,
+        integrity_data=zlib.compress(b"{}") if integrity else None,
         alias_data=pack_aliases(aliases, lookup_paths),
     )
 

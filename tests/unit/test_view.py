@@ -18,6 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from generator.keys import Keyring
+from generator.layout import lookup_file
 from generator.verify import verify_document
 from generator.view import (
     SHARED_FIELDS,
@@ -132,6 +133,7 @@ def test_event_rows_survive_a_signer_of_the_wrong_shape(keyring: Keyring) -> Non
     )
 )
 def test_packed_aliases_read_back_exactly(triples: list[tuple[str, str, str | None]]) -> None:
+    triples = [*triples, ("arxiv", "2401.00001", lookup_file("arxiv", "2401.00001"))]  # (kept as True)
     pairs = [(kind, value) for kind, value, _ in triples]
     paths = [path for _, _, path in triples]
     s = Summary(
