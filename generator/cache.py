@@ -19,13 +19,13 @@ Rules:
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import hashlib
 import json
 import operator
 import os
 import sys
-import zlib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -332,9 +332,13 @@ def _number_json(e: NumberEntry) -> dict[str, Any]:
             **dict(zip(_SUMMARY_FIELDS, _summary_values(e.summary), strict=True)),
             "alias_data": [[*a, p] for a, p in zip(e.summary.aliases, e.summary.lookup_paths, strict=True)],
             "hash_data": [getattr(e.summary, name) for name in _HASH_NAMES],
-            "integrity_data": e.summary.integrity_json,
+            "integrity_data": _b64(e.summary.integrity_data),
         },
     }
+
+
+def _b64(data: bytes | None) -> str | None:
+    return None if data is None else base64.b64encode(data).decode("ascii")
 
 
 _SUMMARY_FIELDS = tuple(f.name for f in fields(Summary))
@@ -349,8 +353,8 @@ def _number_entry(d: dict[str, Any], files: dict[str, FileEntry]) -> NumberEntry
     for name in SHARED_FIELDS:
         s[name] = shared(s[name])
     s["hash_data"] = pack_hashes(*s["hash_data"])
-    if s["integrity_data"] is not None:
-        s["integrity_data"] = zlib.compress(s["integrity_data"].encode("utf-8"))
+    if s["integrity_data"] is not None:  # (kept compressed, as the summary keeps it)
+        s["integrity_data"] = base64.b64decode(s["integrity_data"], validate=True)
     triples = s["alias_data"]
     s["alias_data"] = pack_aliases(((k, v) for k, v, _ in triples), (p for _, _, p in triples))
     return NumberEntry(
