@@ -5,11 +5,14 @@ site must make the next build a full one, never a wrong incremental one."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import factories as f
 import pytest
-from sitekit import BOTH_KEYS, Project, record_doc
+from sitekit import BOTH_KEYS, Project, assert_same_as_fresh, record_doc
 
 from generator.cache import CACHE_FILE, BuildCache, WarmCache, load_cache, save_cache
 from generator.pipeline import build
@@ -112,3 +115,33 @@ def test_a_read_cache_holds_each_document_once_and_as_it_was_written(built: Proj
                 assert candidate is read.files[candidate.file].candidate
                 shared += 1
     assert shared == 3  # the real record, the real bundle, a.json
+
+
+def with_integrity_report(record: dict[str, Any]) -> dict[str, Any]:
+    """A bundle whose graph snapshot names the paper's integrity report."""
+    snapshot = f.graph_snapshot(record, "A Small Test Paper")
+    snapshot["integrity"]["endpoint"] = f"/pith/{record['source']['id']}/integrity.json"
+    payload = {"graph_snapshot": snapshot, "verdict_id": None}
+    events = [
+        f.record_created_event(f.TEST_SIGNER, record),
+        f.event(f.TEST_SIGNER, f.pith_number(record), "graph_snapshot", payload),
+    ]
+    return f.bundle(record=record, events=events)
+
+
+def test_a_shared_integrity_report_is_rewritten_from_the_cache(tmp_path: Path) -> None:
+    """Versions of one paper share its integrity report, and the newest's is
+    published. Adding an older version makes a later build (a new process, so
+    from the cache file) write that report again from the newest's cached copy."""
+    p = Project(tmp_path / "versions")
+    newest = f.canonical_record(source_id="2305.00077", version=2)
+    p.add("v2.json", with_integrity_report(newest))
+    assert p.build().mode == "full"
+    report = "pith/2305.00077/integrity.json"
+    before = p.read(report)
+    assert json.loads(before)["pith_number"] == f.pith_number(newest)
+    p.add("v1.json", with_integrity_report(f.canonical_record(source_id="2305.00077", version=1)))
+    result = p.build()
+    assert result.mode == "incremental" and result.rendered == 1
+    assert p.read(report) == before
+    assert_same_as_fresh(p, tmp_path / "fresh")
