@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 from sitekit import (
@@ -18,9 +19,10 @@ from sitekit import (
     RECORD_NUMBER,
     Project,
     encode_alias,
+    record_doc,
 )
 
-from generator import layout
+from generator import layout, sitewide
 
 BODIES = [pytest.param(RECORD_BODY, id="record"), pytest.param(BUNDLE_BODY, id="bundle")]
 ARXIV = {RECORD_BODY: ("2111.04007", 2), BUNDLE_BODY: ("2010.10458", 1)}
@@ -352,3 +354,37 @@ def test_number_paths_are_the_layout_functions_paths(has_bundle: bool) -> None:
     if has_bundle:
         expected += [layout.bundle_json(body), layout.well_known_bundle(body)]
     assert layout.number_paths(body, has_bundle) == tuple(sorted(expected))
+
+
+@pytest.mark.parametrize("limit", [1, 2, 3, 4, 5, 50_000])
+def test_a_sitemap_past_its_limit_is_split_and_loses_no_url(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: int
+) -> None:
+    """Sitemaps hold at most SITEMAP_LIMIT URLs: past it, `sitemap.xml` indexes
+    `sitemaps/sitemap-N.xml`, whose URLs in order are every URL once."""
+    monkeypatch.setattr(sitewide, "SITEMAP_LIMIT", limit)
+    project = Project(tmp_path / "split")
+    project.add_real()
+    project.add("a.json", record_doc(source_id="2304.00044", title="Third"))
+    project.build()
+    ns = "{http://www.sitemaps.org/schemas/sitemap/0.9}"
+    root = ET.fromstring(project.read("sitemap.xml"))
+    urls = ["/", "/browse", "/report", *(f"/pith/{s}" for s in sorted_bodies(project))]
+    if len(urls) <= limit:
+        assert [e.text for e in root.iter(f"{ns}loc")] == urls
+        assert not (project.site / "sitemaps").exists()
+        return
+    parts = [e.text for e in root.iter(f"{ns}loc")]
+    assert parts == [f"/sitemaps/sitemap-{i}.xml" for i in range(1, -(-len(urls) // limit) + 1)]
+    found = []
+    for part in parts:
+        locs = [e.text for e in ET.fromstring(project.read(part.lstrip("/"))).iter(f"{ns}loc")]
+        assert 0 < len(locs) <= limit
+        found += locs
+    assert found == urls
+
+
+def sorted_bodies(project: Project) -> list[str]:
+    """The record bodies in the listings' order (newest first)."""
+    rows = json.loads(project.read("search/records/0.json"))
+    return [row[0].rsplit(":", 1)[1] for row in rows]
