@@ -428,10 +428,14 @@ class _Build:
         fresh: dict[str, Examined] = {}
         examined = run_tasks(examine_task, tasks, self.pool, self.progress, "verified")
         for task, result in zip(tasks, examined, strict=True):
-            entries[task.name] = result.entry
+            # (keyed by the candidate's copy of the name when there is one: the
+            # task's copy then goes with the task, one string less per document)
+            candidate = result.entry.candidate
+            name = task.name if candidate is None else candidate.file
+            entries[name] = result.entry
             self.written += result.written
             if result.summary is not None:
-                fresh[task.name] = result
+                fresh[name] = result
         names = list(entries)
         if any(a > b for a, b in pairwise(names)):
             entries = dict(sorted(entries.items()))

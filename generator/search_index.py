@@ -167,8 +167,12 @@ def _shard_json(postings: list[tuple[str, int]]) -> bytes:
     terms sorted, from postings in position order, without the dict of lists (a
     shard such as "pi", which holds every record's number, is the largest)."""
     postings.sort(key=_TERM)  # (stable: each term's positions stay in order)
-    parts = []
+    out = bytearray(b"{")  # (one growing buffer: a list of parts and its join cost twice the shard)
     for term, group in groupby(postings, key=_TERM):
         positions = ",".join(str(index) for _, index in group)
-        parts.append(f"{encode_basestring(term)}:[{positions}]")
-    return ("{" + ",".join(parts) + "}").encode("utf-8")
+        out += f"{encode_basestring(term)}:[{positions}],".encode()
+    if len(out) > 1:
+        out[-1:] = b"}"
+    else:
+        out += b"}"
+    return bytes(out)
