@@ -688,6 +688,44 @@ def run(args: argparse.Namespace, base: Path, notes: list[str], made: list[Path]
             str(jobs),
         ]
 
+    def cold_on_disk() -> None:
+        """A cold build with the output on the ordinary disk (`--disk-dir`), sampled."""
+        disk_root = Path(args.disk_dir).resolve()
+        created_root = not disk_root.exists()
+        disk_root.mkdir(parents=True, exist_ok=True)
+        if created_root:
+            made.append(disk_root)
+        disk = Path(tempfile.mkdtemp(prefix=f"pith-bench-{os.getpid()}-", dir=disk_root))
+        made.insert(0, disk)
+        results["output_fs"]["disk_run"] = fstype(disk)
+        if results["output_fs"]["disk_run"] in ("tmpfs", "ramfs"):
+            notes.append(f"--disk-dir {disk_root} is on {results['output_fs']['disk_run']}, not a disk")
+        print(f"bench: cold build (disk: {disk}) ...", file=sys.stderr)
+        disk_result = measure(build_cmd(config_file(disk), disk / "site"), base, sample=True)
+        disk_summary = build_summary(disk_result)
+        sync_started = time.perf_counter()
+        os.sync()
+        results["cold_disk"] = {
+            "seconds": disk_result.seconds,
+            "records_per_s": rate(n, disk_result.seconds),
+            "cpu_seconds": disk_result.cpu_seconds,
+            "records_per_cpu_s": rate(n, disk_result.cpu_seconds),
+            **disk_summary,
+            "peak_rss_mb": disk_result.peak_rss_bytes / 1e6,
+            "peak_pss_mb": disk_result.peak_pss_bytes / 1e6,
+            "peak_processes": disk_result.peak_processes,
+            "memory_samples": disk_result.samples,
+            "sync_after_seconds": time.perf_counter() - sync_started,
+            "folder": str(disk),
+            "loadavg_after": loadavg(),
+        }
+
+    if args.memory_only:  # only the cold build's peak memory, output on disk (see --memory-only)
+        cold_on_disk()
+        results["loadavg_after"] = loadavg()
+        results["targets"] = judge(results)
+        return results
+
     # (a) + (d) cold full build on tmpfs, peak memory sampled
     shutil.rmtree(site, ignore_errors=True)
     shutil.rmtree(base / "cache", ignore_errors=True)
@@ -828,33 +866,7 @@ def run(args: argparse.Namespace, base: Path, notes: list[str], made: list[Path]
         )
         shutil.rmtree(hugo_out, ignore_errors=True)
 
-    # The cold build again, output on the ordinary disk
-    disk_root = Path(args.disk_dir).resolve()
-    created_root = not disk_root.exists()
-    disk_root.mkdir(parents=True, exist_ok=True)
-    if created_root:
-        made.append(disk_root)
-    disk = Path(tempfile.mkdtemp(prefix=f"pith-bench-{os.getpid()}-", dir=disk_root))
-    made.insert(0, disk)
-    results["output_fs"]["disk_run"] = fstype(disk)
-    if results["output_fs"]["disk_run"] in ("tmpfs", "ramfs"):
-        notes.append(f"--disk-dir {disk_root} is on {results['output_fs']['disk_run']}, not a disk")
-    print(f"bench: cold build (disk: {disk}) ...", file=sys.stderr)
-    disk_result = measure(build_cmd(config_file(disk), disk / "site"), base, sample=True)
-    disk_summary = build_summary(disk_result)
-    sync_started = time.perf_counter()
-    os.sync()
-    results["cold_disk"] = {
-        "seconds": disk_result.seconds,
-        "records_per_s": rate(n, disk_result.seconds),
-        "cpu_seconds": disk_result.cpu_seconds,
-        "records_per_cpu_s": rate(n, disk_result.cpu_seconds),
-        **disk_summary,
-        "peak_rss_mb": disk_result.peak_rss_bytes / 1e6,
-        "sync_after_seconds": time.perf_counter() - sync_started,
-        "folder": str(disk),
-        "loadavg_after": loadavg(),
-    }
+    cold_on_disk()
     results["loadavg_after"] = loadavg()
     results["targets"] = judge(results)
     return results
@@ -873,6 +885,9 @@ def check_incremental(what: str, runs: list[tuple[Measured, dict[str, Any]]], no
 
 def judge(results: dict[str, Any]) -> list[dict[str, Any]]:
     n = results["records"]
+    if "cold" not in results:  # --memory-only
+        peak = results["cold_disk"]["peak_rss_mb"]
+        return _verdicts(n, {"peak_memory": (peak, peak < 500, f"{peak:,.0f} MB (RSS sum)")})
     cold = results["cold"]
     measured = {
         "cold_rate": (
@@ -903,6 +918,10 @@ def judge(results: dict[str, Any]) -> list[dict[str, Any]]:
     }
     if "vs_hugo" in cold:
         measured["cold_vs_hugo"] = (cold["vs_hugo"], cold["vs_hugo"] >= 1.5, f"{cold['vs_hugo']:.2f}x")
+    return _verdicts(n, measured)
+
+
+def _verdicts(n: int, measured: dict[str, tuple[float, bool, str]]) -> list[dict[str, Any]]:
     verdicts = []
     for key, text, at in TARGETS:
         if key not in measured:
@@ -918,8 +937,35 @@ def judge(results: dict[str, Any]) -> list[dict[str, Any]]:
     return verdicts
 
 
+def memory_table(results: dict[str, Any]) -> str:
+    """The table of a --memory-only run."""
+    disk, n = results["cold_disk"], results["records"]
+    code = results["machine"]["code"]
+    dirty = f", uncommitted changes to {', '.join(code['uncommitted'])}" if code["uncommitted"] else ""
+    lines = [
+        f"pith-mirror cold build, disk ({results['output_fs'].get('disk_run', '?')}), "
+        f"N={n:,}, --jobs {results['jobs']}: {disk['seconds']:.2f} s, "
+        f"{disk['records_per_s']:,.0f} records/s, {disk['cpu_seconds']:.2f} CPU s",
+        f"peak memory, cold build: {disk['peak_rss_mb']:,.0f} MB RSS summed over "
+        f"{disk['peak_processes']} processes "
+        f"({disk['peak_pss_mb']:,.0f} MB PSS; {disk['memory_samples']} samples)",
+        f"code: commit {code['commit']}{dirty}",
+        f"load average before {results['loadavg_before']}, after {results['loadavg_after']} "
+        f"({results['machine']['nproc']} CPUs: {results['machine']['cpu_model']})",
+        "",
+        "targets:",
+    ]
+    for t in results["targets"]:
+        shown = t.get("shown") or "-"
+        lines.append(f"  {t['target']:<40} at N={t['at_records']:>7,}: {shown:<22} {t['verdict']}")
+    lines += [f"note: {note}" for note in results["notes"]]
+    return "\n".join(lines)
+
+
 def table(results: dict[str, Any]) -> str:
     n = results["records"]
+    if "cold" not in results:
+        return memory_table(results)
     cold, noop, change = results["cold"], results["noop"], results["one_change"]
     hugo, disk = results.get("hugo"), results["cold_disk"]
     rows = [("measurement", "wall s", "records/s", "CPU s", "records/CPU-s", "vs Hugo (wall; CPU)", "notes")]
@@ -1088,7 +1134,14 @@ def main(argv: list[str] | None = None) -> int:
         metavar="DIR",
         help="where the on-disk cold build writes (default ./.bench-disk; removed afterwards)",
     )
+    parser.add_argument(
+        "--memory-only",
+        action="store_true",
+        help="only a cold build with the output in --disk-dir, for its peak memory (no Hugo): "
+        "the 100,000-record target, whose site a default /dev/shm has too few inodes for",
+    )
     args = parser.parse_args(argv)
+    args.skip_hugo = args.skip_hugo or args.memory_only
     if args.records < 4 or args.jobs < 1:
         parser.error("--records must be at least 4 and --jobs at least 1")
     if not args.skip_hugo:
