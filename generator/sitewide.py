@@ -386,16 +386,41 @@ def record_family_files(
         # (a number is "pith:YYYY:" and its body: any prefix asked for starts
         # with one of these 8 characters; the functions below check exactly)
         heads = {prefix[:8] for prefix in _asked_prefixes(only)}
+        needles = _lookup_needles(only)
+        one = needles[0] if len(needles) == 1 else None  # (the usual case, tested inline)
         ordered = [
             s
             for s in ordered
             if s.pith_number[10:18] in heads
-            or not only.isdisjoint(s.lookup_paths)
+            or (one in s.alias_data if one is not None else any(n in s.alias_data for n in needles))
             or s.integrity_path in only
         ]
     files = resolve_files(ordered, config, only) + integrity_files(ordered, only)
     extra, replacing = short_pages(ordered, env, base, only)
     return files + extra + replacing
+
+
+_LOOKUPS = "api/pith-number/resolve/"
+
+
+def _lookup_needles(only: set[str]) -> list[bytes]:
+    """For each look-up path asked for, bytes that a record's packed aliases
+    (`Summary.alias_data`) contain if it claims that path: the encoded value,
+    kept either as the alias value itself (a plain path) or inside the stored
+    path. A test on the packed bytes, so the pass over every record unpacks none;
+    the functions it feeds check exactly. Usually one needle: the arXiv id is in
+    the arXiv, versioned and DOI look-ups alike."""
+    found = set()
+    for path in only:
+        kind, _, rest = path[len(_LOOKUPS) :].partition("/")
+        # (a short-form look-up is claimed only by numbers with that prefix: `heads`)
+        if path.startswith(_LOOKUPS) and rest.endswith(".json") and not kind.startswith("pith_short_"):
+            found.add(rest[: -len(".json")].encode("utf-8", "surrogatepass"))
+    needles: list[bytes] = []
+    for needle in sorted(found, key=len):  # one inside another finds a superset already
+        if not any(kept in needle for kept in needles):
+            needles.append(needle)
+    return needles
 
 
 def _asked_prefixes(only: set[str]) -> set[str]:
