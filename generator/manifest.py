@@ -12,11 +12,12 @@ Rules:
 
 from __future__ import annotations
 
+import io
 import json
 import operator
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 import orjson
 
@@ -110,9 +111,16 @@ def manifest_files(
     mirrors = OutputFile("pith-mirrors.json", pretty_json(mirrors_json(config, keyring, generated_at)))
     if streamed:
         return [mirrors]
-    joined = _joined_manifest(summaries, config, generated_at, entry_json) if entry_json else None
-    whole = joined or pretty_json(mirror_manifest(summaries, config, generated_at))
-    return [OutputFile(MANIFEST_PATH, whole), mirrors]
+    joined = None
+    if entry_json is not None:
+        out = io.BytesIO()
+        joined = out.getvalue() if stream_manifest(out, summaries, config, generated_at, entry_json) else None
+    return [OutputFile(MANIFEST_PATH, joined or whole_manifest(summaries, config, generated_at)), mirrors]
+
+
+def whole_manifest(summaries: Sequence[Summary], config: SiteConfig, generated_at: str | None) -> bytes:
+    """The mirror manifest's bytes, serialised whole (the reference form)."""
+    return pretty_json(mirror_manifest(summaries, config, generated_at))
 
 
 def indented_entry(summary: Summary) -> bytes | None:
@@ -129,39 +137,30 @@ _PLACEHOLDER = 0
 _PLACEHOLDER_TAIL = b"    0\n  ]\n}\n"
 
 
-def _joined_manifest(
-    summaries: Sequence[Summary],
-    config: SiteConfig,
-    generated_at: str | None,
-    entry_json: Callable[[Summary], bytes | None],
-) -> bytes | None:
-    """`pretty_json(mirror_manifest(...))` from per-number pieces; None to fall back."""
-    head = _head(len(summaries), config, generated_at)
-    parts = [entry_json(s) for s in sorted(summaries, key=_NUMBER)]
-    if head is None or None in parts:
-        return None
-    return head + b",\n".join(cast(list[bytes], parts)) + _TAIL
-
-
 class Sink(Protocol):
     def write(self, data: bytes, /) -> int: ...
 
 
 def stream_manifest(
-    out: Sink, summaries: Sequence[Summary], config: SiteConfig, generated_at: str | None
+    out: Sink,
+    summaries: Sequence[Summary],
+    config: SiteConfig,
+    generated_at: str | None,
+    entry_json: Callable[[Summary], bytes | None] = indented_entry,
 ) -> bool:
-    """Write `pretty_json(mirror_manifest(...))` to `out` one number at a time, for
-    a cold build: the whole document, and the list of dicts behind it, would cost
-    about 1.4 kB per record in memory. False when it cannot (no records, or an
-    entry only the slower serialiser can write): the caller then starts `out`
-    again with `manifest_files`."""
+    """Write `whole_manifest(...)`'s bytes to `out` one number at a time, each
+    number's lines from `entry_json` (perhaps kept from an earlier build): a cold
+    build holds neither the document nor its list of dicts (about 1.4 kB per
+    record), and a watching process serialises only the numbers that changed.
+    False when it cannot (no records, or an entry only the slower serialiser
+    can write): the caller then discards `out` and uses `whole_manifest`."""
     head = _head(len(summaries), config, generated_at)
     if head is None:
         return False
     out.write(head)
     separator = b""
     for summary in sorted(summaries, key=_NUMBER):
-        part = indented_entry(summary)
+        part = entry_json(summary)
         if part is None:
             return False
         out.write(separator)

@@ -57,7 +57,6 @@ from .cache import (
     stat_key,
     warm_cache_for,
 )
-from .canonical import pretty_json
 from .config import SiteConfig
 from .errors import BuildError, Rejection
 from .keys import Keyring
@@ -66,10 +65,10 @@ from .manifest import (
     MANIFEST_PATH,
     indented_entry,
     manifest_files,
-    mirror_manifest,
     published_paths,
     read_published,
     stream_manifest,
+    whole_manifest,
 )
 from .reconcile import Candidate, Choice, select
 from .render import OutputFile, make_environment
@@ -725,7 +724,7 @@ class _Build:
 
     def stream_manifest_into(self, record: dict[str, tuple[str, str]], summaries: list[Summary]) -> None:
         """A cold build writes the site manifest into staging entry by entry, hashing
-        as it goes (the same bytes `manifest_files` makes whole); it is the last file."""
+        as it goes (the same bytes as `whole_manifest`); it is the last file."""
         target = self.staging / MANIFEST_PATH
         target.parent.mkdir(parents=True, exist_ok=True)
         with open(target, "wb") as handle:
@@ -734,7 +733,7 @@ class _Build:
                 handle.seek(0)
                 handle.truncate()
                 hashing = _HashingWriter(handle)
-                hashing.write(pretty_json(mirror_manifest(summaries, self.config, build_time())))
+                hashing.write(whole_manifest(summaries, self.config, build_time()))
         full_digest = hashing.digest.hexdigest()
         record[MANIFEST_PATH] = (full_digest[:24], full_digest[:32])  # (as `eager` keys it)
         self.new_cache.manifest_sha256 = full_digest
