@@ -330,7 +330,7 @@ def _number_json(e: NumberEntry) -> dict[str, Any]:
         "bundle": _candidate_json(e.bundle),
         "summary": {
             **dict(zip(_SUMMARY_FIELDS, _summary_values(e.summary), strict=True)),
-            "alias_data": [[*a, p] for a, p in zip(e.summary.aliases, e.summary.lookup_paths, strict=True)],
+            "alias_data": [list(row) for row in e.summary.alias_rows],
             "hash_data": [getattr(e.summary, name) for name in _HASH_NAMES],
             "integrity_data": _b64(e.summary.integrity_data),
         },

@@ -427,7 +427,7 @@ def record_context(
         ),
         "aliases": [
             (kind, value, None if path is None else _href(base, path))
-            for (kind, value), path in zip(summary.aliases, summary.lookup_paths, strict=True)
+            for kind, value, path in summary.alias_rows
         ],
         "events": events(pub),
         "checklist": checklist(counts, f"{record_on_primary}/action/"),

@@ -135,6 +135,11 @@ class Summary:
         return _hashes(self.hash_data)[3]  # type: ignore[return-value]
 
     @property
+    def alias_rows(self) -> list[tuple[str, str, str | None]]:
+        """(kind, value, look-up file or None) of every alias, in the record's order."""
+        return _alias_rows(self.alias_data)
+
+    @property
     def aliases(self) -> tuple[tuple[str, str], ...]:
         """(kind, value) of every alias, in the record's order."""
         flat = _unpack(self.alias_data)
@@ -143,13 +148,12 @@ class Summary:
     @property
     def lookup_paths(self) -> tuple[str | None, ...]:
         """The look-up file of each alias in `aliases`, in order (None: it has none)."""
-        return tuple(path for _, _, path in _alias_rows(self.alias_data))
+        return tuple(path for _, _, path in self.alias_rows)
 
     @property
     def lookups(self) -> tuple[tuple[str, str, str], ...]:
         """(look-up file path, alias kind, alias value) for every alias that has one."""
-        rows = _alias_rows(self.alias_data)
-        return tuple((path, kind, value) for kind, value, path in rows if path is not None)
+        return tuple((path, kind, value) for kind, value, path in self.alias_rows if path is not None)
 
     @property
     def terms(self) -> tuple[str, ...]:
@@ -200,7 +204,7 @@ def shared(value: Any) -> Any:
 def pack_aliases(pairs: Iterable[tuple[str, str]], paths: Iterable[str | None]) -> bytes:
     """(kind, value) pairs and their look-up paths as one `bytes` (`marshal`: exact
     for every string, surrogates included, and fast to read back). Only ever read
-    by the process that packed it or its workers, never stored: the cache keeps
+    by this program's own processes (one Python), never stored: the cache keeps
     the plain values."""
     flat: list[str | bool | None] = []
     for (kind, value), path in zip(pairs, paths, strict=True):
@@ -495,7 +499,7 @@ def _field_values(values: dict[str, Any]) -> tuple[Any, ...]:
 
 def _fingerprint(values: tuple[Any, ...]) -> str:
     """SHA-256 of a summary's field values (strings, numbers, None, tuples of them
-    and the packed aliases)."""
+    and the packed bytes, as hex)."""
     try:
         data = orjson.dumps(values, default=bytes.hex)
     except TypeError:  # e.g. an integer beyond 64 bits, which orjson refuses
