@@ -24,7 +24,7 @@ from functools import partial
 from html import escape as html_escape
 from itertools import pairwise
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from xml.sax.saxutils import escape
 
 from jinja2 import Environment
@@ -39,6 +39,8 @@ from .publish import headers_file
 from .render import DERIVED_BY, OutputFile, page
 from .search_index import Pending, search_files, search_key
 from .view import Summary
+
+_T = TypeVar("_T")
 
 SITEMAP_LIMIT = 50_000
 FEED_ENTRIES = 50
@@ -304,12 +306,8 @@ def fixed_files(
     return fixed
 
 
-def _same_bytes(data: bytes) -> bytes:
-    return data
-
-
-def _same(text: str) -> str:
-    return text
+def _same(value: _T) -> _T:
+    return value
 
 
 def render(env: Environment, name: str, **context: Any) -> str:
@@ -582,7 +580,7 @@ def sitemap_files(ordered: Sequence[Summary], config: SiteConfig, slugs: Sequenc
         '<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
         f"{index}</sitemapindex>\n"
     ).encode()
-    files.append(Pending("sitemap.xml", partial(_same_bytes, data)))
+    files.append(Pending("sitemap.xml", partial(_same, data)))
     return files
 
 
