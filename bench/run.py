@@ -628,6 +628,25 @@ def build_summary(result: Measured) -> dict[str, Any]:
 # The run.
 
 
+def cold_figures(what: str, result: Measured, n: int) -> dict[str, Any]:
+    """Time, rates and peak memory of a cold build, which must have published all n records."""
+    summary = build_summary(result)
+    if summary["published"] != n or summary["refused"]:
+        published = summary["published"]
+        raise SystemExit(f"bench: the {what} published {published} of {n}: {result.stderr[-2000:]}")
+    return {
+        "seconds": result.seconds,
+        "records_per_s": rate(n, result.seconds),
+        "cpu_seconds": result.cpu_seconds,
+        "records_per_cpu_s": rate(n, result.cpu_seconds),
+        **summary,
+        "peak_rss_mb": result.peak_rss_bytes / 1e6,
+        "peak_pss_mb": result.peak_pss_bytes / 1e6,
+        "peak_processes": result.peak_processes,
+        "memory_samples": result.samples,
+    }
+
+
 def rate(records: int, seconds: float) -> float:
     return records / seconds if seconds > 0 else float("inf")
 
@@ -702,19 +721,11 @@ def run(args: argparse.Namespace, base: Path, notes: list[str], made: list[Path]
             notes.append(f"--disk-dir {disk_root} is on {results['output_fs']['disk_run']}, not a disk")
         print(f"bench: cold build (disk: {disk}) ...", file=sys.stderr)
         disk_result = measure(build_cmd(config_file(disk), disk / "site"), base, sample=True)
-        disk_summary = build_summary(disk_result)
+        figures = cold_figures("cold build on disk", disk_result, n)
         sync_started = time.perf_counter()
         os.sync()
         results["cold_disk"] = {
-            "seconds": disk_result.seconds,
-            "records_per_s": rate(n, disk_result.seconds),
-            "cpu_seconds": disk_result.cpu_seconds,
-            "records_per_cpu_s": rate(n, disk_result.cpu_seconds),
-            **disk_summary,
-            "peak_rss_mb": disk_result.peak_rss_bytes / 1e6,
-            "peak_pss_mb": disk_result.peak_pss_bytes / 1e6,
-            "peak_processes": disk_result.peak_processes,
-            "memory_samples": disk_result.samples,
+            **figures,
             "sync_after_seconds": time.perf_counter() - sync_started,
             "folder": str(disk),
             "loadavg_after": loadavg(),
@@ -731,22 +742,9 @@ def run(args: argparse.Namespace, base: Path, notes: list[str], made: list[Path]
     shutil.rmtree(base / "cache", ignore_errors=True)
     print("bench: cold build (tmpfs) ...", file=sys.stderr)
     cold = measure(build_cmd(config, site), base, sample=True)
-    cold_summary = build_summary(cold)
-    if cold_summary["published"] != n or cold_summary["refused"]:
-        raise SystemExit(
-            f"bench: the cold build published {cold_summary['published']} of {n}: {cold.stderr[-2000:]}"
-        )
     out = tree_stats(site)
     results["cold"] = {
-        "seconds": cold.seconds,
-        "records_per_s": rate(n, cold.seconds),
-        "cpu_seconds": cold.cpu_seconds,
-        "records_per_cpu_s": rate(n, cold.cpu_seconds),
-        **cold_summary,
-        "peak_rss_mb": cold.peak_rss_bytes / 1e6,
-        "peak_pss_mb": cold.peak_pss_bytes / 1e6,
-        "peak_processes": cold.peak_processes,
-        "memory_samples": cold.samples,
+        **cold_figures("cold build", cold, n),
         "output_files": out.files,
         "output_bytes": out.bytes,
         "output_allocated_bytes": out.allocated,
