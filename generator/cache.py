@@ -43,7 +43,7 @@ from .sitewide import page_titles
 from .view import SHARED_FIELDS, Summary, pack_aliases, pack_hashes, shared
 from .write import atomic_file, write_atomic
 
-CACHE_FORMAT = 13
+CACHE_FORMAT = 14
 CACHE_FILE = "build-cache.json"
 QUICK_FILE = "unchanged-check.json"
 """A small companion file: enough to tell, without loading the cache, that

@@ -30,7 +30,7 @@ from typing import IO, NamedTuple
 from . import layout
 from .canonical import pretty_json
 from .config import SiteConfig
-from .view import TERM_SEPARATOR, Summary
+from .view import Summary
 
 SEARCH_CHUNK = 1000
 
@@ -59,7 +59,7 @@ def search_key(ordered: Sequence[Summary], config: SiteConfig) -> str:
     """Fingerprint of everything the search index shows, in its order."""
     digest = hashlib.sha1(f"search\x1f{config.base_path}".encode())
     for s in ordered:
-        fields = (s.pith_number, s.title, s.authors, s.source_id, s.terms_text)
+        fields = (s.pith_number, s.title, s.authors, s.source_id, *s.terms)
         digest.update("\x1f".join(fields).encode("utf-8", "surrogatepass") + b"\x1e")
     return digest.hexdigest()[:24]
 
@@ -111,10 +111,7 @@ class _Postings:
         heads: set[str] = set()  # (a shard's key depends on its terms' first two characters only)
         pack, chars = _HEAD.pack, _SHARD_CHARS
         for index, summary in enumerate(ordered):
-            text = summary.terms_text
-            if not text:
-                continue
-            for term in text.split(TERM_SEPARATOR):
+            for term in summary.terms:
                 heads.add(term[:2])
                 encoded = term.encode("utf-8")
                 first = term[0] if term[0] in chars else "_"  # (shard_key(term)[0], cheaply)

@@ -186,11 +186,12 @@ LISTED_FIELDS = (
     "source_kind",
     "source_id",
     "source_version",
-    "terms_text",
+    "aliases",
 )
 """The summary fields that pages about the whole site show or order by (listings,
-browse counts, search index, sitemap, report): the manifest and the feed aside,
-which are made again every build, a change to any other field changes none of them."""
+browse counts, search index, sitemap, report; the aliases because their arXiv and
+DOI values are search terms): the manifest and the feed aside, which are made
+again every build, a change to any other field changes none of them."""
 
 
 def same_listing(before: Summary, after: Summary) -> bool:

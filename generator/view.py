@@ -102,10 +102,6 @@ class Summary:
     """Every alias with its look-up file, packed by `pack_aliases`: read back by
     `aliases` and `lookup_paths`. The main process holds one summary per record,
     and eighteen small strings in tuples cost three times their packed bytes."""
-    terms_text: str = ""
-    """The search terms the record is found by (the same rules as search.js),
-    sorted and joined by U+001F: the main process holds one summary per
-    record, and one string costs a tenth of thirty."""
     digest: str = ""
     """Fingerprint of every field above, so site-wide pages know when to re-render."""
 
@@ -156,8 +152,21 @@ class Summary:
         return tuple((path, kind, value) for kind, value, path in self.alias_rows if path is not None)
 
     @property
-    def terms(self) -> tuple[str, ...]:
-        return tuple(self.terms_text.split(TERM_SEPARATOR)) if self.terms_text else ()
+    def terms(self) -> list[str]:
+        """The search terms the record is found by (the same rules as search.js),
+        sorted. Made from the other fields when asked for, not kept: the main
+        process holds a summary per record, and their terms would be a seventh
+        of it; only a build that remakes the search index reads them."""
+        terms = search_terms(
+            self.title,
+            self.authors,
+            self.pith_number,
+            self.aliases,
+            self.source_kind,
+            self.source_id,
+            self.source_version,
+        )
+        return sorted(t for t in terms if TERM_SEPARATOR not in t)  # (no one types a control character)
 
     @property
     def body(self) -> str:
@@ -457,8 +466,6 @@ def summarize(
     source_kind, source_id, source_version = str(source["kind"]), str(source["id"]), int(source["version"])
     alias_pairs = tuple((str(a.get("alias_kind")), str(a.get("alias_value"))) for a in aliases(pub))
     lookup_paths = tuple(resolve_json(kind, value) for kind, value in alias_pairs)
-    terms = search_terms(title, authors, pub.pith_number, alias_pairs, source_kind, source_id, source_version)
-    terms = {t for t in terms if TERM_SEPARATOR not in t}  # (no one types a control character)
     values: dict[str, Any] = {
         "pith_number": pub.pith_number,
         "title": title,
@@ -481,7 +488,6 @@ def summarize(
         "integrity_path": integrity[0] if integrity else None,
         "integrity_data": zlib.compress(integrity[1]) if integrity else None,
         "alias_data": pack_aliases(alias_pairs, lookup_paths),
-        "terms_text": TERM_SEPARATOR.join(sorted(terms)),
     }
     return Summary(**values, digest=_fingerprint(_field_values(values)))
 

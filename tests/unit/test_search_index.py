@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from generator import layout, search_index
 from generator.config import SiteConfig
 from generator.search_index import SEARCH_CHUNK, search_files, shard_key
-from generator.view import TERM_SEPARATOR, Summary, pack_hashes
+from generator.view import TERM_SEPARATOR, Summary, pack_aliases, pack_hashes
 
 _TERMS = st.text(
     alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters=TERM_SEPARATOR),
@@ -23,6 +23,7 @@ _TERMS = st.text(
 
 
 def summary(index: int, terms: set[str]) -> Summary:
+    """A record found by `terms` (as DOI aliases, lower-cased) besides its own words and numbers."""
     body = f"{index:026d}".translate(str.maketrans("0123456789", "abcdefghij"))
     return Summary(
         pith_number=f"pith:2021:{body.upper()}",
@@ -38,7 +39,7 @@ def summary(index: int, terms: set[str]) -> Summary:
         event_count=0,
         key_ids=(),
         updated_at="2021-01-01T00:00:00Z",
-        terms_text=TERM_SEPARATOR.join(sorted(terms)),
+        alias_data=pack_aliases([("doi", t) for t in sorted(terms)], [None] * len(terms)),
     )
 
 
