@@ -271,7 +271,7 @@ def _extra_inputs(config: SiteConfig) -> str:
 def _unchanged_report(config: SiteConfig, key: str, extra: str, started: float) -> BuildReport | None:
     """Nothing changed since the last build: say what it said, touch nothing."""
     content = config.content
-    stats: dict[str, tuple[int, int, int]] = {}
+    stats: dict[str, int] = {}
     try:
         for path, rel in discover_names(content):
             stats[f"{content.name}/{rel}"] = stat_key(path)

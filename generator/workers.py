@@ -98,7 +98,7 @@ def examine_task(task: Task) -> Examined:
     try:
         stat = stat_key(path)
     except OSError:
-        stat = (0, 0, 0)
+        stat = 0
     verdict, verified, source = examine(
         path, task.name, Path(task.root), _WORKER["keyring"], _WORKER["limits"]
     )

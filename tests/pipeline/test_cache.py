@@ -12,9 +12,19 @@ from typing import Any
 
 import factories as f
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from sitekit import BOTH_KEYS, Project, assert_same_as_fresh, record_doc
 
-from generator.cache import CACHE_FILE, BuildCache, WarmCache, load_cache, save_cache
+from generator.cache import (
+    CACHE_FILE,
+    BuildCache,
+    WarmCache,
+    load_cache,
+    pack_stat,
+    save_cache,
+    unpack_stat,
+)
 from generator.pipeline import build
 
 
@@ -145,3 +155,15 @@ def test_a_shared_integrity_report_is_rewritten_from_the_cache(tmp_path: Path) -
     assert result.mode == "incremental" and result.rendered == 1
     assert p.read(report) == before
     assert_same_as_fresh(p, tmp_path / "fresh")
+
+
+_U64 = st.integers(0, (1 << 64) - 1)
+
+
+@given(_U64, st.integers(-(1 << 63), (1 << 63) - 1), _U64)
+def test_a_packed_stat_is_exact(size: int, mtime_ns: int, inode: int) -> None:
+    """One integer per file, and the cache's three numbers back from it: a file
+    older than 1970 has a negative modification time."""
+    packed = pack_stat(size, mtime_ns, inode)
+    assert unpack_stat(packed) == [size, mtime_ns, inode]
+    assert packed != pack_stat(size, mtime_ns + 1 if mtime_ns < (1 << 63) - 1 else 0, inode)
