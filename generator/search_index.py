@@ -10,8 +10,9 @@ Rules:
   each shard is then made from its file when it is asked for, and dropped
   once taken. All the postings at once, in dicts, cost about 3 kB per record
   (300 MB at 100,000 records). What remains proportional to the records is
-  the largest bucket: "p", since shard "pi" holds every record's number
-  (well under 1 kB per record while it is made).
+  the largest bucket's spilled bytes, "p" (about 40 bytes a posting), and
+  the largest shard while it is made, "pi", which holds every record's
+  number (about 80 bytes a posting: each is one `bytes`, sorted as it is).
 """
 
 from __future__ import annotations
@@ -20,11 +21,11 @@ import hashlib
 import json
 import struct
 import tempfile
+from array import array
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from itertools import groupby
 from json.encoder import encode_basestring
-from operator import itemgetter
 from typing import IO, NamedTuple
 
 from . import layout
@@ -36,9 +37,10 @@ SEARCH_CHUNK = 1000
 
 _SHARD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
 _FLUSH_BYTES = 1 << 16
-_TERM = itemgetter(0)
-_HEAD = struct.Struct("<II")
-"""A spilled posting: the record's position and the term's UTF-8 length, then the term."""
+_HEAD = struct.Struct("<2sI")
+"""A spilled posting's shard key and length; then the posting: the term's UTF-8
+bytes (each zero byte as _ZERO), _END, and the record's position as 4 big-endian bytes."""
+_ZERO, _END = b"\x00\x01", b"\x00\x00"
 
 
 class Pending(NamedTuple):
@@ -105,73 +107,96 @@ class _Postings:
     """Every record's terms with its position, spilled by the shard's first character."""
 
     def __init__(self, ordered: Sequence[Summary]) -> None:
+        if len(ordered) >= 1 << 32:
+            raise ValueError("a search index holds fewer than 2**32 records")
         self._files: dict[str, IO[bytes]] = {}
-        self._made: dict[str, bytes] = {}
+        self._buckets: dict[str, _Bucket] = {}
         buffers: dict[str, bytearray] = defaultdict(bytearray)
-        heads: set[str] = set()  # (a shard's key depends on its terms' first two characters only)
-        pack, chars = _HEAD.pack, _SHARD_CHARS
+        keys: dict[str, str] = {}  # (a shard's key depends on its terms' first two characters only)
+        pack = _HEAD.pack
         for index, summary in enumerate(ordered):
+            tail = _END + index.to_bytes(4, "big")
             for term in summary.terms:
-                heads.add(term[:2])
-                encoded = term.encode("utf-8")
-                first = term[0] if term[0] in chars else "_"  # (shard_key(term)[0], cheaply)
-                buffer = buffers[first]
-                buffer += pack(index, len(encoded))
-                buffer += encoded
+                key = keys.get(term[:2])
+                if key is None:
+                    key = keys[term[:2]] = shard_key(term)
+                posting = term.encode("utf-8").replace(b"\x00", _ZERO) + tail
+                buffer = buffers[key[0]]
+                buffer += pack(key.encode("ascii"), len(posting))
+                buffer += posting
                 if len(buffer) > _FLUSH_BYTES:
-                    self._spill(first, buffer)
+                    self._spill(key[0], buffer)
                     buffer.clear()
         for first, buffer in buffers.items():
             self._spill(first, buffer)
-        self.keys = {shard_key(head) for head in heads}
+        self.keys = set(keys.values())
 
     def _spill(self, first: str, buffer: bytearray) -> None:
         handle = self._files.get(first)
         if handle is None:
-            # (open until its bucket is made: `_make_bucket` closes it; a failed
+            # (open until its bucket is read: `_read_bucket` closes it; a failed
             # build's are closed, and so deleted, with this object)
             handle = self._files[first] = tempfile.TemporaryFile()  # noqa: SIM115
         handle.write(buffer)
 
     def take(self, key: str) -> bytes:
-        """The shard's bytes; its whole bucket is made the first time one is asked for."""
-        if key not in self._made:
-            self._make_bucket(key[0])
-        return self._made.pop(key)
+        """The shard's bytes, made now from its bucket (read the first time one of
+        its shards is asked for, and let go with the last)."""
+        bucket = self._buckets.get(key[0]) or self._read_bucket(key[0])
+        starts = bucket.starts.pop(key)
+        if not bucket.starts:
+            del self._buckets[key[0]]
+        data, size = bucket.data, _HEAD.size
+        postings = [data[at + size : at + size + _HEAD.unpack_from(data, at)[1]] for at in starts]
+        del starts
+        return _shard_json(postings)
 
-    def _make_bucket(self, first: str) -> None:
+    def _read_bucket(self, first: str) -> _Bucket:
         handle = self._files.pop(first)
         with handle:
             handle.seek(0)
             data = handle.read()
-        shards: dict[str, list[tuple[str, int]]] = defaultdict(list)
-        keys: dict[str, str] = {}
+        starts: dict[str, array[int]] = {}
         offset, unpack, step = 0, _HEAD.unpack_from, _HEAD.size
         while offset < len(data):
-            index, size = unpack(data, offset)
-            start = offset + step
-            offset = start + size
-            term = data[start:offset].decode("utf-8")
-            key = keys.get(term[:2])
-            if key is None:
-                key = keys[term[:2]] = shard_key(term)
-            shards[key].append((term, index))
-        del data
-        for key in list(shards):
-            self._made[key] = _shard_json(shards.pop(key))
+            key, size = unpack(data, offset)
+            name = key.decode("ascii")
+            found = starts.get(name)
+            if found is None:
+                found = starts[name] = array("Q")
+            found.append(offset)
+            offset += step + size
+        bucket = self._buckets[first] = _Bucket(data, starts)
+        return bucket
 
 
-def _shard_json(postings: list[tuple[str, int]]) -> bytes:
+class _Bucket(NamedTuple):
+    data: bytes
+    starts: dict[str, array[int]]
+    """Where each of its shards' postings start in `data`, in position order."""
+
+
+def _shard_json(postings: list[bytes]) -> bytes:
     """`json.dumps({term: [positions]}, ensure_ascii=False, separators=(",", ":"))` with
-    terms sorted, from postings in position order, without the dict of lists (a
-    shard such as "pi", which holds every record's number, is the largest)."""
-    postings.sort(key=_TERM)  # (stable: each term's positions stay in order)
+    terms sorted, from the shard's postings as spilled, without the dict of lists
+    (a shard such as "pi", which holds every record's number, is the largest).
+
+    Sorting the postings' bytes sorts by term, then by position: UTF-8 keeps the
+    order of code points, a zero byte in a term is spilled as two (00 01) and the
+    term ends with 00 00, which sorts before any more of a longer term; the
+    position is four big-endian bytes."""
+    postings.sort()
     out = bytearray(b"{")  # (one growing buffer: a list of parts and its join cost twice the shard)
-    for term, group in groupby(postings, key=_TERM):
-        positions = ",".join(str(index) for _, index in group)
+    for spilled, group in groupby(postings, key=_term_bytes):
+        term = spilled.replace(_ZERO, b"\x00").decode("utf-8")
+        positions = ",".join(str(int.from_bytes(posting[-4:], "big")) for posting in group)
         out += f"{encode_basestring(term)}:[{positions}],".encode()
     if len(out) > 1:
         out[-1:] = b"}"
     else:
         out += b"}"
     return bytes(out)
+
+
+def _term_bytes(posting: bytes) -> bytes:
+    return posting[:-6]

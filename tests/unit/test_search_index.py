@@ -19,7 +19,9 @@ _TERMS = st.text(
     alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters=TERM_SEPARATOR),
     min_size=1,
     max_size=12,
-) | st.sampled_from(["pi", "pith:2021", "10.1/x", "ab", "a", "é", "\n", '"', "😀x"])
+) | st.sampled_from(
+    ["pi", "pith:2021", "10.1/x", "ab", "a", "é", "\n", '"', "😀x", "a\x00", "a\x00b", "a\x01", "\x00"]
+)
 
 
 def summary(index: int, terms: set[str]) -> Summary:
