@@ -158,16 +158,24 @@ def stream_manifest(
     if head is None:
         return False
     out.write(head)
+    batch: list[bytes] = []  # (written a few hundred entries at a time: one write each cost more)
     separator = b""
     for summary in sorted(summaries, key=_NUMBER):
         part = entry_json(summary)
         if part is None:
             return False
-        out.write(separator)
-        out.write(part)
-        separator = b",\n"
+        batch.append(part)
+        if len(batch) == _BATCH:
+            out.write(separator + b",\n".join(batch))
+            batch.clear()
+            separator = b",\n"
+    if batch:
+        out.write(separator + b",\n".join(batch))
     out.write(_TAIL)
     return True
+
+
+_BATCH = 512
 
 
 _TAIL = b"\n  ]\n}\n"

@@ -7,9 +7,11 @@ import io
 import json
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from generator import manifest
 from generator.canonical import canonical_json, pretty_json
 from generator.config import SiteConfig
 from generator.keys import default_keyring
@@ -131,16 +133,19 @@ def test_a_manifest_joined_from_entries_is_the_manifest(
 
 
 @settings(max_examples=200, deadline=None)
-@given(summaries(), st.none() | _TEXT)
+@given(summaries(), st.none() | _TEXT, st.integers(1, 4))
 def test_a_streamed_manifest_is_the_manifest_or_declines(
-    items: list[Summary], generated_at: str | None
+    items: list[Summary], generated_at: str | None, batch: int
 ) -> None:
-    """A cold build writes the manifest entry by entry; what it writes is the whole
-    manifest's bytes, or it says it could not (an entry orjson cannot write)."""
+    """A cold build writes the manifest a batch of entries at a time; what it writes
+    is the whole manifest's bytes, or it says it could not (an entry orjson cannot
+    write). Small batches: a last batch full, partly full, or the only one."""
     config = SiteConfig(content=Path("content"), site=Path("site"))
     whole = pretty_json(mirror_manifest(items, config, generated_at))
     out = io.BytesIO()
-    streamed = stream_manifest(out, list(reversed(items)), config, generated_at)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(manifest, "_BATCH", batch)
+        streamed = stream_manifest(out, list(reversed(items)), config, generated_at)
     assert streamed == all(s.event_count < 2**64 for s in items)
     if streamed:
         assert out.getvalue() == whole
