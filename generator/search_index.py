@@ -28,6 +28,8 @@ from itertools import groupby
 from json.encoder import encode_basestring
 from typing import IO, NamedTuple
 
+import orjson
+
 from . import layout
 from .canonical import pretty_json
 from .config import SiteConfig
@@ -58,11 +60,14 @@ def shard_key(term: str) -> str:
 
 
 def search_key(ordered: Sequence[Summary], config: SiteConfig) -> str:
-    """Fingerprint of everything the search index shows, in its order."""
+    """Fingerprint of everything the search index is made from, in its order: the
+    rows' fields and what `Summary.terms` makes the terms from, not the terms
+    themselves, which cost a pass of their own (the postings make them once).
+    Each record is a JSON array, then its packed aliases after their length."""
     digest = hashlib.sha1(f"search\x1f{config.base_path}".encode())
     for s in ordered:
-        fields = (s.pith_number, s.title, s.authors, s.source_id, *s.terms)
-        digest.update("\x1f".join(fields).encode("utf-8", "surrogatepass") + b"\x1e")
+        fields = [s.pith_number, s.title, s.authors, s.source_id, s.source_kind, str(s.source_version)]
+        digest.update(orjson.dumps(fields) + len(s.alias_data).to_bytes(4, "big") + s.alias_data)
     return digest.hexdigest()[:24]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 
 from generator import layout, search_index
 from generator.config import SiteConfig
-from generator.search_index import SEARCH_CHUNK, search_files, shard_key
+from generator.search_index import SEARCH_CHUNK, search_files, search_key, shard_key
 from generator.view import TERM_SEPARATOR, Summary, pack_aliases, pack_hashes
 
 _TERMS = st.text(
@@ -94,3 +95,18 @@ def test_a_shard_is_handed_over_once() -> None:
     assert json.loads(shard.make()) == {"alpha": [0]}
     with pytest.raises(KeyError):
         shard.make()  # made bytes are let go once taken: a second ask is a bug, not a copy
+
+
+def test_the_key_follows_what_the_index_is_made_from() -> None:
+    """The key is made from the terms' inputs, not the terms: a change to any of
+    them changes it, a change to what the index does not show leaves it."""
+    config = SiteConfig(content=Path("c"), site=Path("s"))
+    one = [summary(0, {"alpha"}), summary(1, set())]
+    key = search_key(one, config)
+    assert search_key([summary(0, {"alpha"}), summary(1, set())], config) == key
+    assert search_key([summary(0, {"alpha", "beta"}), one[1]], config) != key  # (a new DOI: a new term)
+    for change in ({"title": "Other"}, {"source_version": 2}, {"source_kind": "other"}):
+        assert search_key([replace(one[0], **change), one[1]], config) != key, change
+    for same in ({"event_count": 3}, {"updated_at": "2026-01-01T00:00:00Z"}):
+        assert search_key([replace(one[0], **same), one[1]], config) == key, same
+    assert search_key(one[::-1], config) != key  # (positions are in the index)
