@@ -45,6 +45,7 @@ _T = TypeVar("_T")
 SITEMAP_LIMIT = 50_000
 FEED_ENTRIES = 50
 _UPDATED = operator.attrgetter("updated_at")
+_UPDATED_NUMBER = operator.attrgetter("updated_at", "pith_number")
 _NUMBER = operator.attrgetter("pith_number")
 _HEAD = operator.itemgetter(slice(10, 18))
 """A number's first 8 characters of its body ("pith:YYYY:" is 10)."""
@@ -590,22 +591,21 @@ def sitemap_files(ordered: Sequence[Summary], config: SiteConfig, slugs: Sequenc
 
 
 def newest(summaries: Sequence[Summary], count: int) -> list[Summary]:
-    """The first `count` of `summaries` (in number order) sorted by update time,
-    then number, both descending; without a Python step per record, since every
-    rebuild makes the feed: the newest distinct times first, then the records at
-    those times (often most of them: a batch of events shares a time)."""
+    """The first `count` of `summaries` sorted by update time, then number, both
+    descending; without a Python step per record, since every rebuild makes the
+    feed: the newest distinct times first, then only the records at those times
+    are sorted (often most of them: a batch of events shares a time)."""
     # (the count-th newest distinct time is at or before the count-th newest record's)
     times = sorted(set(map(_UPDATED, summaries)), reverse=True)[:count]
     if not times:
         return []
     recent = list(compress(summaries, map(times[-1].__le__, map(_UPDATED, summaries))))
-    recent.reverse()  # numbers descending ...
-    recent.sort(key=_UPDATED, reverse=True)  # ... and so they stay within a time (a stable sort)
+    recent.sort(key=_UPDATED_NUMBER, reverse=True)
     return recent[:count]
 
 
 def atom_feed(summaries: Sequence[Summary], config: SiteConfig) -> bytes:
-    """The newest FEED_ENTRIES records by update time (`summaries` in number order)."""
+    """The newest FEED_ENTRIES records by update time."""
     base = config.absolute_base or config.base_path
     latest = newest(summaries, FEED_ENTRIES)
     updated = latest[0].updated_at if latest else "1970-01-01T00:00:00Z"
