@@ -124,9 +124,20 @@ def resolve_json(kind: str, value: str) -> str | None:
     return None if encoded is None else lookup_file(kind, encoded)
 
 
+RESOLVE = "api/pith-number/resolve"
+
+
 def lookup_file(kind: str, encoded: str) -> str:
     """The look-up file for an alias value already encoded for paths."""
-    return f"api/pith-number/resolve/{kind}/{encoded}.json"
+    return f"{RESOLVE}/{kind}/{encoded}.json"
+
+
+def lookup_parts(path: str) -> tuple[str, str] | None:
+    """(kind, encoded value) of a `lookup_file` path; None for any other path."""
+    kind, _, rest = path.removeprefix(f"{RESOLVE}/").partition("/")
+    if not path.startswith(f"{RESOLVE}/") or not rest.endswith(".json"):
+        return None
+    return kind, rest[: -len(".json")]
 
 
 def category_slug(category: str) -> str | None:

@@ -295,7 +295,7 @@ def fixed_files(
     """Files made again every build: small, or (the feed) cheap to make from all records."""
     fixed = [
         OutputFile("404.html", render(env, "404.html").encode("utf-8")),
-        *page("api/pith-number/resolve", render(env, "resolve.html")),
+        *page(layout.RESOLVE, render(env, "resolve.html")),
         OutputFile("feed.xml", atom_feed(summaries, config)),
         *asset_files(config.templates / "static"),
     ]
@@ -404,9 +404,6 @@ def record_family_files(
     return files + extra + replacing
 
 
-_LOOKUPS = "api/pith-number/resolve/"
-
-
 def _lookup_needles(only: set[str]) -> list[bytes]:
     """For each look-up path asked for, bytes that a record's packed aliases
     (`Summary.alias_data`) contain if it claims that path: the encoded value,
@@ -415,11 +412,10 @@ def _lookup_needles(only: set[str]) -> list[bytes]:
     the functions it feeds check exactly. Usually one needle: the arXiv id is in
     the arXiv, versioned and DOI look-ups alike."""
     found = set()
-    for path in only:
-        kind, _, rest = path[len(_LOOKUPS) :].partition("/")
+    for parts in map(layout.lookup_parts, only):
         # (a short-form look-up is claimed only by numbers with that prefix: `heads`)
-        if path.startswith(_LOOKUPS) and rest.endswith(".json") and not kind.startswith("pith_short_"):
-            found.add(rest[: -len(".json")].encode("utf-8", "surrogatepass"))
+        if parts is not None and not parts[0].startswith("pith_short_"):
+            found.add(parts[1].encode("utf-8", "surrogatepass"))
     needles: list[bytes] = []
     for needle in sorted(found, key=len):  # one inside another finds a superset already
         if not any(kept in needle for kept in needles):

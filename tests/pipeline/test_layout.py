@@ -281,6 +281,22 @@ def test_resolve_paths() -> None:
 
 
 @pytest.mark.parametrize(
+    ("kind", "value"),
+    [("doi", "10.48550/arXiv.2111.04007"), ("arxiv", "hep-lat/0305021"), ("arxiv", "a.json/b")],
+)
+def test_a_lookup_path_reads_back_as_its_kind_and_encoded_value(kind: str, value: str) -> None:
+    path = layout.resolve_json(kind, value)
+    assert path is not None
+    encoded = layout.encode_alias_value(value.lower() if kind == "doi" else value)
+    assert layout.lookup_parts(path) == (kind, encoded)
+
+
+def test_other_paths_are_not_lookups() -> None:
+    for path in ("api/pith-number/resolve/index.html", "pith/X.json", "api/pith-number/resolve/doi/x.html"):
+        assert layout.lookup_parts(path) is None, path
+
+
+@pytest.mark.parametrize(
     "body",
     [
         "",
