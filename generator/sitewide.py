@@ -540,13 +540,13 @@ def resolve_files(ordered: Sequence[Summary], config: SiteConfig, only: set[str]
 
 def integrity_files(ordered: Sequence[Summary], only: set[str] | None = None) -> list[Lazy]:
     """Integrity reports are named by arXiv id: the newest version of a paper wins."""
-    chosen: dict[str, tuple[tuple[int, str], Summary]] = {}
+    chosen: dict[str, tuple[tuple[int, str], bytes]] = {}
     for s in ordered:
         if s.integrity_path and s.integrity_data is not None and (only is None or s.integrity_path in only):
             rank = (s.source_version, s.pith_number)
             if s.integrity_path not in chosen or rank > chosen[s.integrity_path][0]:
-                chosen[s.integrity_path] = (rank, s)
-    return [eager(path, zlib.decompress(s.integrity_data or b"")) for path, (_, s) in chosen.items()]
+                chosen[s.integrity_path] = (rank, s.integrity_data)
+    return [eager(path, zlib.decompress(compressed)) for path, (_, compressed) in chosen.items()]
 
 
 def sitemap_files(ordered: Sequence[Summary], config: SiteConfig, slugs: Sequence[str]) -> list[Pending]:

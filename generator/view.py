@@ -96,7 +96,7 @@ class Summary:
     """The integrity report file, named by arXiv id and so shared by every
     version of a paper: the site-wide stage publishes the newest version's."""
     integrity_data: bytes | None = None
-    """The integrity report's bytes, zlib-compressed (read by `integrity_json`):
+    """The integrity report's bytes, zlib-compressed (see sitewide.integrity_files):
     only the few records that share their report with another are ever read."""
     alias_data: bytes = b""
     """Every alias with its look-up file, packed by `pack_aliases`: read back by
@@ -109,10 +109,6 @@ class Summary:
         """Unpickled (in the main process, from a worker) with the values many records
         repeat shared, not copied: the source kind, categories and key ids."""
         return (_unpickled_summary, tuple(getattr(self, name) for name in _FIELD_NAMES))
-
-    @property
-    def integrity_json(self) -> str | None:
-        return None if self.integrity_data is None else zlib.decompress(self.integrity_data).decode("utf-8")
 
     @property
     def canonical_sha256(self) -> str:
