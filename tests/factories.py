@@ -11,6 +11,8 @@ Rules:
   mutate copies (`clone`) and feed them to the verifier through
   `source_document`, which goes through `generator.load.decode`, exactly as a
   file on disk would.
+- Summaries, what the site-wide stage reads, are made by `summary` alone: plain
+  values with no document behind them, for tests of that stage on its own.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from generator.load import Limits, SourceDocument, decode
 from generator.merge import merge
 from generator.model import MERGE_VERSION, Verdict
 from generator.verify import verify_document
+from generator.view import Summary, pack_hashes
 
 TEST_SEED_HEX = "8f27d9454ea8475a5e999f2f89c0754b5d05074e90eab660b0d01d522abd7722"
 """The resolver key of the tests (a fixed seed, so signatures are reproducible)."""
@@ -515,3 +518,29 @@ def flip_signature_byte(signature_b64: str, index: int = 0) -> str:
     raw = bytearray(base64.b64decode(signature_b64))
     raw[index] ^= 0xFF
     return base64.b64encode(bytes(raw)).decode("ascii")
+
+
+# ---------------------------------------------------------------- summaries
+
+_ZERO_SHA256 = "0" * 64
+
+
+def summary(**fields: Any) -> Summary:
+    """A summary with `fields`, and plain values for every other field the
+    dataclass requires (no bundle, zero hashes)."""
+    values: dict[str, Any] = {
+        "pith_number": f"pith:2021:{'A' * 26}",
+        "title": "t",
+        "authors": "a",
+        "submitted_at": "2021-01-01T00:00:00Z",
+        "primary_cat": "cs.DC",
+        "cross_cats": (),
+        "source_kind": "arxiv",
+        "source_id": "2101.00001",
+        "source_version": 1,
+        "hash_data": pack_hashes(_ZERO_SHA256, _ZERO_SHA256, None, _ZERO_SHA256),
+        "event_count": 0,
+        "key_ids": (),
+        "updated_at": "2021-01-01T00:00:00Z",
+    }
+    return Summary(**{**values, **fields})

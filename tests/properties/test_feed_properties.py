@@ -4,30 +4,14 @@ would, ties on the time included."""
 
 from __future__ import annotations
 
-import dataclasses
 from random import Random
 
+import factories
 from hypothesis import given
 from hypothesis import strategies as st
 
 from generator.sitewide import newest
-from generator.view import Summary, pack_hashes
 
-_BASE = Summary(
-    pith_number="",
-    title="t",
-    authors="a",
-    submitted_at="2021-01-01T00:00:00Z",
-    primary_cat="cs.DC",
-    cross_cats=(),
-    source_kind="arxiv",
-    source_id="2101.00001",
-    source_version=1,
-    hash_data=pack_hashes("0" * 64, "0" * 64, None, "0" * 64),
-    event_count=0,
-    key_ids=(),
-    updated_at="",
-)
 # A few times, so that many records share one (the usual case: a batch of events).
 times = st.sampled_from(["2021-01-01T00:00:00Z", "2021-01-02T00:00:00Z", "2026-07-09T00:00:01Z", ""])
 bodies = st.text(alphabet="AB27", min_size=1, max_size=4)
@@ -36,8 +20,7 @@ bodies = st.text(alphabet="AB27", min_size=1, max_size=4)
 @given(st.dictionaries(bodies, times, max_size=40), st.integers(1, 12), st.randoms())
 def test_newest_is_the_head_of_the_full_order(records: dict[str, str], count: int, random: Random) -> None:
     summaries = [
-        dataclasses.replace(_BASE, pith_number=f"pith:2021:{body}", updated_at=when)
-        for body, when in records.items()
+        factories.summary(pith_number=f"pith:2021:{body}", updated_at=when) for body, when in records.items()
     ]
     random.shuffle(summaries)  # (whatever order they come in)
     expected = sorted(summaries, key=lambda s: (s.updated_at, s.pith_number), reverse=True)[:count]

@@ -7,12 +7,13 @@ from __future__ import annotations
 import zlib
 from collections import Counter
 
+import factories
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from generator import layout
 from generator.sitewide import family_paths, shared_family_paths
-from generator.view import Summary, pack_aliases, pack_hashes
+from generator.view import Summary, pack_aliases
 
 # Common stems and a two-letter alphabet make shared 8-, 12- and 16-character prefixes common.
 stems = st.sampled_from(["A2", "A2AAAAAA", "A2AAAAAAAAAA", "A2AAAAAAAAAAAAAA", "A2BBBBBBBBBBBBBBB"])
@@ -31,20 +32,10 @@ def summaries(draw: st.DrawFn) -> Summary:
     aliases += [(f"pith_short_{n}", body[:n]) for n in (8, 12, 16)]
     lookup_paths = tuple(layout.resolve_json(kind, value) for kind, value in aliases)
     integrity = draw(st.booleans())
-    return Summary(
+    return factories.summary(
         pith_number=f"pith:2021:{body}",
-        title="t",
-        authors="a",
-        submitted_at="2021-01-01T00:00:00Z",
-        primary_cat="cs.DC",
-        cross_cats=(),
-        source_kind="arxiv",
         source_id=source_id,
         source_version=version,
-        hash_data=pack_hashes("0" * 64, "0" * 64, None, "0" * 64),
-        event_count=0,
-        key_ids=(),
-        updated_at="2021-01-01T00:00:00Z",
         integrity_path=f"pith/{source_id}/integrity.json" if integrity else None,
         integrity_data=zlib.compress(b"{}") if integrity else None,
         alias_data=pack_aliases(aliases, lookup_paths),

@@ -7,6 +7,7 @@ import io
 import json
 from pathlib import Path
 
+import factories
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -94,16 +95,12 @@ def summaries(draw: st.DrawFn) -> list[Summary]:
     made = []
     for body in bodies:
         made.append(
-            Summary(
+            factories.summary(
                 pith_number=f"pith:20{draw(st.integers(10, 26))}:{body}",
                 title=draw(_TEXT),
                 authors="",
                 submitted_at="2024-01-01T00:00:00Z",
-                primary_cat="cs.DC",
-                cross_cats=(),
-                source_kind="arxiv",
                 source_id="2401.00001",
-                source_version=1,
                 hash_data=pack_hashes(draw(_HASH), draw(_HASH), draw(st.none() | _HASH), draw(_HASH)),
                 event_count=draw(st.integers(min_value=0, max_value=2**70)),
                 key_ids=tuple(draw(st.lists(_TEXT, max_size=3))),

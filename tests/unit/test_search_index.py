@@ -7,6 +7,7 @@ from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
 
+import factories
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 from generator import layout, search_index
 from generator.config import SiteConfig
 from generator.search_index import SEARCH_CHUNK, search_files, search_key, shard_key
-from generator.view import TERM_SEPARATOR, Summary, pack_aliases, pack_hashes
+from generator.view import TERM_SEPARATOR, Summary, pack_aliases
 
 _TERMS = st.text(
     alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters=TERM_SEPARATOR),
@@ -28,20 +29,11 @@ _TERMS = st.text(
 def summary(index: int, terms: set[str]) -> Summary:
     """A record found by `terms` (as DOI aliases, lower-cased) besides its own words and numbers."""
     body = f"{index:026d}".translate(str.maketrans("0123456789", "abcdefghij"))
-    return Summary(
+    return factories.summary(
         pith_number=f"pith:2021:{body.upper()}",
         title=f"Title {index}",
         authors="A. Author",
-        submitted_at="2021-01-01T00:00:00Z",
-        primary_cat="cs.DC",
-        cross_cats=(),
-        source_kind="arxiv",
         source_id=f"2101.{index:05d}",
-        source_version=1,
-        hash_data=pack_hashes("0" * 64, "0" * 64, None, "0" * 64),
-        event_count=0,
-        key_ids=(),
-        updated_at="2021-01-01T00:00:00Z",
         alias_data=pack_aliases([("doi", t) for t in sorted(terms)], [None] * len(terms)),
     )
 

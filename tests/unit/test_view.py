@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import pickle
-from dataclasses import MISSING, fields, replace
+from dataclasses import fields, replace
 from typing import Any
 
 import factories
@@ -136,10 +136,7 @@ def test_packed_aliases_read_back_exactly(triples: list[tuple[str, str, str | No
     triples = [*triples, ("arxiv", "2401.00001", lookup_file("arxiv", "2401.00001"))]  # (kept as True)
     pairs = [(kind, value) for kind, value, _ in triples]
     paths = [path for _, _, path in triples]
-    s = Summary(
-        **{f.name: "" for f in fields(Summary) if f.default is MISSING},
-        alias_data=pack_aliases(pairs, paths),
-    )
+    s = factories.summary(alias_data=pack_aliases(pairs, paths))
     assert s.aliases == tuple(pairs)
     assert s.lookup_paths == tuple(paths)
     assert s.lookups == tuple((p, k, v) for (k, v), p in zip(pairs, paths, strict=True) if p is not None)
@@ -166,11 +163,7 @@ _HASHES = st.binary(min_size=32, max_size=32).map(bytes.hex) | st.text(max_size=
 
 @given(_HASHES, _HASHES, st.none() | _HASHES, _HASHES)
 def test_packed_hashes_read_back_exactly(canonical: str, record: str, bundle: str | None, state: str) -> None:
-    s = Summary(
-        **{f.name: "" for f in fields(Summary) if f.default is MISSING},
-        alias_data=b"",
-    )
-    s = replace(s, hash_data=pack_hashes(canonical, record, bundle, state))
+    s = factories.summary(hash_data=pack_hashes(canonical, record, bundle, state))
     assert (s.canonical_sha256, s.record_sha256, s.bundle_sha256, s.state_sha256) == (
         canonical,
         record,
