@@ -5,6 +5,7 @@ what is published, refused documents keep their pages, deleted ones go."""
 from __future__ import annotations
 
 import json
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -309,3 +310,16 @@ def test_packed_event_ids_read_back_as_the_same_set(ids: set[str]) -> None:
 def test_an_id_verification_would_refuse_is_not_packed(bad: str) -> None:
     with pytest.raises(ValueError):
         pack_event_ids(["sha256:" + "0" * 64, bad])
+
+
+def test_candidates_from_workers_share_their_kind() -> None:
+    """Candidates come to the main process pickled: equal, with the kind one object."""
+    events = pack_event_ids(["sha256:" + "1" * 64])
+    made = [
+        Candidate(f"content/{n}.json", "".join(["bun", "dle"]), f"pith:2021:{n}", "0" * 64, events, True)
+        for n in "AB"
+    ]
+    assert made[0].kind is not made[1].kind  # (two copies, as two documents' decoding makes them)
+    one, two = (pickle.loads(pickle.dumps(c)) for c in made)
+    assert [one, two] == made
+    assert one.kind is two.kind
