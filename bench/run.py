@@ -884,8 +884,7 @@ def check_incremental(what: str, runs: list[tuple[Measured, dict[str, Any]]], no
 def judge(results: dict[str, Any]) -> list[dict[str, Any]]:
     n = results["records"]
     if "cold" not in results:  # --memory-only
-        peak = results["cold_disk"]["peak_rss_mb"]
-        return _verdicts(n, {"peak_memory": (peak, peak < 500, f"{peak:,.0f} MB (RSS sum)")})
+        return _verdicts(n, {"peak_memory": _peak_memory(results["cold_disk"])})
     cold = results["cold"]
     measured = {
         "cold_rate": (
@@ -908,15 +907,17 @@ def judge(results: dict[str, Any]) -> list[dict[str, Any]]:
             results["one_change"]["seconds"] < 0.3,
             f"{results['one_change']['seconds']:.2f} s (a new process)",
         ),
-        "peak_memory": (
-            cold["peak_rss_mb"],
-            cold["peak_rss_mb"] < 500,
-            f"{cold['peak_rss_mb']:,.0f} MB (RSS sum)",
-        ),
+        "peak_memory": _peak_memory(cold),
     }
     if "vs_hugo" in cold:
         measured["cold_vs_hugo"] = (cold["vs_hugo"], cold["vs_hugo"] >= 1.5, f"{cold['vs_hugo']:.2f}x")
     return _verdicts(n, measured)
+
+
+def _peak_memory(figures: dict[str, Any]) -> tuple[float, bool, str]:
+    """The peak-memory target's (value, met, shown) for a cold build's figures."""
+    peak = figures["peak_rss_mb"]
+    return (peak, peak < 500, f"{peak:,.0f} MB (RSS sum)")
 
 
 def _verdicts(n: int, measured: dict[str, tuple[float, bool, str]]) -> list[dict[str, Any]]:
@@ -938,15 +939,29 @@ def _verdicts(n: int, measured: dict[str, tuple[float, bool, str]]) -> list[dict
 def memory_table(results: dict[str, Any]) -> str:
     """The table of a --memory-only run."""
     disk, n = results["cold_disk"], results["records"]
-    code = results["machine"]["code"]
-    dirty = f", uncommitted changes to {', '.join(code['uncommitted'])}" if code["uncommitted"] else ""
     lines = [
         f"pith-mirror cold build, disk ({results['output_fs'].get('disk_run', '?')}), "
         f"N={n:,}, --jobs {results['jobs']}: {disk['seconds']:.2f} s, "
         f"{disk['records_per_s']:,.0f} records/s, {disk['cpu_seconds']:.2f} CPU s",
-        f"peak memory, cold build: {disk['peak_rss_mb']:,.0f} MB RSS summed over "
-        f"{disk['peak_processes']} processes "
-        f"({disk['peak_pss_mb']:,.0f} MB PSS; {disk['memory_samples']} samples)",
+        _memory_line(disk),
+        *_closing_lines(results),
+    ]
+    return "\n".join(lines)
+
+
+def _memory_line(figures: dict[str, Any]) -> str:
+    return (
+        f"peak memory, cold build: {figures['peak_rss_mb']:,.0f} MB RSS summed over "
+        f"{figures['peak_processes']} processes "
+        f"({figures['peak_pss_mb']:,.0f} MB PSS; {figures['memory_samples']} samples)"
+    )
+
+
+def _closing_lines(results: dict[str, Any]) -> list[str]:
+    """The code, the load, every target's verdict and the notes: the end of either table."""
+    code = results["machine"]["code"]
+    dirty = f", uncommitted changes to {', '.join(code['uncommitted'])}" if code["uncommitted"] else ""
+    lines = [
         f"code: commit {code['commit']}{dirty}",
         f"load average before {results['loadavg_before']}, after {results['loadavg_after']} "
         f"({results['machine']['nproc']} CPUs: {results['machine']['cpu_model']})",
@@ -956,8 +971,7 @@ def memory_table(results: dict[str, Any]) -> str:
     for t in results["targets"]:
         shown = t.get("shown") or "-"
         lines.append(f"  {t['target']:<40} at N={t['at_records']:>7,}: {shown:<22} {t['verdict']}")
-    lines += [f"note: {note}" for note in results["notes"]]
-    return "\n".join(lines)
+    return lines + [f"note: {note}" for note in results["notes"]]
 
 
 def table(results: dict[str, Any]) -> str:
@@ -1057,11 +1071,7 @@ def table(results: dict[str, Any]) -> str:
     ]
     lines.insert(1, "  ".join("-" * w for w in widths))
     lines.append("")
-    lines.append(
-        f"peak memory, cold build: {cold['peak_rss_mb']:,.0f} MB RSS summed over "
-        f"{cold['peak_processes']} processes "
-        f"({cold['peak_pss_mb']:,.0f} MB PSS; {cold['memory_samples']} samples)"
-    )
+    lines.append(_memory_line(cold))
     lines.append(
         f"output: {cold['output_files']:,} files, {cold['output_bytes'] / 1e6:,.1f} MB "
         f"({cold['output_allocated_bytes'] / 1e6:,.1f} MB allocated, "
@@ -1078,20 +1088,7 @@ def table(results: dict[str, Any]) -> str:
             f"(pith-mirror's {hugo['pith_mirror_record_page_bytes']:,} B)"
         )
         lines.append(f"Hugo reference given: {HUGO_REFERENCE}")
-    code = results["machine"]["code"]
-    dirty = f", uncommitted changes to {', '.join(code['uncommitted'])}" if code["uncommitted"] else ""
-    lines.append(f"code: commit {code['commit']}{dirty}")
-    lines.append(
-        f"load average before {results['loadavg_before']}, after {results['loadavg_after']} "
-        f"({results['machine']['nproc']} CPUs: {results['machine']['cpu_model']})"
-    )
-    lines.append("")
-    lines.append("targets:")
-    for t in results["targets"]:
-        shown = t.get("shown") or "-"
-        lines.append(f"  {t['target']:<40} at N={t['at_records']:>7,}: {shown:<22} {t['verdict']}")
-    for note in results["notes"]:
-        lines.append(f"note: {note}")
+    lines += _closing_lines(results)
     return "\n".join(lines)
 
 
