@@ -656,11 +656,12 @@ class _Build:
             previous,
             listings,
         )
+        generated_at = build_time()
         entry_json = self.kept_manifest_entry if self.incremental or self.keeps_manifest else None
         streamed = not self.incremental and not self.keeps_manifest  # (see `stream_manifest_into`)
         lazies += [
             eager(f.path, f.data)
-            for f in manifest_files(summaries, config, self.keyring, build_time(), entry_json, streamed)
+            for f in manifest_files(summaries, config, self.keyring, generated_at, entry_json, streamed)
         ]
         affected = self.affected_family_paths(summaries)
         family = record_family_files(summaries, env, config, affected)
@@ -708,7 +709,7 @@ class _Build:
             if old is None or old[1] != digest:
                 emit(path, data)
         if streamed:
-            self.stream_manifest_into(record, summaries)
+            self.stream_manifest_into(record, summaries, generated_at)
         self.new_cache.sitewide = record
         if staged is not None:
             remove_files(self.staging, {p for p in affected - set(shared) if p not in owned})
@@ -722,18 +723,20 @@ class _Build:
         remove_files(self.site, {p for p in gone if p not in owned})
         return {owned[p] for p in gone if p in owned and owned[p] not in fresh}
 
-    def stream_manifest_into(self, record: dict[str, tuple[str, str]], summaries: list[Summary]) -> None:
+    def stream_manifest_into(
+        self, record: dict[str, tuple[str, str]], summaries: list[Summary], generated_at: str | None
+    ) -> None:
         """A cold build writes the site manifest into staging entry by entry, hashing
         as it goes (the same bytes as `whole_manifest`); it is the last file."""
         target = self.staging / MANIFEST_PATH
         target.parent.mkdir(parents=True, exist_ok=True)
         with open(target, "wb") as handle:
             hashing = _HashingWriter(handle)
-            if not stream_manifest(hashing, summaries, self.config, build_time()):
+            if not stream_manifest(hashing, summaries, self.config, generated_at):
                 handle.seek(0)
                 handle.truncate()
                 hashing = _HashingWriter(handle)
-                hashing.write(whole_manifest(summaries, self.config, build_time()))
+                hashing.write(whole_manifest(summaries, self.config, generated_at))
         full_digest = hashing.digest.hexdigest()
         record[MANIFEST_PATH] = (full_digest[:24], full_digest[:32])  # (as `eager` keys it)
         self.new_cache.manifest_sha256 = full_digest
