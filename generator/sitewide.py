@@ -29,6 +29,7 @@ from xml.sax.saxutils import escape
 
 from jinja2 import Environment
 from markdown_it import MarkdownIt
+from markupsafe import Markup
 
 from . import layout
 from .canonical import pretty_json
@@ -253,9 +254,10 @@ def listing_files(
             by_cat[slug].append(summary)
     years = sorted(((y, len(r)) for y, r in by_year.items()), reverse=True)
     cats = sorted((c, len(r)) for c, r in by_cat.items())
-    extra = {"years": years, "categories": cats, "home": True}
-
-    others = {"years": years, "categories": cats, "home": False}
+    # (the same on every listing page: rendered once, not 1,200 times at 20,000 records)
+    side = browse_side(env, years, cats)
+    extra = {"years": years, "categories": cats, "home": True, "browse_side": side}
+    others = {**extra, "home": False}
     files = listing_pages(env, "", "Records", ordered, config.per_page, extra)
     files += lazy_page(
         "browse", fingerprint(years, cats), lambda: render(env, "browse.html", years=years, categories=cats)
@@ -287,6 +289,15 @@ def listing_files(
         previous,
     )
     return files
+
+
+Counts = Sequence[tuple[str, int]]
+"""(year or category, how many records) in the order the listings show them."""
+
+
+def browse_side(env: Environment, years: Counts, cats: Counts) -> Markup:
+    """The listing pages' links to every year and category (`browse_side.html`)."""
+    return Markup(render(env, "browse_side.html", years=years, categories=cats))
 
 
 def fixed_files(
@@ -484,6 +495,7 @@ def short_pages(
             "next": None,
             "years": [],
             "categories": [],
+            "browse_side": browse_side(env, [], []),
             "home": False,
         }
         key = fingerprint(path, *(s.digest for s in records))

@@ -65,6 +65,25 @@ def test_links_resolve_with_pagination_and_slashed_ids(rich_site: Project) -> No
     assert broken_links(site, "/") == []
 
 
+def test_every_listing_page_links_every_year_and_category(rich_site: Project) -> None:
+    """The side links, rendered once a build, are on every listing page and agree
+    with the browse page (its own template) on what there is to browse."""
+    site = rich_site.site
+
+    def browse_targets(path: Path) -> set[str]:
+        refs = (ref for _, ref in page_refs(path.read_text("utf-8")))
+        return {ref for ref in refs if ref.startswith(("/browse/year/", "/browse/category/"))}
+
+    expected = browse_targets(site / "browse.html")
+    assert len({t for t in expected if "/year/" in t}) >= 3 and any("/category/" in t for t in expected)
+    listings = [site / "index.html", site / "page/2.html"]
+    listings += [p for kind in ("year", "category") for p in (site / "browse" / kind).rglob("*.html")]
+    assert len(listings) > 6
+    for listing in listings:
+        assert browse_targets(listing) >= expected, listing
+        assert listing.read_text("utf-8").count('<aside class="browse-side"') == 1, listing
+
+
 def test_the_link_checker_finds_broken_links(tmp_path: Path) -> None:
     """The checker itself: a missing target, a link outside the base, a javascript: URL."""
     (tmp_path / "x").mkdir()
