@@ -5,26 +5,22 @@ Rules:
   shards `search/terms/<2-character prefix>.json` mapping each term to the
   positions of the records it finds, and `search/records/<n>.json`, chunks of
   SEARCH_CHUNK rows in newest-first order.
-- The whole index is never in memory: one pass writes every (position, term)
-  posting to an anonymous temporary file per first character of its shard;
-  each shard is then made from its file when it is asked for, and dropped
-  once taken. All the postings at once, in dicts, cost about 3 kB per record
+- The whole index is never in memory: one pass writes every (term, position)
+  posting to an anonymous temporary file, in segments of one shard each; each
+  shard is made from its segments when it is asked for, and dropped once
+  taken. All the postings at once, in dicts, cost about 3 kB per record
   (300 MB at 100,000 records). What remains proportional to the records is
-  the largest bucket's spilled bytes, "p" (about 40 bytes a posting), and
-  the largest shard while it is made, "pi", which holds every record's
-  number (about 80 bytes a posting: each is one `bytes`, sorted as it is).
+  the largest shard while it is made, "pi", which holds every record's number
+  (about 80 bytes a posting: each is one `bytes`, sorted as it is).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import struct
 import tempfile
 from array import array
-from collections import defaultdict
 from collections.abc import Callable, Sequence
-from itertools import groupby
 from json.encoder import encode_basestring
 from typing import IO, NamedTuple
 
@@ -33,16 +29,11 @@ import orjson
 from . import layout
 from .canonical import pretty_json
 from .config import SiteConfig
-from .view import Summary
+from .view import TERM_SEPARATOR, Summary
 
 SEARCH_CHUNK = 1000
 
 _SHARD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
-_FLUSH_BYTES = 1 << 16
-_HEAD = struct.Struct("<2sI")
-"""A spilled posting's shard key and length; then the posting: the term's UTF-8
-bytes (each zero byte as _ZERO), _END, and the record's position as 4 big-endian bytes."""
-_ZERO, _END = b"\x00\x01", b"\x00\x00"
 
 
 class Pending(NamedTuple):
@@ -109,99 +100,91 @@ class _Shard:
 
 
 class _Postings:
-    """Every record's terms with its position, spilled by the shard's first character."""
+    """Every record's terms with its position, spilled by shard into one temporary file.
+
+    A posting is the term (each zero character as _ZERO), _END, the position as
+    ten decimal digits, and TERM_SEPARATOR, which no term holds: so sorting a
+    shard's postings as bytes sorts them by term and then by position (UTF-8
+    keeps the order of code points; _END sorts before any more of a longer
+    term), and splitting its bytes at TERM_SEPARATOR, sorting and one pass make
+    the shard's JSON. Postings wait in per-shard lists until _FLUSH_POSTINGS of
+    them are buffered, then each shard's are written as one segment."""
 
     def __init__(self, ordered: Sequence[Summary]) -> None:
         if len(ordered) >= 1 << 32:
             raise ValueError("a search index holds fewer than 2**32 records")
-        self._files: dict[str, IO[bytes]] = {}
-        self._buckets: dict[str, _Bucket] = {}
-        buffers: dict[str, bytearray] = defaultdict(bytearray)
+        # (open until the last shard is taken; a failed build's is closed, and
+        # so deleted, with this object)
+        self._file: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115
+        self._size = 0
+        self._segments: dict[str, array[int]] = {}
+        """Each shard's (offset, length) pairs in the file, in the order written."""
+        buffers: dict[str, list[str]] = {}
         keys: dict[str, str] = {}  # (a shard's key depends on its terms' first two characters only)
-        pack = _HEAD.pack
+        buffered = 0
         for index, summary in enumerate(ordered):
-            tail = _END + index.to_bytes(4, "big")
-            for term in summary.terms:
+            tail = f"{_END}{index:010d}{TERM_SEPARATOR}"
+            terms = summary.terms
+            for term in terms:
                 key = keys.get(term[:2])
                 if key is None:
                     key = keys[term[:2]] = shard_key(term)
-                posting = term.encode("utf-8").replace(b"\x00", _ZERO) + tail
-                buffer = buffers[key[0]]
-                buffer += pack(key.encode("ascii"), len(posting))
-                buffer += posting
-                if len(buffer) > _FLUSH_BYTES:
-                    self._spill(key[0], buffer)
-                    buffer.clear()
-        for first, buffer in buffers.items():
-            self._spill(first, buffer)
+                parts = buffers.get(key)
+                if parts is None:
+                    parts = buffers[key] = []
+                parts += (term.replace("\x00", _ZERO) if "\x00" in term else term, tail)
+            buffered += len(terms)
+            if buffered >= _FLUSH_POSTINGS:
+                self._spill(buffers)
+                buffered = 0
+        self._spill(buffers)
         self.keys = set(keys.values())
 
-    def _spill(self, first: str, buffer: bytearray) -> None:
-        handle = self._files.get(first)
-        if handle is None:
-            # (open until its bucket is read: `_read_bucket` closes it; a failed
-            # build's are closed, and so deleted, with this object)
-            handle = self._files[first] = tempfile.TemporaryFile()  # noqa: SIM115
-        handle.write(buffer)
+    def _spill(self, buffers: dict[str, list[str]]) -> None:
+        for key, parts in buffers.items():
+            data = "".join(parts).encode("utf-8")
+            self._file.write(data)
+            self._segments.setdefault(key, array("Q")).extend((self._size, len(data)))
+            self._size += len(data)
+        buffers.clear()
 
     def take(self, key: str) -> bytes:
-        """The shard's bytes, made now from its bucket (read the first time one of
-        its shards is asked for, and let go with the last)."""
-        bucket = self._buckets.get(key[0]) or self._read_bucket(key[0])
-        starts = bucket.starts.pop(key)
-        if not bucket.starts:
-            del self._buckets[key[0]]
-        data, size = bucket.data, _HEAD.size
-        postings = [data[at + size : at + size + _HEAD.unpack_from(data, at)[1]] for at in starts]
-        del starts
-        return _shard_json(postings)
-
-    def _read_bucket(self, first: str) -> _Bucket:
-        handle = self._files.pop(first)
-        with handle:
-            handle.seek(0)
-            data = handle.read()
-        starts: dict[str, array[int]] = {}
-        offset, unpack, step = 0, _HEAD.unpack_from, _HEAD.size
-        while offset < len(data):
-            key, size = unpack(data, offset)
-            name = key.decode("ascii")
-            found = starts.get(name)
-            if found is None:
-                found = starts[name] = array("Q")
-            found.append(offset)
-            offset += step + size
-        bucket = self._buckets[first] = _Bucket(data, starts)
-        return bucket
+        """The shard's bytes, made now from its segments (read once, then let go)."""
+        segments = self._segments.pop(key)
+        chunks = []
+        for at in range(0, len(segments), 2):
+            self._file.seek(segments[at])
+            chunks.append(self._file.read(segments[at + 1]))
+        if not self._segments:
+            self._file.close()
+        return _shard_json(b"".join(chunks))
 
 
-class _Bucket(NamedTuple):
-    data: bytes
-    starts: dict[str, array[int]]
-    """Where each of its shards' postings start in `data`, in position order."""
+_FLUSH_POSTINGS = 1 << 15
+_ZERO, _END = "\x00\x01", "\x00\x00"
+_ZERO_BYTES, _END_BYTES, _SEPARATOR_BYTES = b"\x00\x01", b"\x00\x00", TERM_SEPARATOR.encode()
 
 
-def _shard_json(postings: list[bytes]) -> bytes:
+def _shard_json(data: bytes) -> bytes:
     """`json.dumps({term: [positions]}, ensure_ascii=False, separators=(",", ":"))` with
-    terms sorted, from the shard's postings as spilled, without the dict of lists
-    (a shard such as "pi", which holds every record's number, is the largest).
-
-    Sorting the postings' bytes sorts by term, then by position: UTF-8 keeps the
-    order of code points, a zero byte in a term is spilled as two (00 01) and the
-    term ends with 00 00, which sorts before any more of a longer term; the
-    position is four big-endian bytes."""
+    terms sorted, from the shard's spilled postings (see `_Postings`), without the
+    dict of lists (a shard such as "pi", which holds every record's number, is the
+    largest)."""
+    postings = data.split(_SEPARATOR_BYTES)
+    postings.pop()  # (every posting ends with the separator)
     postings.sort()
     out = bytearray(b"{")  # (one growing buffer: a list of parts and its join cost twice the shard)
-    for spilled, group in groupby(postings, key=_term_bytes):
-        term = spilled.replace(_ZERO, b"\x00").decode("utf-8")
-        positions = ",".join(str(int.from_bytes(posting[-4:], "big")) for posting in group)
-        out += f"{encode_basestring(term)}:[{positions}],".encode()
-    if len(out) > 1:
-        out[-1:] = b"}"
-    else:
-        out += b"}"
+    last = None
+    for posting in postings:
+        term, _, position = posting.partition(_END_BYTES)  # (an escaped term holds no _END)
+        position = position.lstrip(b"0") or b"0"
+        if term == last:
+            out += b"," + position
+            continue
+        if last is not None:
+            out += b"],"
+        last = term
+        out += encode_basestring(term.replace(_ZERO_BYTES, b"\x00").decode("utf-8")).encode("utf-8")
+        out += b":[" + position
+    out += b"]}" if last is not None else b"}"
     return bytes(out)
-
-
-def _term_bytes(posting: bytes) -> bytes:
-    return posting[:-6]
