@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -70,11 +71,17 @@ def swap_in(staging: Path, site: Path) -> None:
         shutil.rmtree(previous)
 
 
+_SEGMENT = r"(?!\.\.?(?:/|\Z))[^/\\\x00]+"
+_PLAIN_RELATIVE = re.compile(rf"{_SEGMENT}(?:/{_SEGMENT})*")
+"""Segments that are not "", "." or "..", hold no backslash or NUL, joined by "/"."""
+
+
 def is_plain_relative(path: str) -> bool:
-    """No leading "/", no "", "." or ".." segment, no backslash or NUL."""
-    if path.startswith("/") or "\\" in path or "\0" in path:
-        return False
-    return all(part not in ("", ".", "..") for part in path.split("/"))
+    """No leading "/", no "", "." or ".." segment, no backslash or NUL.
+
+    One regular expression, not a split and a test per segment: a cold build
+    checks every path it writes, 23 a record."""
+    return _PLAIN_RELATIVE.fullmatch(path) is not None
 
 
 def check_path(path: str) -> None:

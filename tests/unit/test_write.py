@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from generator.errors import BuildError
 from generator.render import OutputFile
@@ -64,6 +66,15 @@ def test_paths_that_could_leave_the_root_are_refused(tmp_path: Path, path: str) 
     with pytest.raises(BuildError, match="plain relative path"):
         Writer(tmp_path / "site", atomic=False).write([OutputFile(path, b"x")])
     assert not (tmp_path / "site").exists() or not any((tmp_path / "site").rglob("*"))
+
+
+@given(st.lists(st.sampled_from(["a", "b.c", ".", "..", "...", ".a", "", "\\", "\0", "é"]), max_size=5))
+def test_the_path_check_is_the_segment_rule(segments: list[str]) -> None:
+    """The one regular expression agrees with the rule it stands for."""
+    for path in ("/".join(segments), "".join(segments), "/" + "/".join(segments)):
+        parts = path.split("/")
+        plain = "\\" not in path and "\0" not in path and all(p not in ("", ".", "..") for p in parts)
+        assert is_plain_relative(path) == plain, path
 
 
 def test_the_folders_a_writer_remembers_stay_bounded(tmp_path: Path) -> None:
