@@ -33,7 +33,7 @@ import shutil
 import threading
 import time
 from collections.abc import Collection, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
@@ -74,6 +74,7 @@ from .reconcile import Candidate, Choice, select
 from .render import OutputFile, make_environment
 from .sitewide import (
     Lazy,
+    PageRender,
     build_time,
     eager,
     family_paths,
@@ -83,7 +84,16 @@ from .sitewide import (
     shared_family_paths,
 )
 from .view import Summary
-from .workers import Examined, Progress, Task, examine_task, init_worker, render_task, run_tasks
+from .workers import (
+    Examined,
+    Progress,
+    Task,
+    examine_task,
+    init_worker,
+    render_pages_task,
+    render_task,
+    run_tasks,
+)
 from .write import Writer, prepare_staging, remove_files, swap_in, write_atomic
 
 
@@ -692,10 +702,14 @@ class _Build:
         record: dict[str, tuple[str, str]] = {}
         if not listings:  # kept as they are: neither made nor removed
             record = {path: old for path, old in previous.items() if path not in fixed}
+        offloaded = self.offload_pages(fixed) if staged is not None else []
+        handed = {lazy.path for pages, _ in offloaded for lazies in pages for lazy in lazies}
         for path, lazy in sorted(shared.items()):
             emit(path, lazy.make())
         for path in sorted(fixed, key=lambda p: (p == MANIFEST_PATH, p)):
             lazy = fixed[path]
+            if path in handed:
+                continue
             old = previous.get(path)
             if old is not None and old[0] == lazy.key:
                 record[path] = old
@@ -708,6 +722,11 @@ class _Build:
                 self.new_cache.manifest_sha256 = full_digest
             if old is None or old[1] != digest:
                 emit(path, data)
+        for pages, batch in offloaded:
+            for lazies, (written, full_digest) in zip(pages, batch.result(), strict=True):
+                self.written += written
+                for lazy in lazies:
+                    record[lazy.path] = (lazy.key, full_digest[:32])
         if streamed:
             self.stream_manifest_into(record, summaries, generated_at)
         self.new_cache.sitewide = record
@@ -722,6 +741,29 @@ class _Build:
         gone = (set(previous) - set(fixed) - set(record)) | (affected - set(shared))
         remove_files(self.site, {p for p in gone if p not in owned})
         return {owned[p] for p in gone if p in owned and owned[p] not in fresh}
+
+    def offload_pages(self, fixed: dict[str, Lazy]) -> list[_Batch]:
+        """A full build with workers has them make the listing pages (1,200 at
+        20,000 records, a third of the site-wide stage's rendering) while this
+        process makes the rest. Each page's paths go to one worker together, and
+        the pages go in a few large batches: this process is busy meanwhile, and
+        the threads that pass each batch to and from the workers wait for it.
+
+        Returns each batch's pages, as lists of their lazies, and its future."""
+        if self.pool is None:
+            return []
+        pages: dict[int, tuple[PageRender, list[Lazy]]] = {}
+        for lazy in fixed.values():
+            if lazy.job is not None:
+                pages.setdefault(id(lazy.job), (lazy.job, []))[1].append(lazy)
+        ordered = list(pages.values())
+        size = max(1, -(-len(ordered) // (4 * self.config.jobs)))
+        batches = []
+        for start in range(0, len(ordered), size):
+            batch = ordered[start : start + size]
+            items = [(job, tuple(lazy.path for lazy in lazies)) for job, lazies in batch]
+            batches.append(([lazies for _, lazies in batch], self.pool.submit(render_pages_task, items)))
+        return batches
 
     def stream_manifest_into(
         self, record: dict[str, tuple[str, str]], summaries: list[Summary], generated_at: str | None
@@ -837,6 +879,10 @@ class _PaperPages:
         if owner is None:
             raise KeyError(path)
         return owner
+
+
+_Batch = tuple[list[list[Lazy]], Future[list[tuple[int, str]]]]
+"""Pages a worker makes (each as its lazies: one per path) and what it returns."""
 
 
 def _context_inputs(rejections: list[Rejection], notes: list[str], extra: str) -> str:

@@ -59,6 +59,18 @@ _SLUG = re.compile(r"[a-z0-9][a-z0-9-]*")
 
 
 @dataclass(frozen=True, slots=True)
+class PageRender:
+    """A page as a template and its context, which pickle: a worker process, with
+    the same environment as the main process, can make it (see `Lazy.job`)."""
+
+    template: str
+    context: dict[str, Any]
+
+    def html(self, env: Environment) -> str:
+        return render(env, self.template, **self.context)
+
+
+@dataclass(frozen=True, slots=True)
 class Lazy:
     """A site-wide file not rendered yet: `key` fingerprints everything its bytes
     depend on, so an incremental build renders it only when the key changed."""
@@ -66,6 +78,8 @@ class Lazy:
     path: str
     key: str
     make: Callable[[], bytes]
+    job: PageRender | None = None
+    """How a worker can make the same bytes as `make` (a listing page), or None."""
 
 
 def eager(path: str, data: bytes) -> Lazy:
@@ -90,10 +104,10 @@ class _Once:
         return data
 
 
-def lazy_page(path: str, key: str, make_html: Callable[[], str]) -> list[Lazy]:
+def lazy_page(path: str, key: str, make_html: Callable[[], str], job: PageRender | None = None) -> list[Lazy]:
     """Like `render.page`: `x.html` and `x/index.html`, rendered at most once."""
     make = _Once(make_html)
-    return [Lazy(f"{path}.html", key, make), Lazy(f"{path}/index.html", key, make)]
+    return [Lazy(f"{path}.html", key, make, job), Lazy(f"{path}/index.html", key, make, job)]
 
 
 def fingerprint(*parts: object) -> str:
@@ -174,14 +188,12 @@ def listing_pages(
             **extra,
         }
         key = fingerprint(heading, number, pages, len(records), extra_key, *(s.digest for s in chunk))
-
-        def make(context: dict[str, Any] = context) -> str:
-            return render(env, "index.html", **context)
-
+        job = PageRender("index.html", context)
+        make = partial(job.html, env)
         if number == 1 and not path:
-            files.append(Lazy("index.html", key, _Once(make, takers=1)))
+            files.append(Lazy("index.html", key, _Once(make, takers=1), job))
         else:
-            files += lazy_page(path if number == 1 else f"{prefix}page/{number}", key, make)
+            files += lazy_page(path if number == 1 else f"{prefix}page/{number}", key, make, job)
     return files
 
 

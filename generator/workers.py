@@ -14,6 +14,7 @@ Rules:
 from __future__ import annotations
 
 import gc
+import hashlib
 import os
 import signal
 from collections.abc import Callable, Iterator, Sequence
@@ -31,7 +32,7 @@ from .keys import Keyring
 from .load import Limits
 from .reconcile import Candidate, Choice, pack_event_ids
 from .render import OutputFile, make_environment, render_publication
-from .sitewide import page_titles, record_family_files
+from .sitewide import PageRender, page_titles, record_family_files
 from .view import Publication, Summary
 from .write import Writer
 
@@ -174,6 +175,19 @@ def render_and_write(pub: Publication, raws: dict[str, bytes]) -> tuple[int, Sum
         lazies = record_family_files([summary], env, config, None)
         written += writer.write([OutputFile(lazy.path, lazy.make()) for lazy in lazies])
     return written, summary
+
+
+def render_pages_task(pages: list[tuple[PageRender, tuple[str, ...]]]) -> list[tuple[int, str]]:
+    """Make site-wide pages, each at each of its paths, in the worker's output
+    folder (a full build's listing pages, while the main process makes the rest).
+
+    Returns, for each page, how many files it wrote and the SHA-256 of its bytes."""
+    done = []
+    for job, paths in pages:
+        data = job.html(_WORKER["env"]).encode("utf-8")
+        written = _WORKER["writer"].write([OutputFile(path, data) for path in paths])
+        done.append((written, hashlib.sha256(data).hexdigest()))
+    return done
 
 
 def run_tasks(

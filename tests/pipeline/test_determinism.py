@@ -71,14 +71,26 @@ def test_two_builds_are_byte_identical(tmp_path: Path, files: list[tuple[str, by
 
 
 def test_jobs_1_and_jobs_2_are_byte_identical(tmp_path: Path, files: list[tuple[str, bytes]]) -> None:
+    """Workers make the records, and with jobs > 1 the listing pages too; the
+    build cache then records each site-wide file as one process would."""
     one = make(tmp_path / "one", files)
     two = make(tmp_path / "two", files)
-    one.build(jobs=1)
-    report = two.build(jobs=2)
-    assert report.published == 7
+    alone = one.build(jobs=1, per_page=2)
+    report = two.build(jobs=2, per_page=2)
+    assert report.published == 7 and report.files_written == alone.files_written
     first, second = tree(one.site), tree(two.site)
-    assert sorted(first) == sorted(second)
+    assert sorted(first) == sorted(second) and "page/2/index.html" in first
     assert [p for p in first if first[p] != second[p]] == []
+    assert sitewide_record(one) == sitewide_record(two)
+
+
+def sitewide_record(project: Project) -> dict[str, Any]:
+    """What the build cache says of every site-wide file: its inputs' key and its bytes' hash."""
+    cache = project.root / ".pith-cache" / project.site.name / "build-cache.json"
+    head = cache.read_bytes().split(b"\n")[0]
+    record: dict[str, Any] = json.loads(head)["sitewide"]
+    assert any(path.startswith("browse/year/") for path in record)
+    return record
 
 
 def test_rebuilding_in_place_changes_nothing(tmp_path: Path, files: list[tuple[str, bytes]]) -> None:
