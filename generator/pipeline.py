@@ -655,6 +655,11 @@ class _Build:
         listings = not self.listings_unchanged(context)
         env = make_environment(config, self.keyring)
         previous = self.cache.sitewide if self.cache else {}
+        offloaded: list[_Batch] = []  # (a full build's listing pages, made by the workers)
+
+        def hand_over(pages: list[Lazy]) -> None:
+            offloaded.extend(self.offload_pages(pages))
+
         lazies = render_site(
             summaries,
             rejections,
@@ -665,6 +670,7 @@ class _Build:
             config.content / "pages",
             previous,
             listings,
+            None if self.incremental else hand_over,
         )
         generated_at = build_time()
         entry_json = self.kept_manifest_entry if self.incremental or self.keeps_manifest else None
@@ -702,7 +708,6 @@ class _Build:
         record: dict[str, tuple[str, str]] = {}
         if not listings:  # kept as they are: neither made nor removed
             record = {path: old for path, old in previous.items() if path not in fixed}
-        offloaded = self.offload_pages(fixed) if staged is not None else []
         handed = {lazy.path for pages, _ in offloaded for lazies in pages for lazy in lazies}
         for path, lazy in sorted(shared.items()):
             emit(path, lazy.make())
@@ -742,7 +747,7 @@ class _Build:
         remove_files(self.site, {p for p in gone if p not in owned})
         return {owned[p] for p in gone if p in owned and owned[p] not in fresh}
 
-    def offload_pages(self, fixed: dict[str, Lazy]) -> list[_Batch]:
+    def offload_pages(self, lazies: list[Lazy]) -> list[_Batch]:
         """A full build with workers has them make the listing pages (1,200 at
         20,000 records, a third of the site-wide stage's rendering) while this
         process makes the rest. Each page's paths go to one worker together, and
@@ -753,7 +758,7 @@ class _Build:
         if self.pool is None:
             return []
         pages: dict[int, tuple[PageRender, list[Lazy]]] = {}
-        for lazy in fixed.values():
+        for lazy in lazies:
             if lazy.job is not None:
                 pages.setdefault(id(lazy.job), (lazy.job, []))[1].append(lazy)
         ordered = list(pages.values())

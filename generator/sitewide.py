@@ -229,16 +229,21 @@ def render_site(
     pages_dir: Path,
     previous: Previous | None = None,
     listings: bool = True,
+    on_pages: Callable[[list[Lazy]], None] | None = None,
 ) -> list[Lazy]:
     """Every site-wide file, each with the fingerprint of what it depends on
     (`summaries` in Pith-number order, as the pipeline keeps them).
 
     With `listings` False, only the files made again every build: the caller
-    knows the listings are what they were (see `same_listing`) and keeps them."""
+    knows the listings are what they were (see `same_listing`) and keeps them.
+    `on_pages` is given the listing pages (see `Lazy.job`) as soon as they are
+    known, before the search index and the report are made."""
     md_pages = markdown_pages(pages_dir)
     env.globals["nav_pages"] = [(slug, title) for slug, title, _ in md_pages]
     files = (
-        listing_files(summaries, rejections, notes, env, config, md_pages, previous or {}) if listings else []
+        listing_files(summaries, rejections, notes, env, config, md_pages, previous or {}, on_pages)
+        if listings
+        else []
     )
     return files + [eager(f.path, f.data) for f in fixed_files(summaries, keyring, env, config)]
 
@@ -251,6 +256,7 @@ def listing_files(
     config: SiteConfig,
     md_pages: Sequence[tuple[str, str, str]],
     previous: Previous,
+    on_pages: Callable[[list[Lazy]], None] | None = None,
 ) -> list[Lazy]:
     """Home and browse listings, Markdown pages, the report, the search index and
     the sitemap: everything made from LISTED_FIELDS, rejections and notes."""
@@ -281,6 +287,8 @@ def listing_files(
     for cat, records in by_cat.items():
         heading = f"Primary category {cat}"
         files += listing_pages(env, f"browse/category/{cat}", heading, records, config.per_page, others)
+    if on_pages is not None:
+        on_pages([lazy for lazy in files if lazy.job is not None])
     for slug, title, html in md_pages:
         files += lazy_page(
             slug,
