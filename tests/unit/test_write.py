@@ -77,6 +77,15 @@ def test_the_path_check_is_the_segment_rule(segments: list[str]) -> None:
         assert is_plain_relative(path) == plain, path
 
 
+def test_folders_are_made_at_any_depth_and_a_file_in_the_way_is_an_error(tmp_path: Path) -> None:
+    writer = Writer(tmp_path, atomic=False)
+    writer.write([OutputFile("a/b/c/d.json", b"1"), OutputFile("a/b/e.json", b"2"), OutputFile("f", b"3")])
+    assert (tmp_path / "a/b/c/d.json").read_bytes() == b"1" and (tmp_path / "a/b/e.json").read_bytes() == b"2"
+    with pytest.raises(FileExistsError):
+        Writer(tmp_path, atomic=False).write([OutputFile("f/g.json", b"4")])
+    assert (tmp_path / "f").read_bytes() == b"3"
+
+
 def test_the_folders_a_writer_remembers_stay_bounded(tmp_path: Path) -> None:
     """A worker writes into tens of thousands of folders over a build: what it
     remembers of them must not grow with the corpus, and forgetting is harmless."""
