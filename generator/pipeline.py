@@ -751,8 +751,8 @@ class _Build:
         """A full build with workers has them make the listing pages (1,200 at
         20,000 records, a third of the site-wide stage's rendering) while this
         process makes the rest. Each page's paths go to one worker together, and
-        the pages go in a few large batches: this process is busy meanwhile, and
-        the threads that pass each batch to and from the workers wait for it.
+        the pages go in batches, not one by one: this process is busy meanwhile,
+        and the threads that pass work to and from the workers wait for it.
 
         Returns each batch's pages, as lists of their lazies, and its future."""
         if self.pool is None:
@@ -762,7 +762,10 @@ class _Build:
             if lazy.job is not None:
                 pages.setdefault(id(lazy.job), (lazy.job, []))[1].append(lazy)
         ordered = list(pages.values())
-        size = max(1, -(-len(ordered) // (4 * self.config.jobs)))
+        # (a batch is pickled whole, with its records' summaries, and unpickled
+        # whole in the worker that takes it: _BATCH_RECORDS bounds what it holds)
+        most = max(1, _BATCH_RECORDS // self.config.per_page)
+        size = max(1, min(most, -(-len(ordered) // (4 * self.config.jobs))))
         batches = []
         for start in range(0, len(ordered), size):
             batch = ordered[start : start + size]
@@ -886,6 +889,8 @@ class _PaperPages:
         return owner
 
 
+_BATCH_RECORDS = 3200
+"""Records listed by the pages of one batch handed to a worker (64 pages of 50)."""
 _Batch = tuple[list[list[Lazy]], Future[list[tuple[int, str]]]]
 """Pages a worker makes (each as its lazies: one per path) and what it returns."""
 
