@@ -23,6 +23,8 @@ from .model import BODY_RE
 
 _SAFE_SEGMENT = re.compile(r"[A-Za-z0-9._-]+")
 _SAFE_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+_SAFE_SEGMENT = re.compile(r"[A-Za-z0-9._-]+")
+"""A segment made of _SAFE_BYTES only, which encodes as itself."""
 _ARXIV_ID = re.compile(r"[0-9]{4}\.[0-9]{4,5}|[a-z][a-z-]*(\.[A-Z]{2})?/[0-9]{7}")
 
 RESOLVE_KINDS = ("arxiv", "arxiv_version", "doi", "pith_short_8", "pith_short_12", "pith_short_16")
@@ -108,8 +110,11 @@ def encode_alias_value(value: str) -> str | None:
     for segment in segments:
         if segment in (".", ".."):
             encoded.append(segment.replace(".", "~2E"))
-            continue
-        encoded.append("".join(chr(b) if b in _SAFE_BYTES else f"~{b:02X}" for b in segment.encode("utf-8")))
+        elif _SAFE_SEGMENT.fullmatch(segment):  # (most are: arXiv ids, DOIs, Pith prefixes)
+            encoded.append(segment)
+        else:
+            spelled = (chr(b) if b in _SAFE_BYTES else f"~{b:02X}" for b in segment.encode("utf-8"))
+            encoded.append("".join(spelled))
     for index in range(len(encoded) - 1):
         if encoded[index].endswith(".json"):
             encoded[index] = encoded[index][:-5] + "~2Ejson"

@@ -10,6 +10,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from sitekit import (
     BUNDLE_BODY,
     BUNDLE_NUMBER,
@@ -259,6 +261,16 @@ def test_alias_encoding(value: str) -> None:
     assert got == encode_alias(value)
     assert got is not None
     assert all(re.fullmatch(r"[A-Za-z0-9._~-]+", s) and s not in (".", "..") for s in got.split("/"))
+
+
+@given(st.lists(st.text(alphabet="aZ09.-_/~% é\\\x00json", min_size=1, max_size=8), min_size=1, max_size=4))
+def test_alias_encoding_of_any_value(segments: list[str]) -> None:
+    """Segments that encode as themselves are passed over; the result is still the documented encoding."""
+    value = "/".join(segments)
+    if value and "" not in value.split("/"):
+        assert layout.encode_alias_value(value) == encode_alias(value)
+    else:
+        assert layout.encode_alias_value(value) is None
 
 
 @pytest.mark.parametrize("value", ["", "/", "/etc/passwd", "a//b", "a/", "/abs"])
