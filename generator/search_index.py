@@ -22,7 +22,7 @@ import tempfile
 from array import array
 from collections.abc import Callable, Sequence
 from json.encoder import encode_basestring
-from typing import IO, NamedTuple
+from typing import IO, TYPE_CHECKING, NamedTuple
 
 import orjson
 
@@ -30,6 +30,9 @@ from . import layout
 from .canonical import pretty_json
 from .config import SiteConfig
 from .view import TERM_SEPARATOR, Summary
+
+if TYPE_CHECKING:
+    from .sitewide import PageRender
 
 SEARCH_CHUNK = 1000
 
@@ -41,6 +44,8 @@ class Pending(NamedTuple):
 
     path: str
     make: Callable[[], bytes]
+    job: PageRender | None = None
+    """How a worker can make the same bytes (see `sitewide.Lazy.job`), or None."""
 
 
 def shard_key(term: str) -> str:
