@@ -655,7 +655,7 @@ class _Build:
         listings = not self.listings_unchanged(context)
         env = make_environment(config, self.keyring)
         previous = self.cache.sitewide if self.cache else {}
-        offloaded: list[_Batch] = []  # (a full build's report and listing pages, made by the workers)
+        offloaded: list[_Batch] = []  # (a full build's listing pages, made by the workers)
 
         def hand_over(pages: list[Lazy]) -> None:
             offloaded.extend(self.offload_pages(pages))
@@ -748,9 +748,9 @@ class _Build:
         return {owned[p] for p in gone if p in owned and owned[p] not in fresh}
 
     def offload_pages(self, lazies: list[Lazy]) -> list[_Batch]:
-        """A full build with workers has them make the report and the listing
-        pages (1,200 at 20,000 records, half of the site-wide stage's rendering)
-        while this process makes the rest. Each page's paths go to one worker together, and
+        """A full build with workers has them make the listing pages (1,200 at
+        20,000 records, a third of the site-wide stage's rendering) while this
+        process makes the rest. Each page's paths go to one worker together, and
         the pages go in batches, not one by one: this process is busy meanwhile,
         and the threads that pass work to and from the workers wait for it.
 

@@ -22,7 +22,7 @@ import tempfile
 from array import array
 from collections.abc import Callable, Sequence
 from json.encoder import encode_basestring
-from typing import IO, TYPE_CHECKING, NamedTuple
+from typing import IO, NamedTuple
 
 import orjson
 
@@ -30,9 +30,6 @@ from . import layout
 from .canonical import pretty_json
 from .config import SiteConfig
 from .view import TERM_SEPARATOR, Summary
-
-if TYPE_CHECKING:
-    from .sitewide import PageRender
 
 SEARCH_CHUNK = 1000
 
@@ -44,8 +41,6 @@ class Pending(NamedTuple):
 
     path: str
     make: Callable[[], bytes]
-    job: PageRender | None = None
-    """How a worker can make the same bytes (see `sitewide.Lazy.job`), or None."""
 
 
 def shard_key(term: str) -> str:

@@ -126,10 +126,7 @@ def group(key: str, make_all: Callable[[], Sequence[OutputFile | Pending]], prev
     known = sorted(path for path, (old, _) in previous.items() if old == key)
     if known:
         return [Lazy(path, key, partial(_never_made, path)) for path in known]
-    return [
-        Lazy(f.path, key, f.make, f.job) if isinstance(f, Pending) else Lazy(f.path, key, _Take(f.data))
-        for f in make_all()
-    ]
+    return [Lazy(f.path, key, f.make if isinstance(f, Pending) else _Take(f.data)) for f in make_all()]
 
 
 def _never_made(path: str) -> bytes:
@@ -239,9 +236,8 @@ def render_site(
 
     With `listings` False, only the files made again every build: the caller
     knows the listings are what they were (see `same_listing`) and keeps them.
-    `on_pages` is given the pages a worker can make (the report and the listing
-    pages: see `Lazy.job`) as soon as they are known, before the search index
-    is made."""
+    `on_pages` is given the listing pages (see `Lazy.job`) as soon as they are
+    known, before the search index and the report are made."""
     md_pages = markdown_pages(pages_dir)
     env.globals["nav_pages"] = [(slug, title) for slug, title, _ in md_pages]
     files = (
@@ -280,14 +276,7 @@ def listing_files(
     side = browse_side(env, years, cats)
     extra = {"years": years, "categories": cats, "home": True, "browse_side": side}
     others = {**extra, "home": False}
-    refused = sorted(rejections)
-    # (the report first: its page, which lists every number, is the longest to make)
-    files = group(
-        fingerprint("report", build_time(), *(s.pith_number for s in summaries), *refused, *notes),
-        partial(report_files, ordered, refused, notes, env),
-        previous,
-    )
-    files += listing_pages(env, "", "Records", ordered, config.per_page, extra)
+    files = listing_pages(env, "", "Records", ordered, config.per_page, extra)
     files += lazy_page(
         "browse", fingerprint(years, cats), lambda: render(env, "browse.html", years=years, categories=cats)
     )
@@ -298,6 +287,8 @@ def listing_files(
     for cat, records in by_cat.items():
         heading = f"Primary category {cat}"
         files += listing_pages(env, f"browse/category/{cat}", heading, records, config.per_page, others)
+    if on_pages is not None:
+        on_pages([lazy for lazy in files if lazy.job is not None])
     for slug, title, html in md_pages:
         files += lazy_page(
             slug,
@@ -305,8 +296,12 @@ def listing_files(
             partial(render, env, "page.html", title=title, content=html),
         )
     slugs = [slug for slug, _, _ in md_pages]
-    if on_pages is not None:  # (before the search index: the longest of what is left)
-        on_pages([lazy for lazy in files if lazy.job is not None])
+    refused = sorted(rejections)
+    files += group(
+        fingerprint("report", build_time(), *(s.pith_number for s in summaries), *refused, *notes),
+        partial(report_files, ordered, refused, notes, env),
+        previous,
+    )
     files += group(search_key(ordered, config), partial(search_files, ordered, config), previous)
     files += group(
         fingerprint("sitemap", config.base_url, *slugs, *(s.pith_number for s in ordered)),
@@ -533,9 +528,7 @@ def short_pages(
 
 def report_files(
     ordered: Sequence[Summary], refused: Sequence[Rejection], notes: Sequence[str], env: Environment
-) -> list[OutputFile | Pending]:
-    """`report.json`, and the report page, which lists every published number,
-    made when it is written (or by a worker: see `Lazy.job`)."""
+) -> list[OutputFile]:
     report = {
         "derived_by": DERIVED_BY,
         "generated_at": build_time(),
@@ -548,12 +541,8 @@ def report_files(
         "rejections": [{"file": r.file, **r.as_json()} for r in refused],
         "notes": list(notes),
     }
-    job = PageRender("report.html", {"report": report, "rejections": list(refused)})
-    make = _Once(partial(job.html, env))
-    return [
-        OutputFile("report.json", pretty_json(report)),
-        *(Pending(p, make, job) for p in layout.page_paths("report")),
-    ]
+    html = render(env, "report.html", report=report, rejections=refused)
+    return [OutputFile("report.json", pretty_json(report)), *page("report", html)]
 
 
 def resolve_files(ordered: Sequence[Summary], config: SiteConfig, only: set[str] | None = None) -> list[Lazy]:
