@@ -889,8 +889,8 @@ class _PaperPages:
         return owner
 
 
-_BATCH_RECORDS = 3200
-"""Records listed by the pages of one batch handed to a worker (64 pages of 50)."""
+_BATCH_RECORDS = 1000
+"""Records listed by the pages of one batch handed to a worker (20 pages of 50)."""
 _Batch = tuple[list[list[Lazy]], Future[list[tuple[int, str]]]]
 """Pages a worker makes (each as its lazies: one per path) and what it returns."""
 
