@@ -33,7 +33,7 @@ import shutil
 import threading
 import time
 from collections.abc import Collection, Iterable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
@@ -74,7 +74,6 @@ from .reconcile import Candidate, Choice, select
 from .render import OutputFile, make_environment
 from .sitewide import (
     Lazy,
-    PageRender,
     build_time,
     eager,
     family_paths,
@@ -86,11 +85,12 @@ from .sitewide import (
 from .view import Summary
 from .workers import (
     Examined,
+    PageBatch,
     Progress,
     Task,
     examine_task,
+    hand_over_pages,
     init_worker,
-    render_pages_task,
     render_task,
     run_tasks,
 )
@@ -655,10 +655,11 @@ class _Build:
         listings = not self.listings_unchanged(context)
         env = make_environment(config, self.keyring)
         previous = self.cache.sitewide if self.cache else {}
-        offloaded: list[_Batch] = []  # (a full build's listing pages, made by the workers)
+        offloaded: list[PageBatch] = []  # (a full build's listing pages, made by the workers)
 
         def hand_over(pages: list[Lazy]) -> None:
-            offloaded.extend(self.offload_pages(pages))
+            if self.pool is not None:
+                offloaded.extend(hand_over_pages(self.pool, pages, config.jobs, config.per_page))
 
         lazies = render_site(
             summaries,
@@ -746,32 +747,6 @@ class _Build:
         gone = (set(previous) - set(fixed) - set(record)) | (affected - set(shared))
         remove_files(self.site, {p for p in gone if p not in owned})
         return {owned[p] for p in gone if p in owned and owned[p] not in fresh}
-
-    def offload_pages(self, lazies: list[Lazy]) -> list[_Batch]:
-        """A full build with workers has them make the listing pages (1,200 at
-        20,000 records, a third of the site-wide stage's rendering) while this
-        process makes the rest. Each page's paths go to one worker together, and
-        the pages go in batches, not one by one: this process is busy meanwhile,
-        and the threads that pass work to and from the workers wait for it.
-
-        Returns each batch's pages, as lists of their lazies, and its future."""
-        if self.pool is None:
-            return []
-        pages: dict[int, tuple[PageRender, list[Lazy]]] = {}
-        for lazy in lazies:
-            if lazy.job is not None:
-                pages.setdefault(id(lazy.job), (lazy.job, []))[1].append(lazy)
-        ordered = list(pages.values())
-        # (a batch is pickled whole, with its records' summaries, and unpickled
-        # whole in the worker that takes it: _BATCH_RECORDS bounds what it holds)
-        most = max(1, _BATCH_RECORDS // self.config.per_page)
-        size = max(1, min(most, -(-len(ordered) // (4 * self.config.jobs))))
-        batches = []
-        for start in range(0, len(ordered), size):
-            batch = ordered[start : start + size]
-            items = [(job, tuple(lazy.path for lazy in lazies)) for job, lazies in batch]
-            batches.append(([lazies for _, lazies in batch], self.pool.submit(render_pages_task, items)))
-        return batches
 
     def stream_manifest_into(
         self, record: dict[str, tuple[str, str]], summaries: list[Summary], generated_at: str | None
@@ -887,12 +862,6 @@ class _PaperPages:
         if owner is None:
             raise KeyError(path)
         return owner
-
-
-_BATCH_RECORDS = 1000
-"""Records listed by the pages of one batch handed to a worker (20 pages of 50)."""
-_Batch = tuple[list[list[Lazy]], Future[list[tuple[int, str]]]]
-"""Pages a worker makes (each as its lazies: one per path) and what it returns."""
 
 
 def _context_inputs(rejections: list[Rejection], notes: list[str], extra: str) -> str:

@@ -1,5 +1,5 @@
 """Stages 1-3 in worker processes: examine one document, render one number,
-write its files.
+write its files; and, in a full build, the site-wide pages handed over to them.
 
 Rules:
 - Each task's result depends only on its inputs; `run_tasks` yields results
@@ -18,7 +18,7 @@ import hashlib
 import os
 import signal
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -32,7 +32,7 @@ from .keys import Keyring
 from .load import Limits
 from .reconcile import Candidate, Choice, pack_event_ids
 from .render import OutputFile, make_environment, render_publication
-from .sitewide import PageRender, page_titles, record_family_files
+from .sitewide import Lazy, PageRender, page_titles, record_family_files
 from .view import Publication, Summary
 from .write import Writer
 
@@ -188,6 +188,41 @@ def render_pages_task(pages: list[tuple[PageRender, tuple[str, ...]]]) -> list[t
         written = _WORKER["writer"].write([OutputFile(path, data) for path in paths])
         done.append((written, hashlib.sha256(data).hexdigest()))
     return done
+
+
+PageBatch = tuple[list[list[Lazy]], Future[list[tuple[int, str]]]]
+"""Pages a worker makes (each as its lazies: one per path) and what it returns."""
+
+_BATCH_RECORDS = 1000
+"""Records listed by the pages of one batch handed to a worker (20 pages of 50)."""
+
+
+def hand_over_pages(
+    pool: ProcessPoolExecutor, lazies: list[Lazy], jobs: int, per_page: int
+) -> list[PageBatch]:
+    """Have the workers make the pages among `lazies` that they can (`Lazy.job`):
+    a full build's listing pages (1,200 at 20,000 records, a third of the
+    site-wide stage's rendering), while the main process makes the rest. Each
+    page's paths go to one worker together, and the pages go in batches, not
+    one by one: the main process is busy meanwhile, and the threads that pass
+    work to and from the workers wait for it.
+
+    Returns each batch's pages, as lists of their lazies, and its future."""
+    pages: dict[int, tuple[PageRender, list[Lazy]]] = {}
+    for lazy in lazies:
+        if lazy.job is not None:
+            pages.setdefault(id(lazy.job), (lazy.job, []))[1].append(lazy)
+    ordered = list(pages.values())
+    # (a batch is pickled whole, with its records' summaries, and unpickled
+    # whole in the worker that takes it: _BATCH_RECORDS bounds what it holds)
+    most = max(1, _BATCH_RECORDS // per_page)
+    size = max(1, min(most, -(-len(ordered) // (4 * jobs))))
+    batches = []
+    for start in range(0, len(ordered), size):
+        batch = ordered[start : start + size]
+        items = [(job, tuple(lazy.path for lazy in paths)) for job, paths in batch]
+        batches.append(([paths for _, paths in batch], pool.submit(render_pages_task, items)))
+    return batches
 
 
 def run_tasks(
