@@ -22,9 +22,8 @@ import re
 from .model import BODY_RE
 
 _SAFE_SEGMENT = re.compile(r"[A-Za-z0-9._-]+")
+"""A segment made of _SAFE_BYTES only (one that encodes as itself)."""
 _SAFE_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
-_SAFE_SEGMENT = re.compile(r"[A-Za-z0-9._-]+")
-"""A segment made of _SAFE_BYTES only, which encodes as itself."""
 _ARXIV_ID = re.compile(r"[0-9]{4}\.[0-9]{4,5}|[a-z][a-z-]*(\.[A-Z]{2})?/[0-9]{7}")
 
 RESOLVE_KINDS = ("arxiv", "arxiv_version", "doi", "pith_short_8", "pith_short_12", "pith_short_16")
