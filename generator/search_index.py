@@ -103,7 +103,7 @@ class _Postings:
     """Every record's terms with its position, spilled by shard into one temporary file.
 
     A posting is the term (each zero character as _ZERO), _END, the position as
-    ten decimal digits, and TERM_SEPARATOR, which no term holds: so sorting a
+    _POSITION_DIGITS decimal digits, and TERM_SEPARATOR, which no term holds: so sorting a
     shard's postings as bytes sorts them by term and then by position (UTF-8
     keeps the order of code points; _END sorts before any more of a longer
     term), and splitting its bytes at TERM_SEPARATOR, sorting and one pass make
@@ -111,8 +111,8 @@ class _Postings:
     them are buffered, then each shard's are written as one segment."""
 
     def __init__(self, ordered: Sequence[Summary]) -> None:
-        if len(ordered) >= 1 << 32:
-            raise ValueError("a search index holds fewer than 2**32 records")
+        if len(ordered) > 10**_POSITION_DIGITS:
+            raise ValueError(f"a search index holds at most {10**_POSITION_DIGITS} records")
         # (open until the last shard is taken; a failed build's is closed, and
         # so deleted, with this object)
         self._file: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115
@@ -123,7 +123,7 @@ class _Postings:
         keys: dict[str, str] = {}  # (a shard's key depends on its terms' first two characters only)
         buffered = 0
         for index, summary in enumerate(ordered):
-            tail = f"{_END}{index:010d}{TERM_SEPARATOR}"
+            tail = f"{_END}{index:0{_POSITION_DIGITS}d}{TERM_SEPARATOR}"
             terms = summary.terms
             for term in terms:
                 key = keys.get(term[:2])
@@ -132,7 +132,7 @@ class _Postings:
                 parts = buffers.get(key)
                 if parts is None:
                     parts = buffers[key] = []
-                parts += (term.replace("\x00", _ZERO) if "\x00" in term else term, tail)
+                parts += (term.replace("\x00", _ZERO), tail)
             buffered += len(terms)
             if buffered >= _FLUSH_POSTINGS:
                 self._spill(buffers)
@@ -161,6 +161,7 @@ class _Postings:
 
 
 _FLUSH_POSTINGS = 1 << 15
+_POSITION_DIGITS = 10
 _ZERO, _END = "\x00\x01", "\x00\x00"
 _ZERO_BYTES, _END_BYTES, _SEPARATOR_BYTES = b"\x00\x01", b"\x00\x00", TERM_SEPARATOR.encode()
 
