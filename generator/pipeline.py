@@ -75,9 +75,11 @@ from .render import OutputFile, make_environment
 from .sitewide import (
     Lazy,
     build_time,
+    bytes_key,
     eager,
     family_paths,
     record_family_files,
+    recorded_hash,
     render_site,
     same_listing,
     shared_family_paths,
@@ -722,7 +724,7 @@ class _Build:
                 continue
             data = lazy.make()
             full_digest = _sha(data)
-            digest = full_digest[:32]
+            digest = recorded_hash(full_digest)
             record[path] = (lazy.key, digest)
             if path == MANIFEST_PATH:
                 self.new_cache.manifest_sha256 = full_digest
@@ -732,7 +734,7 @@ class _Build:
             for lazies, (written, full_digest) in zip(pages, batch.result(), strict=True):
                 self.written += written
                 for lazy in lazies:
-                    record[lazy.path] = (lazy.key, full_digest[:32])
+                    record[lazy.path] = (lazy.key, recorded_hash(full_digest))
         if streamed:
             self.stream_manifest_into(record, summaries, generated_at)
         self.new_cache.sitewide = record
@@ -763,7 +765,7 @@ class _Build:
                 hashing = _HashingWriter(handle)
                 hashing.write(whole_manifest(summaries, self.config, generated_at))
         full_digest = hashing.digest.hexdigest()
-        record[MANIFEST_PATH] = (full_digest[:24], full_digest[:32])  # (as `eager` keys it)
+        record[MANIFEST_PATH] = (bytes_key(full_digest), recorded_hash(full_digest))
         self.new_cache.manifest_sha256 = full_digest
         self.written += 1
 

@@ -83,7 +83,17 @@ class Lazy:
 
 
 def eager(path: str, data: bytes) -> Lazy:
-    return Lazy(path, hashlib.sha256(data).hexdigest()[:24], lambda: data)
+    return Lazy(path, bytes_key(hashlib.sha256(data).hexdigest()), lambda: data)
+
+
+def bytes_key(sha256_hex: str) -> str:
+    """The key of a file made ahead, whose bytes are all its inputs (see `eager`)."""
+    return sha256_hex[:24]
+
+
+def recorded_hash(sha256_hex: str) -> str:
+    """What `Previous` keeps of a file's bytes: 128 bits of their SHA-256."""
+    return sha256_hex[:32]
 
 
 class _Once:
