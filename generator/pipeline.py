@@ -658,10 +658,11 @@ class _Build:
         env = make_environment(config, self.keyring)
         previous = self.cache.sitewide if self.cache else {}
         offloaded: list[PageBatch] = []  # (a full build's listing pages, made by the workers)
+        pool = None if self.incremental else self.pool
 
         def hand_over(pages: list[Lazy]) -> None:
-            if self.pool is not None:
-                offloaded.extend(hand_over_pages(self.pool, pages, config.jobs, config.per_page))
+            assert pool is not None
+            offloaded.extend(hand_over_pages(pool, pages, config.jobs, config.per_page))
 
         lazies = render_site(
             summaries,
@@ -673,7 +674,7 @@ class _Build:
             config.content / "pages",
             previous,
             listings,
-            None if self.incremental else hand_over,
+            None if pool is None else hand_over,
         )
         generated_at = build_time()
         entry_json = self.kept_manifest_entry if self.incremental or self.keeps_manifest else None

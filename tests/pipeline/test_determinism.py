@@ -15,6 +15,9 @@ import factories as f
 import pytest
 from sitekit import REAL_BUNDLE, REAL_RECORD, Project, bundle_events, record_doc, tree
 
+from generator import pipeline, workers
+from generator.sitewide import Lazy
+
 EPOCH = "1700000000"
 EPOCH_TEXT = "2023-11-14T22:13:20Z"
 
@@ -75,8 +78,18 @@ def test_jobs_1_and_jobs_2_are_byte_identical(tmp_path: Path, files: list[tuple[
     build cache then records each site-wide file as one process would."""
     one = make(tmp_path / "one", files)
     two = make(tmp_path / "two", files)
-    alone = one.build(jobs=1, per_page=2)
-    report = two.build(jobs=2, per_page=2)
+    handed: list[list[Lazy]] = []
+
+    def hand_over_pages(pool: Any, lazies: list[Lazy], jobs: int, per_page: int) -> Any:
+        handed.append(lazies)
+        return workers.hand_over_pages(pool, lazies, jobs, per_page)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pipeline, "hand_over_pages", hand_over_pages)
+        alone = one.build(jobs=1, per_page=2)
+        assert handed == []  # (no workers: this process makes every page)
+        report = two.build(jobs=2, per_page=2)
+    assert sum(lazy.job is not None for lazy in handed[0]) > 10  # (the listing pages went to the workers)
     assert report.published == 7 and report.files_written == alone.files_written
     first, second = tree(one.site), tree(two.site)
     assert sorted(first) == sorted(second) and "page/2/index.html" in first
