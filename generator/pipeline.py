@@ -96,7 +96,7 @@ from .workers import (
     render_task,
     run_tasks,
 )
-from .write import Writer, prepare_staging, remove_files, swap_in, write_atomic
+from .write import Writer, prepare_staging, remove_files, remove_tree, swap_in, write_atomic
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,7 +196,7 @@ def _build(
             finish_publication(staging, config)
             swap_in(staging, site)
         else:
-            shutil.rmtree(staging)
+            remove_tree(staging)
             finish_publication(site, config)
     except BaseException:
         if pool is not None:

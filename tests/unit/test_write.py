@@ -10,9 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from generator import write
 from generator.errors import BuildError
 from generator.render import OutputFile
-from generator.write import Writer, is_plain_relative
+from generator.write import Writer, is_plain_relative, remove_tree
 
 
 def test_a_page_and_its_twin_share_one_inode(tmp_path: Path) -> None:
@@ -122,3 +123,38 @@ def test_losing_a_race_for_a_shared_path_is_retried(tmp_path: Path, monkeypatch:
     monkeypatch.undo()
     assert target.read_bytes() == b"mine"
     assert len(opens) == 3
+
+
+def _tree(root: Path) -> None:
+    Writer(root, atomic=False).write(
+        [OutputFile(p, b"x") for p in ("a.html", "a/index.html", "b/c/d/e.json", "b/c/f.json", ".hidden/g")]
+    )
+    (root / "empty" / "deeper").mkdir(parents=True)
+
+
+@pytest.mark.parametrize("by_fd", [True, False])
+def test_remove_tree_removes_everything_and_follows_no_link(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, by_fd: bool
+) -> None:
+    monkeypatch.setattr(write, "_BY_FD", by_fd and write._BY_FD)
+    site, outside = tmp_path / "site", tmp_path / "outside"
+    _tree(site)
+    _tree(outside)
+    (site / "b" / "to-folder").symlink_to(outside, target_is_directory=True)
+    (site / "to-file").symlink_to(outside / "a.html")
+    remove_tree(site)
+    assert not site.exists() and not site.is_symlink()
+    # what the links pointed at is untouched
+    assert sorted(str(p.relative_to(outside)) for p in outside.rglob("*")) == [
+        ".hidden", ".hidden/g", "a", "a.html", "a/index.html", "b", "b/c", "b/c/d", "b/c/d/e.json",
+        "b/c/f.json", "empty", "empty/deeper",
+    ]  # fmt: skip
+
+
+def test_remove_tree_refuses_a_link_in_the_trees_place(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    _tree(outside)
+    (tmp_path / "site").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(OSError):
+        remove_tree(tmp_path / "site")
+    assert (outside / "b" / "c" / "f.json").read_bytes() == b"x"
