@@ -38,12 +38,21 @@ from .errors import Code, Rejection
 from .keys import Keyring
 from .layout import number_paths
 from .manifest import MANIFEST_PATH
-from .reconcile import Candidate, pack_event_ids
+from .reconcile import Candidate
 from .sitewide import page_titles
-from .view import SHARED_FIELDS, Summary, pack_aliases, pack_hashes, shared
+from .view import (
+    HASH_DIGESTS,
+    SHARED_FIELDS,
+    Summary,
+    alias_list,
+    hash_values,
+    pack_alias_list,
+    pack_hashes,
+    shared,
+)
 from .write import atomic_file, write_atomic
 
-CACHE_FORMAT = 14
+CACHE_FORMAT = 15
 CACHE_FILE = "build-cache.json"
 QUICK_FILE = "unchanged-check.json"
 """A small companion file: enough to tell, without loading the cache, that
@@ -177,7 +186,7 @@ def load_cache(directory: Path, key: str, site: Path) -> BuildCache | None:
                 digest.update(line)
                 kind, name, entry = _loads_line(line)
                 if kind == "f":
-                    cache.files[name] = _file_entry(entry)
+                    cache.files[name] = _file_entry(name, entry)
                 elif kind == "n":
                     cache.numbers[name] = _number_entry(entry, cache.files)
                 else:
@@ -297,9 +306,9 @@ def _write_lines(handle: BinaryIO, cache: BuildCache) -> None:
         }
     )
     for name in sorted(cache.files):
-        put(["f", name, _file_json(cache.files[name])])
+        put(["f", name, _file_json(name, cache.files[name])])
     for number in sorted(cache.numbers):
-        put(["n", number, _number_json(cache.numbers[number])])
+        put(["n", number, _number_json(cache.numbers[number], cache.files)])
     handle.write(_CHECKSUM + digest.hexdigest().encode() + b"\n")
 
 
@@ -311,7 +320,7 @@ def _candidate_json(c: Candidate | None) -> dict[str, Any] | None:
         "kind": c.kind,
         "pith_number": c.pith_number,
         "raw_sha256": c.raw_sha256,
-        "event_ids": sorted(c.event_ids),
+        "events": c.events.hex(),
         "from_site": c.from_site,
     }
 
@@ -319,42 +328,84 @@ def _candidate_json(c: Candidate | None) -> dict[str, Any] | None:
 def _candidate(data: dict[str, Any] | None) -> Candidate | None:
     if data is None:
         return None
-    ids = data.pop("event_ids")
+    events = bytes.fromhex(data.pop("events"))
+    if len(events) % 32:
+        raise ValueError("packed event ids")
     data["kind"] = sys.intern(data["kind"])
-    return Candidate(**data, events=pack_event_ids(ids))
+    return Candidate(**data, events=events)
 
 
-def _file_json(e: FileEntry) -> dict[str, Any]:
+def _file_json(name: str, e: FileEntry) -> dict[str, Any]:
+    c = e.candidate
+    candidate: list[Any] | dict[str, Any] | None = _candidate_json(c)
+    if c is not None and (c.file, c.pith_number, c.raw_sha256) == (name, e.pith_number, e.raw_sha256):
+        # the file's own document, as examining it makes it: its file, number
+        # and hash are the entry's, and are not written twice
+        candidate = [c.kind, c.events.hex(), c.from_site]
     return {
         "stat": unpack_stat(e.stat),
         "raw_sha256": e.raw_sha256,
         "pith_number": e.pith_number,
         "rejections": [[r.file, r.pointer, r.code.value, r.message] for r in e.rejections],
-        "candidate": _candidate_json(e.candidate),
+        "candidate": candidate,
     }
 
 
-def _file_entry(d: dict[str, Any]) -> FileEntry:
+def _file_entry(name: str, d: dict[str, Any]) -> FileEntry:
+    candidate = d["candidate"]
+    if isinstance(candidate, list):
+        kind, events, from_site = candidate
+        candidate = {"file": name, "kind": kind, "pith_number": d["pith_number"]}
+        candidate.update(raw_sha256=d["raw_sha256"], events=events, from_site=from_site)
     return FileEntry(
         stat=pack_stat(*(int(n) for n in d["stat"])),
         raw_sha256=d["raw_sha256"],
         pith_number=d["pith_number"],
         rejections=tuple(Rejection(f, p, Code(c), m) for f, p, c, m in d["rejections"]),
-        candidate=_candidate(d["candidate"]),
+        candidate=_candidate(candidate),
     )
 
 
-def _number_json(e: NumberEntry) -> dict[str, Any]:
+def _number_json(e: NumberEntry, files: dict[str, FileEntry]) -> dict[str, Any]:
     return {
-        "record": _candidate_json(e.record),
-        "bundle": _candidate_json(e.bundle),
+        "record": _document_json(e.record, files),
+        "bundle": _document_json(e.bundle, files),
         "summary": {
             **dict(zip(_SUMMARY_FIELDS, _summary_values(e.summary), strict=True)),
-            "alias_data": [list(row) for row in e.summary.alias_rows],
-            "hash_data": [getattr(e.summary, name) for name in _HASH_NAMES],
+            "alias_data": alias_list(e.summary.alias_data),
+            "hash_data": _hashes_json(e.summary.hash_data),
             "integrity_data": _b64(e.summary.integrity_data),
         },
     }
+
+
+def _document_json(c: Candidate | None, files: dict[str, FileEntry]) -> str | dict[str, Any] | None:
+    """A number's document: the name of the content file it is, when it is one
+    (nearly always; its entry holds the rest), else all of it (a document read
+    back from the site)."""
+    if c is not None:
+        entry = files.get(c.file)
+        if entry is not None and entry.candidate == c:
+            return c.file
+    return _candidate_json(c)
+
+
+def _hashes_json(data: bytes) -> str | list[str | None]:
+    """The summary's hashes: its packed digests as one hex string, when they are
+    digests; else the four values (see view.pack_hashes)."""
+    if data[:1] == HASH_DIGESTS:
+        return data[1:].hex()
+    return list(hash_values(data))
+
+
+def _hashes(value: Any) -> bytes:
+    if isinstance(value, str):
+        digests = bytes.fromhex(value)
+        if len(digests) not in (96, 128):
+            raise ValueError("packed hashes")
+        return HASH_DIGESTS + digests
+    canonical, record, bundle, state = value
+    return pack_hashes(canonical, record, bundle, state)
 
 
 def _b64(data: bytes | None) -> str | None:
@@ -363,7 +414,6 @@ def _b64(data: bytes | None) -> str | None:
 
 _SUMMARY_FIELDS = tuple(f.name for f in fields(Summary))
 _summary_values = operator.attrgetter(*_SUMMARY_FIELDS)
-_HASH_NAMES = ("canonical_sha256", "record_sha256", "bundle_sha256", "state_sha256")
 
 
 def _number_entry(d: dict[str, Any], files: dict[str, FileEntry]) -> NumberEntry:
@@ -372,34 +422,25 @@ def _number_entry(d: dict[str, Any], files: dict[str, FileEntry]) -> NumberEntry
     s["key_ids"] = tuple(s["key_ids"])
     for name in SHARED_FIELDS:
         s[name] = shared(s[name])
-    s["hash_data"] = pack_hashes(*s["hash_data"])
+    s["hash_data"] = _hashes(s["hash_data"])
     if s["integrity_data"] is not None:  # (kept compressed, as the summary keeps it)
         s["integrity_data"] = base64.b64decode(s["integrity_data"], validate=True)
-    triples = s["alias_data"]
-    s["alias_data"] = pack_aliases(((k, v) for k, v, _ in triples), (p for _, _, p in triples))
+    s["alias_data"] = pack_alias_list(s["alias_data"])
     return NumberEntry(
-        record=_known_candidate(d["record"], files),
-        bundle=_known_candidate(d["bundle"], files),
+        record=_document(d["record"], files),
+        bundle=_document(d["bundle"], files),
         summary=Summary(**s),
     )
 
 
-def _known_candidate(data: dict[str, Any] | None, files: dict[str, FileEntry]) -> Candidate | None:
-    """The candidate of the file entry read just before, when it is the same
-    document (same file, bytes, kind and number), else one made from `data`:
-    a number's documents are content files' documents, held once."""
-    if data is None:
-        return None
-    entry = files.get(data["file"])
-    known = entry.candidate if entry is not None else None
-    if (
-        known is not None
-        and known.raw_sha256 == data["raw_sha256"]
-        and known.kind == data["kind"]
-        and known.pith_number == data["pith_number"]
-        and known.from_site == data["from_site"]
-    ):
-        return known
+def _document(data: str | dict[str, Any] | None, files: dict[str, FileEntry]) -> Candidate | None:
+    """The candidate `_document_json` wrote: a content file's, read just before
+    (a number's documents are held once), or one made from `data`."""
+    if isinstance(data, str):
+        candidate = files[data].candidate
+        if candidate is None:
+            raise ValueError(f"no document in {data}")
+        return candidate
     return _candidate(data)
 
 

@@ -112,19 +112,19 @@ class Summary:
 
     @property
     def canonical_sha256(self) -> str:
-        return _hashes(self.hash_data)[0]  # type: ignore[return-value]
+        return hash_values(self.hash_data)[0]  # type: ignore[return-value]
 
     @property
     def record_sha256(self) -> str:
-        return _hashes(self.hash_data)[1]  # type: ignore[return-value]
+        return hash_values(self.hash_data)[1]  # type: ignore[return-value]
 
     @property
     def bundle_sha256(self) -> str | None:
-        return _hashes(self.hash_data)[2]
+        return hash_values(self.hash_data)[2]
 
     @property
     def state_sha256(self) -> str:
-        return _hashes(self.hash_data)[3]  # type: ignore[return-value]
+        return hash_values(self.hash_data)[3]  # type: ignore[return-value]
 
     @property
     def alias_rows(self) -> list[tuple[str, str, str | None]]:
@@ -210,11 +210,27 @@ def pack_aliases(pairs: Iterable[tuple[str, str]], paths: Iterable[str | None]) 
     """(kind, value) pairs and their look-up paths as one `bytes` (`marshal`: exact
     for every string, surrogates included, and fast to read back). Only ever read
     by this program's own processes (one Python), never stored: the cache keeps
-    the plain values."""
+    the values themselves (`alias_list`)."""
     flat: list[str | bool | None] = []
     for (kind, value), path in zip(pairs, paths, strict=True):
         # most values need no encoding: their path is then kept as True (one byte)
         flat += (kind, value, True if path is not None and path == lookup_file(kind, value) else path)
+    return marshal.dumps(tuple(flat)) if flat else b""
+
+
+def alias_list(data: bytes) -> list[str | bool | None]:
+    """`pack_aliases`' flat list (kind, value, path, kind, ...), where a path is
+    True when it is the alias's usual look-up file: how the cache keeps them."""
+    return list(_unpack(data))
+
+
+def pack_alias_list(flat: list[Any]) -> bytes:
+    """`alias_list`'s list packed again, once its shape is checked (it comes from a file)."""
+    if len(flat) % 3 or not all(
+        type(kind) is str and type(value) is str and (path is True or path is None or type(path) is str)
+        for kind, value, path in zip(flat[0::3], flat[1::3], flat[2::3], strict=True)
+    ):
+        raise ValueError("not a list of aliases")
     return marshal.dumps(tuple(flat)) if flat else b""
 
 
@@ -227,7 +243,7 @@ def _alias_rows(data: bytes) -> list[tuple[str, str, str | None]]:
     ]
 
 
-_DIGESTS, _OTHER = b"d", b"m"
+HASH_DIGESTS, _OTHER = b"d", b"m"
 
 
 def pack_hashes(canonical: str, record: str, bundle: str | None, state: str) -> bytes:
@@ -240,13 +256,13 @@ def pack_hashes(canonical: str, record: str, bundle: str | None, state: str) -> 
     except ValueError:
         digests = []
     if digests and all(len(d) == 32 and d.hex() == v for d, v in zip(digests, values, strict=True)):
-        return _DIGESTS + b"".join(digests)
+        return HASH_DIGESTS + b"".join(digests)
     return _OTHER + marshal.dumps((canonical, record, bundle, state))
 
 
-def _hashes(data: bytes) -> tuple[str | None, ...]:
+def hash_values(data: bytes) -> tuple[str | None, ...]:
     """(canonical, record, bundle, state) from `pack_hashes`."""
-    if data[:1] == _DIGESTS:
+    if data[:1] == HASH_DIGESTS:
         hexed = data[1:].hex()
         bundle = hexed[192:256] if len(hexed) > 192 else None
         return (hexed[0:64], hexed[64:128], bundle, hexed[128:192])

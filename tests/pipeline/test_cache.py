@@ -5,8 +5,11 @@ site must make the next build a full one, never a wrong incremental one."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import tempfile
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +22,19 @@ from sitekit import BOTH_KEYS, Project, assert_same_as_fresh, record_doc
 from generator.cache import (
     CACHE_FILE,
     BuildCache,
+    FileEntry,
+    NumberEntry,
     WarmCache,
     load_cache,
     pack_stat,
     save_cache,
     unpack_stat,
 )
+from generator.layout import lookup_file
+from generator.manifest import MANIFEST_PATH
 from generator.pipeline import build
+from generator.reconcile import Candidate
+from generator.view import hash_values, pack_aliases, pack_hashes
 
 
 @pytest.fixture
@@ -167,3 +176,97 @@ def test_a_packed_stat_is_exact(size: int, mtime_ns: int, inode: int) -> None:
     packed = pack_stat(size, mtime_ns, inode)
     assert unpack_stat(packed) == [size, mtime_ns, inode]
     assert packed != pack_stat(size, mtime_ns + 1 if mtime_ns < (1 << 63) - 1 else 0, inode)
+
+
+_HEX = st.binary(min_size=32, max_size=32).map(bytes.hex)
+_HASH = _HEX | st.text(max_size=70)
+_ALIAS = st.tuples(st.text(max_size=12), st.text(max_size=40), st.none() | st.text(max_size=60) | st.just(""))
+
+
+def _candidate(file: str, kind: str, number: str, sha: str, events: int, from_site: bool) -> Candidate:
+    return Candidate(file, kind, number, sha, bytes(range(events * 32)), from_site)
+
+
+@given(
+    hashes=st.tuples(_HASH, _HASH, st.none() | _HASH, _HASH),
+    aliases=st.lists(_ALIAS, max_size=6),
+    events=st.integers(0, 3),
+    bundle_from=st.sampled_from(["own file", "the site", "another file's name"]),
+    flagged=st.booleans(),
+)
+def test_the_cache_reads_back_every_entry_as_it_was_written(
+    hashes: tuple[str, str, str | None, str],
+    aliases: list[tuple[str, str, str | None]],
+    events: int,
+    bundle_from: str,
+    flagged: bool,
+) -> None:
+    """A number's documents are written as their file's name when they are that
+    file's own document, in full otherwise (a document read back from the site,
+    or one that differs from its file's); hashes as packed digests or as they
+    were; aliases with their usual look-up path left out. All read back equal."""
+    number = f"pith:2021:{'B' * 26}"
+    record = _candidate("content/r.json", "record", number, "ab" * 32, 0, False)
+    own = _candidate("content/b.json", "bundle", number, "cd" * 32, events, flagged)
+    if bundle_from == "own file":
+        bundle = own
+    elif bundle_from == "the site":
+        bundle = _candidate("pith/BBBB/bundle.json", "bundle", number, "cd" * 32, events, True)
+    else:  # a candidate that names a content file, but is not that file's document
+        bundle = _candidate("content/b.json", "bundle", number, "ef" * 32, events, False)
+    files = {
+        "content/r.json": FileEntry(1 | 2 << 64 | 3 << 128, "ab" * 32, number, (), record),
+        "content/b.json": FileEntry(4, "cd" * 32, number, (), own),
+        "content/bad.json": FileEntry(5, "00" * 32, None, (), None),
+    }
+    aliases = [*aliases, ("arxiv", "2101.00001", lookup_file("arxiv", "2101.00001"))]
+    summary = f.summary(
+        pith_number=number,
+        hash_data=pack_hashes(*hashes),
+        alias_data=pack_aliases([(k, v) for k, v, _ in aliases], [p for _, _, p in aliases]),
+        integrity_data=b"\x00\x01compressed",
+    )
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        (root / "site" / MANIFEST_PATH).parent.mkdir(parents=True)
+        (root / "site" / MANIFEST_PATH).write_bytes(b"{}")
+        cache = BuildCache("key", hashlib.sha256(b"{}").hexdigest(), files)
+        cache.numbers[number] = NumberEntry(record, bundle, summary)
+        save_cache(root / "cache", cache)
+        read = load_cache(root / "cache", "key", root / "site")
+    assert read is not None and read.files == files
+    entry = read.numbers[number]
+    assert (entry.record, entry.bundle) == (record, bundle)
+    assert entry.record is read.files["content/r.json"].candidate
+    if bundle_from == "own file":
+        assert entry.bundle is read.files["content/b.json"].candidate
+    # (packed values are compared unpacked: marshal spells an interned string,
+    # such as a literal or "0", otherwise than the same string read from a file)
+    unpacked = {"alias_data": b"", "hash_data": b""}
+    assert replace(entry.summary, **unpacked) == replace(summary, **unpacked)
+    assert entry.summary.alias_rows == summary.alias_rows == aliases
+    assert hash_values(entry.summary.hash_data) == hash_values(summary.hash_data) == hashes
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (b'"bundle",', b'"bundle",'),  # (unchanged: the rewritten file itself is trusted)
+        (b'"bundle","', b'"bundle","00'),  # packed event ids of a wrong length
+        (b'"hash_data":"', b'"hash_data":"00'),  # packed hashes of a wrong length
+        (b'"alias_data":["', b'"alias_data":[1,"'),  # aliases of the wrong shape
+    ],
+    ids=["as written", "event ids", "hashes", "aliases"],
+)
+def test_a_cache_entry_of_the_wrong_shape_is_not_trusted(built: Project, old: bytes, new: bytes) -> None:
+    """Even under a checksum that matches (the file rewritten whole, not damaged),
+    a packed value that does not read back makes the next build a full one."""
+    path = cache_file(built)
+    lines = path.read_bytes().splitlines(keepends=True)[:-1]
+    assert any(old in line for line in lines)
+    lines = [line.replace(old, new, 1) for line in lines]
+    digest = hashlib.sha256(b"".join(lines)).hexdigest()
+    path.write_bytes(b"".join(lines) + b"sha256 " + digest.encode() + b"\n")
+    built.add("b.json", record_doc(source_id="2304.00055", title="Added"))
+    report = built.build()
+    assert report.mode == ("incremental" if old == new else "full")
