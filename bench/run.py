@@ -60,12 +60,6 @@ from generator.view import CHECKLIST  # noqa: E402
 HUGO_SKELETON = ROOT / "bench" / "hugo"
 DEFAULT_OUT = ROOT / "bench" / "results" / "latest.json"
 SAMPLE_SECONDS = 0.02
-PSS_SECONDS = 0.5
-PSS_RISE = 1.02
-"""PSS is read at most every PSS_SECONDS, and whenever the RSS sum rises by 2 %
-over the highest sum at which it was last read: reading it walks a process's
-whole memory map (about 3 ms for 150 MB, under the process's memory-map lock),
-and read every 20 ms for three processes it slowed the measured build by 8 %."""
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 HUGO_REFERENCE = (
     "Hugo writing one page + two JSON files per record: about 1,200-1,350 records/s (pages alone ~1,900/s)"
@@ -174,13 +168,23 @@ CHILD_ENV = {
 }
 
 
-def measure(cmd: list[str], cwd: Path, sample: bool, before: Callable[[], None] | None = None) -> Measured:
+def measure(
+    cmd: list[str],
+    cwd: Path,
+    sample: bool,
+    before: Callable[[], None] | None = None,
+    pss: bool = False,
+) -> Measured:
     """Run cmd; wall time from just before `before()` (or the start) to its exit.
 
     With sample=True a thread sums RSS over the process and all its descendants
-    every ~20 ms, and PSS less often (see PSS_RISE), and keeps the maxima. RSS counts pages shared by
-    forked workers once per process, so the RSS sum over-states real use; PSS
-    splits shared pages and is the fairer number. Both are reported.
+    every ~20 ms and keeps the maximum. RSS counts pages shared by forked
+    workers once per process, so the RSS sum over-states real use; PSS splits
+    shared pages and is the fairer number, summed too with pss=True. Reading
+    PSS walks each process's whole memory map under the lock the process needs
+    to grow (about 3 ms for 150 MB, 50 ms for Hugo's 2.7 GB), so it is read
+    only where the time is not what is measured (`--memory-only`); reading RSS
+    costs 40 us a process.
     """
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu_before = usage.ru_utime + usage.ru_stime
@@ -201,15 +205,11 @@ def measure(cmd: list[str], cwd: Path, sample: bool, before: Callable[[], None] 
     done = threading.Event()
 
     def sampler() -> None:
-        pss_due, pss_mark = 0.0, 0
         while not done.is_set():
             pids = _tree(proc.pid)
-            rss = sum(_rss(p) for p in pids)
-            peaks["rss"] = max(peaks["rss"], rss)
-            now = time.perf_counter()
-            if now >= pss_due or rss > pss_mark * PSS_RISE:
+            peaks["rss"] = max(peaks["rss"], sum(_rss(p) for p in pids))
+            if pss:
                 peaks["pss"] = max(peaks["pss"], sum(_pss(p) for p in pids))
-                pss_due, pss_mark = now + PSS_SECONDS, max(pss_mark, rss)
             peaks["procs"] = max(peaks["procs"], len(pids))
             peaks["samples"] += 1
             done.wait(SAMPLE_SECONDS)
@@ -652,7 +652,7 @@ def cold_figures(what: str, result: Measured, n: int) -> dict[str, Any]:
         "records_per_cpu_s": rate(n, result.cpu_seconds),
         **summary,
         "peak_rss_mb": result.peak_rss_bytes / 1e6,
-        "peak_pss_mb": result.peak_pss_bytes / 1e6,
+        "peak_pss_mb": result.peak_pss_bytes / 1e6 if result.peak_pss_bytes else None,
         "peak_processes": result.peak_processes,
         "memory_samples": result.samples,
     }
@@ -731,7 +731,9 @@ def run(args: argparse.Namespace, base: Path, notes: list[str], made: list[Path]
         if results["output_fs"]["disk_run"] in ("tmpfs", "ramfs"):
             notes.append(f"--disk-dir {disk_root} is on {results['output_fs']['disk_run']}, not a disk")
         print(f"bench: cold build (disk: {disk}) ...", file=sys.stderr)
-        disk_result = measure(build_cmd(config_file(disk), disk / "site"), base, sample=True)
+        disk_result = measure(
+            build_cmd(config_file(disk), disk / "site"), base, sample=True, pss=args.memory_only
+        )
         figures = cold_figures("cold build on disk", disk_result, n)
         sync_started = time.perf_counter()
         os.sync()
@@ -961,10 +963,11 @@ def memory_table(results: dict[str, Any]) -> str:
 
 
 def _memory_line(figures: dict[str, Any]) -> str:
+    pss = figures["peak_pss_mb"]
+    shown = "PSS not read: it slows the build being timed" if pss is None else f"{pss:,.0f} MB PSS"
     return (
         f"peak memory, cold build: {figures['peak_rss_mb']:,.0f} MB RSS summed over "
-        f"{figures['peak_processes']} processes "
-        f"({figures['peak_pss_mb']:,.0f} MB PSS; {figures['memory_samples']} samples)"
+        f"{figures['peak_processes']} processes ({shown}; {figures['memory_samples']} samples)"
     )
 
 
