@@ -71,7 +71,7 @@ from .manifest import (
     whole_manifest,
 )
 from .reconcile import Candidate, Choice, select
-from .render import OutputFile, make_environment
+from .render import OutputFile
 from .sitewide import (
     Lazy,
     build_time,
@@ -84,6 +84,7 @@ from .sitewide import (
     same_listing,
     shared_family_paths,
 )
+from .templating import make_environment
 from .view import Summary
 from .workers import (
     Examined,

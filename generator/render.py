@@ -16,23 +16,15 @@ import functools
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from jinja2 import (
-    Environment,
-    FileSystemBytecodeCache,
-    FileSystemLoader,
-    StrictUndefined,
-    TemplateError,
-    select_autoescape,
-)
+from jinja2 import Environment
 from markupsafe import Markup, escape
 
 from . import __version__, layout
 from .canonical import canonical_json, pretty_json
 from .config import SiteConfig
-from .errors import BuildError
-from .keys import Keyring
 from .merge import merge, state_sha256
 from .model import Provenance
+from .templating import SiteInfo, render_template
 from .view import (
     Publication,
     Summary,
@@ -50,29 +42,6 @@ DERIVED_BY = {"tool": "pith-mirror", "version": __version__}
 
 
 @dataclass(frozen=True, slots=True)
-class SiteInfo:
-    """The site-wide settings every template sees as `site`."""
-
-    title: str
-    base: str
-    """The path every URL starts with ("/" or "/mirror/"): a link is `site.base` + a path."""
-    absolute_base: str | None
-    primary_url: str
-    """The primary resolver, without a trailing "/"."""
-    version: str
-
-    @classmethod
-    def of(cls, config: SiteConfig) -> SiteInfo:
-        return cls(
-            title=config.site_title,
-            base=config.base_path,
-            absolute_base=config.absolute_base,
-            primary_url=config.primary_url.rstrip("/"),
-            version=__version__,
-        )
-
-
-@dataclass(frozen=True, slots=True)
 class OutputFile:
     """One file of the site: where (relative to SITE), its bytes, and whether
     its bytes are the resolver's signed bytes (never to change)."""
@@ -80,45 +49,6 @@ class OutputFile:
     path: str
     data: bytes
     immutable: bool = False
-
-
-def make_environment(config: SiteConfig, keyring: Keyring) -> Environment:
-    env = Environment(
-        loader=FileSystemLoader(str(config.templates)),
-        bytecode_cache=_bytecode_cache(config),
-        autoescape=select_autoescape(default=True, default_for_string=True),
-        undefined=StrictUndefined,
-        keep_trailing_newline=True,
-        auto_reload=False,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    site = SiteInfo.of(config)
-    base = site.base
-    env.globals.update(url=lambda path="": base + path.lstrip("/"), site=site)
-    keys = {k.key_id: k.public_key_b64 for k in keyring.keys}
-    env.globals["key_b64"] = lambda key_id: keys.get(key_id, "")
-    env.filters["jsonld"] = _jsonld
-    env.filters["short"] = lambda text, n=16: text if len(text) <= n else text[:n] + "…"
-    return env
-
-
-def _bytecode_cache(config: SiteConfig) -> FileSystemBytecodeCache | None:
-    """Compiled templates, kept beside the build cache: compiling costs more than a small build.
-    Jinja keys each entry by the template's source, so an edited template is never served stale."""
-    folder = config.cache_dir / "templates"
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return None
-    return FileSystemBytecodeCache(str(folder))
-
-
-def _jsonld(value: Any) -> Markup:
-    """JSON for a <script> block: '<', '>' and '&' escaped so no text can close it."""
-    text = pretty_json(value).decode("utf-8")
-    text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-    return Markup(text)
 
 
 def page(path: str, html: str) -> list[OutputFile]:
@@ -216,24 +146,6 @@ def _provenance_sentence(origin: str) -> str:
     if not origin:
         return "no graph snapshot"
     return origin if origin.startswith("signed") else f"not signed: {origin}"
-
-
-def render_template(env: Environment, name: str, context: dict[str, Any]) -> str:
-    """Render, turning any template failure into a BuildError that names the template."""
-    try:
-        template = env.get_template(name)
-        # What Template.render does, through Jinja's documented low-level API
-        # (new_context, root_render_func), but with the globals merged by a plain
-        # dict copy: render merges them through a ChainMap, which costs as much
-        # as a small page.
-        ctx = template.new_context({**env.globals, **context}, shared=True)
-        try:
-            return env.concat(template.root_render_func(ctx))
-        except Exception:
-            env.handle_exception()
-    except TemplateError as exc:
-        where = getattr(exc, "filename", None) or name
-        raise BuildError(str(where), f"template error: {exc}") from None
 
 
 def _record_only_state(pub: Publication) -> dict[str, Any]:

@@ -39,6 +39,7 @@ from .keys import Keyring
 from .publish import headers_file
 from .render import DERIVED_BY, OutputFile, page
 from .search_index import Pending, search_files, search_key
+from .templating import render_template
 from .view import Summary
 
 _T = TypeVar("_T")
@@ -360,8 +361,6 @@ def _same(value: _T) -> _T:
 
 
 def render(env: Environment, name: str, **context: Any) -> str:
-    from .render import render_template
-
     return render_template(env, name, context)
 
 

@@ -31,8 +31,9 @@ from .examine import examine
 from .keys import Keyring
 from .load import Limits
 from .reconcile import Candidate, Choice, pack_event_ids
-from .render import OutputFile, make_environment, render_publication
+from .render import OutputFile, render_publication
 from .sitewide import Lazy, PageRender, page_titles, record_family_files
+from .templating import make_environment
 from .view import Publication, Summary
 from .write import Writer
 

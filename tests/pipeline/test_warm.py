@@ -24,7 +24,7 @@ from sitekit import (
 
 from generator import pipeline, sitewide
 from generator.cache import CACHE_FILE, WarmCache, save_warm
-from generator.render import make_environment
+from generator.templating import make_environment
 from generator.view import Summary, pack_aliases
 
 TITLE = "Warm Bundles"

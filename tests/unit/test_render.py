@@ -19,11 +19,11 @@ from generator.keys import Keyring
 from generator.model import Provenance
 from generator.render import (
     RecordPaths,
-    make_environment,
     provenance_html,
     record_context,
     render_publication,
 )
+from generator.templating import make_environment
 from generator.verify import verify_document
 from generator.view import Publication, graph_snapshot, paper_block
 

@@ -1,0 +1,62 @@
+"""The Jinja environment: text on a page is escaped exactly as markupsafe
+escapes it, by every template, however it was loaded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from markupsafe import Markup, escape
+
+from generator.config import SiteConfig
+from generator.keys import Keyring
+from generator.templating import escape_text, make_environment
+
+
+class _Html:
+    def __html__(self) -> str:
+        return "<b>kept</b>"
+
+
+_TEXT = st.text(alphabet=st.sampled_from("ab <>&'\"é\x00\U0001f600;#"), max_size=30) | st.text(max_size=30)
+
+
+@given(_TEXT | st.integers() | st.none() | st.floats(allow_nan=False) | _TEXT.map(Markup))
+def test_text_is_escaped_exactly_as_markupsafe_escapes_it(value: Any) -> None:
+    assert str(escape_text(value)) == str(escape(value))
+
+
+def test_markup_and_objects_with_html_pass_as_markup() -> None:
+    assert escape_text(_Html()) == Markup("<b>kept</b>")
+    assert escape_text(Markup("<i>x</i>")) == Markup("<i>x</i>")
+    assert escape_text("<i>x</i>") == "&lt;i&gt;x&lt;/i&gt;"
+
+
+@pytest.fixture
+def env(tmp_path: Path, keyring: Keyring) -> Any:
+    return make_environment(SiteConfig(site=tmp_path / "site", cache=tmp_path / "cache"), keyring)
+
+
+@pytest.mark.parametrize("name", ["record.html", "paper.html", "index.html", "base.html"])
+def test_every_template_outputs_through_escape_text(env: Any, name: str) -> None:
+    """The templates output text through `escape_text`, also when compiled
+    before and read back from the bytecode cache: a Jinja that no longer names
+    its escaping `escape` fails this test, not the pages."""
+    fresh = env.get_template(name)
+    assert fresh.root_render_func.__globals__["escape"] is escape_text
+    env.cache.clear()  # (the next one comes from the bytecode cache on disk)
+    cached = env.get_template(name)
+    assert cached is not fresh
+    assert cached.root_render_func.__globals__["escape"] is escape_text
+
+
+def test_hostile_text_in_a_template_is_text(env: Any) -> None:
+    template = env.from_string("<p title='{{ v }}'>{{ v }}</p>{{ m }}")
+    out = template.render(v="<script>alert('x')</script> & \"q\"", m=Markup("<br>"))
+    assert out == (
+        "<p title='&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &#34;q&#34;'>"
+        "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &#34;q&#34;</p><br>"
+    )
