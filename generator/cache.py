@@ -122,7 +122,7 @@ class BuildCache:
     sitewide_inputs: str = ""
     context_inputs: str = ""
     """Fingerprint of what site-wide pages show besides the records: rejections,
-    notes, Markdown pages and the clock (see pipeline._context_inputs)."""
+    notes, Markdown pages and the clock (see sitewide_write._context_inputs)."""
     contested: set[str] = field(default_factory=set)
     """Numbers the last selection had something to say about (see reconcile)."""
 

@@ -15,7 +15,7 @@ import factories as f
 import pytest
 from sitekit import REAL_BUNDLE, REAL_RECORD, Project, bundle_events, record_doc, tree
 
-from generator import pipeline, workers
+from generator import sitewide_write, workers
 from generator.sitewide import Lazy
 
 EPOCH = "1700000000"
@@ -85,7 +85,7 @@ def test_jobs_1_and_jobs_2_are_byte_identical(tmp_path: Path, files: list[tuple[
         return workers.hand_over_pages(pool, lazies, jobs, per_page)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(pipeline, "hand_over_pages", hand_over_pages)
+        patch.setattr(sitewide_write, "hand_over_pages", hand_over_pages)
         alone = one.build(jobs=1, per_page=2)
         assert handed == []  # (no workers: this process makes every page)
         report = two.build(jobs=2, per_page=2)
