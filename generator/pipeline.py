@@ -373,7 +373,20 @@ class _Build:
         summaries = [numbers[n].summary for n in sorted(numbers)]
         owned = PaperPages(numbers, self.renewed)
         self.new_cache.numbers = numbers
-        restore = self.write_sitewide(summaries, rejections, selection.notes, owned, rendered_numbers)
+        sitewide = SitewideStage(  # (stages 5-6 for the whole site)
+            self.config,
+            self.keyring,
+            self.extra,
+            self.cache,
+            self.new_cache,
+            self.staging,
+            None if self.incremental else self.pool,
+            self.keeps_manifest,
+            self.renewed,
+            self.suspect,
+        )
+        restore = sitewide.write(summaries, rejections, selection.notes, owned, rendered_numbers)
+        self.written += sitewide.written
         if restore:  # a page a shared short prefix had replaced must be whole again
             redo = [Choice(n, numbers[n].record, numbers[n].bundle) for n in sorted(restore)]
             self.render_choices(redo, numbers, paths, rejections)
@@ -609,32 +622,6 @@ class _Build:
         owned = PaperPages(numbers, accepted)
         stale = {p for p in stale if p not in owned}
         remove_files(self.site, stale)
-
-    # Stage 5-6 for the whole site (see sitewide_write).
-    def write_sitewide(
-        self,
-        summaries: list[Summary],
-        rejections: list[Rejection],
-        notes: list[str],
-        owned: PaperPages,
-        fresh: set[str],
-    ) -> set[str]:
-        """Write every site-wide file; returns numbers whose replaced pages need restoring."""
-        stage = SitewideStage(
-            self.config,
-            self.keyring,
-            self.extra,
-            self.cache,
-            self.new_cache,
-            self.staging,
-            None if self.incremental else self.pool,
-            self.keeps_manifest,
-            self.renewed,
-            self.suspect,
-        )
-        restore = stage.write(summaries, rejections, notes, owned, fresh)
-        self.written += stage.written
-        return restore
 
 
 class _ContentPaths:

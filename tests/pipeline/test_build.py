@@ -406,16 +406,16 @@ def test_collection_is_deferred_only_while_the_build_runs(
     """The build pauses cyclic garbage collection and leaves it as it found it."""
     import gc
 
-    from generator import pipeline
+    from generator.sitewide_write import SitewideStage
 
     seen: list[bool] = []
-    real = pipeline._Build.write_sitewide
+    real = SitewideStage.write
 
     def spy(self: Any, *args: Any, **kwargs: Any) -> Any:
         seen.append(gc.isenabled())
         return real(self, *args, **kwargs)
 
-    monkeypatch.setattr(pipeline._Build, "write_sitewide", spy)
+    monkeypatch.setattr(SitewideStage, "write", spy)
     project.add_real()
     was_enabled = gc.isenabled()
     try:
