@@ -26,6 +26,7 @@ import json
 import operator
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -223,12 +224,19 @@ def _write_checked(directory: Path, name: str, data: Any) -> None:
 
 
 def check_unchanged(
-    directory: Path, key: str, site: Path, stats: dict[str, int], extra: str
+    directory: Path, key: str, site: Path, list_stats: Callable[[], dict[str, int] | None], extra: str
 ) -> Unchanged | None:
-    """The last report, if every input has exactly the stat it had then (else None)."""
+    """The last report, if every input has exactly the stat it had then (else None).
+
+    `list_stats` lists and stats the inputs (None if it cannot): called only
+    once the saved report is known to be for this key, so a first build, or
+    one after a change of settings, does not stat every input for nothing."""
     try:
         data = _read_checked(directory / QUICK_FILE)
         if data.get("format") != CACHE_FORMAT or data.get("key") != key or data.get("extra") != extra:
+            return None
+        stats = list_stats()
+        if stats is None:
             return None
         saved = data["stats"]
         if len(saved) != len(stats) or any(

@@ -32,7 +32,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
@@ -145,8 +145,9 @@ def _build(
     key = build_key(config, keyring)
     extra = _extra_inputs(config)
     cache = warm_cache_for(warm, key, site) if incremental else None
+    listed: list[tuple[str, str, int]] | None = None
     if incremental and warm is None:  # a warm build fills its cache even when nothing changed
-        quick = _unchanged_report(config, key, extra, started)
+        quick, listed = _unchanged_report(config, key, extra, started)
         if quick is not None:
             return quick
     staging = prepare_staging(site)
@@ -172,6 +173,7 @@ def _build(
     try:
         run = _Build(config, keyring, staging, pool, progress, cache, key, extra)
         run.keeps_manifest = warm is not None
+        run.listed = listed
         if hints is not None and warm is not None and cache is not None and cache is warm.cache:
             run.hints = sorted(set(hints))
         with _collection_deferred():
@@ -264,19 +266,29 @@ def _extra_inputs(config: SiteConfig) -> str:
     return digest.hexdigest()
 
 
-def _unchanged_report(config: SiteConfig, key: str, extra: str, started: float) -> BuildReport | None:
-    """Nothing changed since the last build: say what it said, touch nothing."""
+def _unchanged_report(
+    config: SiteConfig, key: str, extra: str, started: float
+) -> tuple[BuildReport | None, list[tuple[str, str, int]] | None]:
+    """Nothing changed since the last build: say what it said, touch nothing.
+
+    Otherwise None, and (path, name, stat) of every input when they were
+    listed to tell: the build goes on from that listing, not a second one."""
     content = config.content
-    stats: dict[str, int] = {}
-    try:
-        for path, rel in discover_names(content):
-            stats[f"{content.name}/{rel}"] = stat_key(path)
-    except OSError:
-        return None
-    last = check_unchanged(config.cache_dir, key, config.site, stats, extra)
+    listed: list[tuple[str, str, int]] = []
+
+    def list_stats() -> dict[str, int] | None:
+        try:
+            for path, rel in discover_names(content):
+                listed.append((path, f"{content.name}/{rel}", stat_key(path)))
+        except OSError:
+            listed.clear()
+            return None
+        return {name: stat for _, name, stat in listed}
+
+    last = check_unchanged(config.cache_dir, key, config.site, list_stats, extra)
     if last is None:
-        return None
-    return BuildReport(
+        return None, listed or None
+    report = BuildReport(
         published=last.published,
         rejections=last.rejections,
         notes=last.notes,
@@ -284,6 +296,7 @@ def _unchanged_report(config: SiteConfig, key: str, extra: str, started: float) 
         seconds=time.monotonic() - started,
         mode="incremental",
     )
+    return report, None
 
 
 def finish_publication(root: Path, config: SiteConfig) -> None:
@@ -339,6 +352,8 @@ class _Build:
         """Numbers given a new entry by this build; every other keeps the cache's object."""
         self.keeps_manifest = False
         """Keep each number's manifest lines on its entry, for the next build (warm)."""
+        self.listed: list[tuple[str, str, int]] | None = None
+        """(path, name, stat) of every input, when the check for no change listed them."""
 
     def execute(self, started: float) -> BuildReport:
         entries, fresh, changed = self.examine_content()
@@ -410,20 +425,23 @@ class _Build:
         content = self.config.content
         previous = self.cache.files if self.cache else {}
         top = f"{content.name}/"
-        listed: Iterator[tuple[str, str]]
-        if self.hints is None:
-            entries: dict[str, FileEntry] = {}
-            listed = ((path, top + rel) for path, rel in discover_names(content))
-        else:  # every name not hinted at is as it was
+        listed: Iterable[tuple[str, str, int | None]]
+        if self.hints is not None:  # every name not hinted at is as it was
             entries = dict(previous)
-            listed = self.hinted(entries, top)
+            listed = ((path, name, None) for path, name in self.hinted(entries, top))
+        else:
+            entries = {}
+            if self.listed is not None:
+                listed, self.listed = self.listed, None
+            else:
+                listed = ((path, top + rel, None) for path, rel in discover_names(content))
         tasks: list[Task] = []
         root = str(content)
-        for path, name in listed:
+        for path, name, known in listed:
             old = previous.get(name)
             if old is not None:
                 try:
-                    stat = stat_key(path)
+                    stat = stat_key(path) if known is None else known
                     if stat == old.stat:
                         entries[name] = old
                         continue

@@ -270,3 +270,29 @@ def test_a_cache_entry_of_the_wrong_shape_is_not_trusted(built: Project, old: by
     built.add("b.json", record_doc(source_id="2304.00055", title="Added"))
     report = built.build()
     assert report.mode == ("incremental" if old == new else "full")
+
+
+def test_the_content_is_listed_once_a_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A build in a new process first checks whether anything changed; when
+    something did, it goes on from that listing and those stats, rather than
+    listing and statting every input again. A first build, with no saved
+    report to check against, lists the content once too."""
+    from generator import pipeline
+
+    listings: list[str] = []
+    real = pipeline.discover_names
+
+    def counting(content: Path) -> Any:
+        listings.append(content.name)
+        return real(content)
+
+    monkeypatch.setattr(pipeline, "discover_names", counting)
+    p = Project(tmp_path / "listed")
+    p.add("a.json", record_doc(source_id="2304.00044", title="First"))
+    assert p.build().mode == "full" and len(listings) == 1
+    assert p.build().files_written == 0 and len(listings) == 2  # (nothing changed: said at once)
+    second = record_doc(source_id="2304.00055", title="Second")
+    p.add("b.json", second)
+    report = p.build()
+    assert report.mode == "incremental" and report.rendered == 1 and len(listings) == 3
+    assert b"Second" in p.read(f"pith/{f.pith_body(second['canonical_record'])}.html")
