@@ -189,7 +189,7 @@ def load_cache(directory: Path, key: str, site: Path) -> BuildCache | None:
                 if kind == "f":
                     cache.files[name] = _file_entry(name, entry)
                 elif kind == "n":
-                    cache.numbers[name] = _number_entry(entry, cache.files)
+                    cache.numbers[name] = _number_entry(name, entry, cache.files)
                 else:
                     return None
         return None  # no checksum line: a torn or truncated file
@@ -337,7 +337,8 @@ def _candidate(data: dict[str, Any] | None) -> Candidate | None:
     if data is None:
         return None
     events = bytes.fromhex(data.pop("events"))
-    if len(events) % 32:
+    digests = [events[i : i + 32] for i in range(0, len(events), 32)]
+    if len(events) % 32 or digests != sorted(set(digests)):  # (as pack_event_ids packs them)
         raise ValueError("packed event ids")
     data["kind"] = sys.intern(data["kind"])
     return Candidate(**data, events=events)
@@ -412,6 +413,8 @@ def _hashes(value: Any) -> bytes:
         if len(digests) not in (96, 128):
             raise ValueError("packed hashes")
         return HASH_DIGESTS + digests
+    if type(value) is not list:
+        raise ValueError("hashes")
     canonical, record, bundle, state = value
     return pack_hashes(canonical, record, bundle, state)
 
@@ -424,8 +427,10 @@ _SUMMARY_FIELDS = tuple(f.name for f in fields(Summary))
 _summary_values = operator.attrgetter(*_SUMMARY_FIELDS)
 
 
-def _number_entry(d: dict[str, Any], files: dict[str, FileEntry]) -> NumberEntry:
+def _number_entry(number: str, d: dict[str, Any], files: dict[str, FileEntry]) -> NumberEntry:
     s = d["summary"]
+    if s["pith_number"] != number:
+        raise ValueError(f"the entry of {number} is another number's")
     s["cross_cats"] = tuple(s["cross_cats"])
     s["key_ids"] = tuple(s["key_ids"])
     for name in SHARED_FIELDS:
@@ -435,21 +440,22 @@ def _number_entry(d: dict[str, Any], files: dict[str, FileEntry]) -> NumberEntry
         s["integrity_data"] = base64.b64decode(s["integrity_data"], validate=True)
     s["alias_data"] = pack_alias_list(s["alias_data"])
     return NumberEntry(
-        record=_document(d["record"], files),
-        bundle=_document(d["bundle"], files),
+        record=_document(d["record"], files, "record", number),
+        bundle=_document(d["bundle"], files, "bundle", number),
         summary=Summary(**s),
     )
 
 
-def _document(data: str | dict[str, Any] | None, files: dict[str, FileEntry]) -> Candidate | None:
+def _document(
+    data: str | dict[str, Any] | None, files: dict[str, FileEntry], kind: str, number: str
+) -> Candidate | None:
     """The candidate `_document_json` wrote: a content file's, read just before
-    (a number's documents are held once), or one made from `data`."""
-    if isinstance(data, str):
-        candidate = files[data].candidate
-        if candidate is None:
-            raise ValueError(f"no document in {data}")
-        return candidate
-    return _candidate(data)
+    (a number's documents are held once), or one made from `data`; either way
+    a document of this kind for this number."""
+    candidate = files[data].candidate if isinstance(data, str) else _candidate(data)
+    if data is not None and (candidate is None or (candidate.kind, candidate.pith_number) != (kind, number)):
+        raise ValueError(f"not the {kind} of {number}")
+    return candidate
 
 
 @dataclass(slots=True)

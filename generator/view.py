@@ -226,9 +226,13 @@ def alias_list(data: bytes) -> list[str | bool | None]:
 
 def pack_alias_list(flat: list[Any]) -> bytes:
     """`alias_list`'s list packed again, once its shape is checked (it comes from a file)."""
-    if len(flat) % 3 or not all(
-        type(kind) is str and type(value) is str and (path is True or path is None or type(path) is str)
-        for kind, value, path in zip(flat[0::3], flat[1::3], flat[2::3], strict=True)
+    if (
+        type(flat) is not list
+        or len(flat) % 3
+        or not all(
+            type(kind) is str and type(value) is str and (path is True or path is None or type(path) is str)
+            for kind, value, path in zip(flat[0::3], flat[1::3], flat[2::3], strict=True)
+        )
     ):
         raise ValueError("not a list of aliases")
     return marshal.dumps(tuple(flat)) if flat else b""

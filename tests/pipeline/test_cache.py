@@ -204,7 +204,7 @@ def test_the_cache_reads_back_every_entry_as_it_was_written(
     """A number's documents are written as their file's name when they are that
     file's own document, in full otherwise (a document read back from the site,
     or one that differs from its file's); hashes as packed digests or as they
-    were; aliases with their usual look-up path left out. All read back equal."""
+    were; aliases with True for their usual look-up path. All read back equal."""
     number = f"pith:2021:{'B' * 26}"
     record = _candidate("content/r.json", "record", number, "ab" * 32, 0, False)
     own = _candidate("content/b.json", "bundle", number, "cd" * 32, events, flagged)
@@ -218,7 +218,12 @@ def test_the_cache_reads_back_every_entry_as_it_was_written(
         "content/r.json": FileEntry(1 | 2 << 64 | 3 << 128, "ab" * 32, number, (), record),
         "content/b.json": FileEntry(4, "cd" * 32, number, (), own),
         "content/bad.json": FileEntry(5, "00" * 32, None, (), None),
-    }
+        # (not a state examining makes: a document whose hash is not its file's;
+        # written whole all the same)
+        "content/odd.json": FileEntry(6, "11" * 32, number, (), _candidate(
+            "content/odd.json", "record", number, "22" * 32, events, flagged
+        )),
+    }  # fmt: skip
     aliases = [*aliases, ("arxiv", "2101.00001", lookup_file("arxiv", "2101.00001"))]
     summary = f.summary(
         pith_number=number,
@@ -248,28 +253,84 @@ def test_the_cache_reads_back_every_entry_as_it_was_written(
     assert hash_values(entry.summary.hash_data) == hash_values(summary.hash_data) == hashes
 
 
+def _files(lines: list[Any]) -> list[Any]:
+    return [line[2] for line in lines if line[0] == "f" and isinstance(line[2]["candidate"], list)]
+
+
+def _numbers(lines: list[Any]) -> list[Any]:
+    return [line[2] for line in lines if line[0] == "n"]
+
+
+def _longer_event_ids(lines: list[Any]) -> None:
+    _files(lines)[0]["candidate"][1] += "00"
+
+
+def _unsorted_event_ids(lines: list[Any]) -> None:
+    candidate = next(c for c in (e["candidate"] for e in _files(lines)) if len(c[1]) >= 128)
+    candidate[1] = candidate[1][64:] + candidate[1][:64]
+
+
+def _shorter_hashes(lines: list[Any]) -> None:
+    _numbers(lines)[0]["summary"]["hash_data"] = _numbers(lines)[0]["summary"]["hash_data"][2:]
+
+
+def _hashes_as_an_object(lines: list[Any]) -> None:
+    _numbers(lines)[0]["summary"]["hash_data"] = {"a": "1", "b": "2", "c": None, "d": "4"}
+
+
+def _aliases_of_the_wrong_shape(lines: list[Any]) -> None:
+    _numbers(lines)[0]["summary"]["alias_data"].insert(0, 1)
+
+
+def _aliases_as_a_string(lines: list[Any]) -> None:
+    _numbers(lines)[0]["summary"]["alias_data"] = "arx"
+
+
+def _a_record_as_the_bundle(lines: list[Any]) -> None:
+    entry = next(e for e in _numbers(lines) if isinstance(e["record"], str))
+    entry["bundle"] = entry["record"]
+
+
+def _another_numbers_document(lines: list[Any]) -> None:
+    first, second = [e for e in _numbers(lines) if isinstance(e["record"], str)][:2]
+    first["record"] = second["record"]
+
+
+def _another_numbers_summary(lines: list[Any]) -> None:
+    first, second = _numbers(lines)[:2]
+    first["summary"], second["summary"] = second["summary"], first["summary"]
+
+
 @pytest.mark.parametrize(
-    ("old", "new"),
+    "change",
     [
-        (b'"bundle",', b'"bundle",'),  # (unchanged: the rewritten file itself is trusted)
-        (b'"bundle","', b'"bundle","00'),  # packed event ids of a wrong length
-        (b'"hash_data":"', b'"hash_data":"00'),  # packed hashes of a wrong length
-        (b'"alias_data":["', b'"alias_data":[1,"'),  # aliases of the wrong shape
+        lambda lines: None,  # (read and written again as they are: trusted)
+        _longer_event_ids,
+        _unsorted_event_ids,
+        _shorter_hashes,
+        _hashes_as_an_object,
+        _aliases_of_the_wrong_shape,
+        _aliases_as_a_string,
+        _a_record_as_the_bundle,
+        _another_numbers_document,
+        _another_numbers_summary,
     ],
-    ids=["as written", "event ids", "hashes", "aliases"],
+    ids=lambda change: change.__name__.strip("_").replace("_", " "),
 )
-def test_a_cache_entry_of_the_wrong_shape_is_not_trusted(built: Project, old: bytes, new: bytes) -> None:
+def test_a_cache_entry_of_the_wrong_shape_is_not_trusted(
+    built: Project, change: Callable[[list[Any]], None]
+) -> None:
     """Even under a checksum that matches (the file rewritten whole, not damaged),
-    a packed value that does not read back makes the next build a full one."""
+    an entry that does not read back as one the build could have written makes
+    the next build a full one."""
     path = cache_file(built)
-    lines = path.read_bytes().splitlines(keepends=True)[:-1]
-    assert any(old in line for line in lines)
-    lines = [line.replace(old, new, 1) for line in lines]
-    digest = hashlib.sha256(b"".join(lines)).hexdigest()
-    path.write_bytes(b"".join(lines) + b"sha256 " + digest.encode() + b"\n")
+    header, *lines = [json.loads(line) for line in path.read_bytes().splitlines()[:-1]]
+    change(lines)
+    data = b"".join(json.dumps(v, separators=(",", ":")).encode() + b"\n" for v in [header, *lines])
+    path.write_bytes(data + b"sha256 " + hashlib.sha256(data).hexdigest().encode() + b"\n")
     built.add("b.json", record_doc(source_id="2304.00055", title="Added"))
     report = built.build()
-    assert report.mode == ("incremental" if old == new else "full")
+    assert report.mode == ("incremental" if change.__name__ == "<lambda>" else "full")
 
 
 def test_the_content_is_listed_once_a_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
