@@ -87,9 +87,9 @@ def remove_tree(folder: Path) -> None:
     before it returns: `shutil.rmtree` took 9.7 s for 20,000 records' site,
     most of it building each entry's full path for error messages it never
     needed; this takes 5.9 s. Every step is relative to an open folder
-    (`dir_fd`), and a folder is opened with O_NOFOLLOW, so a link put in the
-    tree's place is removed, not followed. Where the platform lacks those
-    calls, `shutil.rmtree` does it."""
+    (`dir_fd`), and a folder is opened with O_NOFOLLOW: a link inside the tree
+    is unlinked, never followed, and a link in the tree's own place is refused
+    (OSError). Where the platform lacks those calls, `shutil.rmtree` does it."""
     if not _BY_FD:
         shutil.rmtree(folder)
         return
