@@ -89,7 +89,8 @@ class Measured:
     cpu_seconds: float = 0.0
     """User + system CPU of the process and every descendant it waited for (its workers)."""
     peak_rss_bytes: int = 0
-    peak_pss_bytes: int = 0
+    peak_pss_bytes: int | None = None
+    """None when PSS was not read (see `measure`); 0 where /proc has no smaps_rollup."""
     peak_processes: int = 0
     samples: int = 0
 
@@ -232,7 +233,7 @@ def measure(
         stderr,
         cpu,
         peaks["rss"],
-        peaks["pss"],
+        peaks["pss"] if pss else None,
         peaks["procs"],
         peaks["samples"],
     )
@@ -652,7 +653,7 @@ def cold_figures(what: str, result: Measured, n: int) -> dict[str, Any]:
         "records_per_cpu_s": rate(n, result.cpu_seconds),
         **summary,
         "peak_rss_mb": result.peak_rss_bytes / 1e6,
-        "peak_pss_mb": result.peak_pss_bytes / 1e6 if result.peak_pss_bytes else None,
+        "peak_pss_mb": None if result.peak_pss_bytes is None else result.peak_pss_bytes / 1e6,
         "peak_processes": result.peak_processes,
         "memory_samples": result.samples,
     }
@@ -964,7 +965,10 @@ def memory_table(results: dict[str, Any]) -> str:
 
 def _memory_line(figures: dict[str, Any]) -> str:
     pss = figures["peak_pss_mb"]
-    shown = "PSS not read: it slows the build being timed" if pss is None else f"{pss:,.0f} MB PSS"
+    if pss is None:
+        shown = "PSS not read: it slows the build being timed"
+    else:
+        shown = f"{pss:,.0f} MB PSS" if pss else "PSS not available here"
     return (
         f"peak memory, cold build: {figures['peak_rss_mb']:,.0f} MB RSS summed over "
         f"{figures['peak_processes']} processes ({shown}; {figures['memory_samples']} samples)"
