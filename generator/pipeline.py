@@ -57,6 +57,7 @@ from .cache import (
 )
 from .config import SiteConfig
 from .errors import BuildError, Rejection
+from .family import family_paths
 from .keys import Keyring
 from .load import discover_names, document_path
 from .manifest import (
@@ -65,10 +66,7 @@ from .manifest import (
     read_published,
 )
 from .reconcile import Candidate, Choice, select
-from .sitewide import (
-    build_time,
-    family_paths,
-)
+from .sitewide import build_time
 from .sitewide_write import PaperPages, SitewideStage
 from .view import Summary
 from .workers import (

@@ -28,11 +28,12 @@ from .cache import FileEntry, stat_key
 from .config import SiteConfig
 from .errors import Code, Rejection
 from .examine import examine
+from .family import record_family_files
 from .keys import Keyring
 from .load import Limits
 from .reconcile import Candidate, Choice, pack_event_ids
 from .render import OutputFile, render_publication
-from .sitewide import Lazy, PageRender, page_titles, record_family_files
+from .sitewide import Lazy, PageRender, page_titles
 from .templating import make_environment
 from .view import Publication, Summary
 from .write import Writer

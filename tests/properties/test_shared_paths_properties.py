@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from generator import layout
-from generator.sitewide import family_paths, shared_family_paths
+from generator.family import family_paths, shared_family_paths
 from generator.view import Summary, pack_aliases
 
 # Common stems and a two-letter alphabet make shared 8-, 12- and 16-character prefixes common.
