@@ -196,7 +196,7 @@ def _build(
         warm.cache, warm.unchanged, warm.extra = run.new_cache, unchanged, extra
         warm.manifest_stat = stat_key(site / MANIFEST_PATH)
         warm.unsaved = True
-        return report
+        return replace(report, seconds=time.monotonic() - started)
     try:
         save_cache(config.cache_dir, run.new_cache)
         save_unchanged(config.cache_dir, run.new_cache, extra, unchanged)
@@ -204,7 +204,9 @@ def _build(
         report = _with_note(
             report, f"the build cache could not be saved ({exc.strerror}); the next build is a full one"
         )
-    return report
+    # (the time the build took to the end: a replaced site is deleted, and the
+    # cache saved, after the stages that made the report)
+    return replace(report, seconds=time.monotonic() - started)
 
 
 def unnoticed_changes(config: SiteConfig, warm: WarmCache) -> list[str]:

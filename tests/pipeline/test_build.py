@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from sitekit import (
+    BOTH_KEYS,
     BUNDLE_BODY,
     RECORD_BODY,
     REPO,
@@ -25,8 +26,10 @@ from sitekit import (
     tree,
 )
 
+from generator import write
 from generator.cli import main
 from generator.errors import BuildError, Code
+from generator.pipeline import build
 
 SUMMARY = re.compile(r"^published (\d+), refused (\d+) file\(s\), (\d+) files written in \d+\.\d\ds\b")
 
@@ -428,3 +431,25 @@ def test_collection_is_deferred_only_while_the_build_runs(
         assert seen == [False, False] and not gc.isenabled()
     finally:
         (gc.enable if was_enabled else gc.disable)()
+
+
+def test_the_reported_time_covers_replacing_the_old_site(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full build over a site deletes the old one before it returns (seconds
+    at tens of thousands of records): the time it reports includes that."""
+
+    project.add_real()
+    project.build()
+    real = write.remove_tree
+    deleted: list[Path] = []
+
+    def slow(folder: Path) -> None:
+        time.sleep(0.3)
+        deleted.append(folder)
+        real(folder)
+
+    monkeypatch.setattr(write, "remove_tree", slow)
+    report = build(project.config(), BOTH_KEYS, incremental=False)
+    assert report.mode == "full" and [p.name for p in deleted] == [".site.previous"]
+    assert report.seconds >= 0.3
