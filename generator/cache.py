@@ -39,7 +39,7 @@ from .errors import Code, Rejection
 from .keys import Keyring
 from .layout import number_paths
 from .manifest import MANIFEST_PATH
-from .reconcile import Candidate
+from .reconcile import Candidate, packed_event_ids
 from .sitewide import page_titles
 from .view import (
     HASH_DIGESTS,
@@ -336,21 +336,20 @@ def _candidate_json(c: Candidate | None) -> dict[str, Any] | None:
 def _candidate(data: dict[str, Any] | None) -> Candidate | None:
     if data is None:
         return None
-    events = bytes.fromhex(data.pop("events"))
-    digests = [events[i : i + 32] for i in range(0, len(events), 32)]
-    if len(events) % 32 or digests != sorted(set(digests)):  # (as pack_event_ids packs them)
-        raise ValueError("packed event ids")
+    events = packed_event_ids(data.pop("events"))
     data["kind"] = sys.intern(data["kind"])
     return Candidate(**data, events=events)
 
 
 def _file_json(name: str, e: FileEntry) -> dict[str, Any]:
     c = e.candidate
-    candidate: list[Any] | dict[str, Any] | None = _candidate_json(c)
+    candidate: list[Any] | dict[str, Any] | None
     if c is not None and (c.file, c.pith_number, c.raw_sha256) == (name, e.pith_number, e.raw_sha256):
         # the file's own document, as examining it makes it: its file, number
         # and hash are the entry's, and are not written twice
         candidate = [c.kind, c.events.hex(), c.from_site]
+    else:
+        candidate = _candidate_json(c)
     return {
         "stat": unpack_stat(e.stat),
         "raw_sha256": e.raw_sha256,
@@ -361,17 +360,18 @@ def _file_json(name: str, e: FileEntry) -> dict[str, Any]:
 
 
 def _file_entry(name: str, d: dict[str, Any]) -> FileEntry:
-    candidate = d["candidate"]
-    if isinstance(candidate, list):
+    raw_sha256, number, candidate = d["raw_sha256"], d["pith_number"], d["candidate"]
+    if isinstance(candidate, list):  # (the file's own document: see `_file_json`)
         kind, events, from_site = candidate
-        candidate = {"file": name, "kind": kind, "pith_number": d["pith_number"]}
-        candidate.update(raw_sha256=d["raw_sha256"], events=events, from_site=from_site)
+        candidate = Candidate(name, sys.intern(kind), number, raw_sha256, packed_event_ids(events), from_site)
+    else:
+        candidate = _candidate(candidate)
     return FileEntry(
         stat=pack_stat(*(int(n) for n in d["stat"])),
-        raw_sha256=d["raw_sha256"],
-        pith_number=d["pith_number"],
+        raw_sha256=raw_sha256,
+        pith_number=number,
         rejections=tuple(Rejection(f, p, Code(c), m) for f, p, c, m in d["rejections"]),
-        candidate=_candidate(candidate),
+        candidate=candidate,
     )
 
 

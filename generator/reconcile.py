@@ -71,6 +71,16 @@ def pack_event_ids(ids: Iterable[str]) -> bytes:
     return b"".join(sorted(digests))
 
 
+def packed_event_ids(hexed: str) -> bytes:
+    """`pack_event_ids`' bytes back from their hex (how the build cache keeps
+    them); ValueError unless they are distinct 32-byte digests in order."""
+    events = bytes.fromhex(hexed)
+    digests = [events[i : i + 32] for i in range(0, len(events), 32)]
+    if len(events) % 32 or digests != sorted(set(digests)):
+        raise ValueError("not packed event ids")
+    return events
+
+
 @dataclass(frozen=True, slots=True)
 class Choice:
     """The documents to publish for one number."""

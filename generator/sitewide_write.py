@@ -102,7 +102,7 @@ class SitewideStage:
         pool = self.pool
 
         def hand_over(pages: list[Lazy]) -> None:
-            assert pool is not None
+            assert pool is not None  # (given to render_site only with a pool)
             offloaded.extend(hand_over_pages(pool, pages, config.jobs, config.per_page))
 
         lazies = render_site(
