@@ -215,7 +215,7 @@ def pack_aliases(pairs: Iterable[tuple[str, str]], paths: Iterable[str | None]) 
     for (kind, value), path in zip(pairs, paths, strict=True):
         # most values need no encoding: their path is then kept as True (one byte)
         flat += (kind, value, True if path is not None and path == lookup_file(kind, value) else path)
-    return marshal.dumps(tuple(flat)) if flat else b""
+    return _pack(flat)
 
 
 def alias_list(data: bytes) -> list[str | bool | None]:
@@ -235,7 +235,7 @@ def pack_alias_list(flat: list[Any]) -> bytes:
         )
     ):
         raise ValueError("not a list of aliases")
-    return marshal.dumps(tuple(flat)) if flat else b""
+    return _pack(flat)
 
 
 def _alias_rows(data: bytes) -> list[tuple[str, str, str | None]]:
@@ -271,6 +271,10 @@ def hash_values(data: bytes) -> tuple[str | None, ...]:
         bundle = hexed[192:256] if len(hexed) > 192 else None
         return (hexed[0:64], hexed[64:128], bundle, hexed[128:192])
     return tuple(marshal.loads(data[1:]))
+
+
+def _pack(flat: list[Any]) -> bytes:
+    return marshal.dumps(tuple(flat)) if flat else b""
 
 
 def _unpack(data: bytes) -> tuple[Any, ...]:
