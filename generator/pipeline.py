@@ -209,17 +209,23 @@ def _build(
     return replace(report, seconds=time.monotonic() - started)
 
 
+def _content_files(content: Path) -> Iterator[tuple[str, str]]:
+    """(path, name) of every document in `content`, named as the build cache and
+    rejections name them: the folder's own name, then the path within it
+    ("content/a/b.json")."""
+    top = f"{content.name}/"
+    return ((path, top + rel) for path, rel in discover_names(content))
+
+
 def unnoticed_changes(config: SiteConfig, warm: WarmCache) -> list[str]:
     """Content names added, removed or changed since the warm cache's build, by
     listing every document: what a build given hints would have missed."""
     if warm.cache is None:
         return []
     known = warm.cache.files
-    top = f"{config.content.name}/"
     found: list[str] = []
     seen: set[str] = set()
-    for path, rel in discover_names(config.content):
-        name = top + rel
+    for path, name in _content_files(config.content):
         seen.add(name)
         old = known.get(name)
         try:
@@ -273,13 +279,12 @@ def _unchanged_report(
 
     Otherwise None, and (path, name, stat) of every input when they were
     listed to tell: the build goes on from that listing, not a second one."""
-    content = config.content
     listed: list[tuple[str, str, int]] = []
 
     def list_stats() -> dict[str, int] | None:
         try:
-            for path, rel in discover_names(content):
-                listed.append((path, f"{content.name}/{rel}", stat_key(path)))
+            for path, name in _content_files(config.content):
+                listed.append((path, name, stat_key(path)))
         except OSError:
             listed.clear()
             return None
@@ -434,7 +439,7 @@ class _Build:
             if self.listed is not None:
                 listed, self.listed = self.listed, None
             else:
-                listed = ((path, top + rel, None) for path, rel in discover_names(content))
+                listed = ((path, name, None) for path, name in _content_files(content))
         tasks: list[Task] = []
         root = str(content)
         for path, name, known in listed:
