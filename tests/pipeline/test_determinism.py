@@ -13,9 +13,10 @@ from typing import Any
 
 import factories as f
 import pytest
-from sitekit import REAL_BUNDLE, REAL_RECORD, Project, bundle_events, record_doc, tree
+from sitekit import BOTH_KEYS, REAL_BUNDLE, REAL_RECORD, Project, bundle_events, record_doc, tree
 
 from generator import sitewide_write, workers
+from generator.cache import build_key, load_cache
 from generator.sitewide import Lazy
 
 EPOCH = "1700000000"
@@ -94,16 +95,17 @@ def test_jobs_1_and_jobs_2_are_byte_identical(tmp_path: Path, files: list[tuple[
     first, second = tree(one.site), tree(two.site)
     assert sorted(first) == sorted(second) and "page/2/index.html" in first
     assert [p for p in first if first[p] != second[p]] == []
-    assert sitewide_record(one) == sitewide_record(two)
+    assert sitewide_record(one, per_page=2) == sitewide_record(two, per_page=2)
 
 
-def sitewide_record(project: Project) -> dict[str, Any]:
-    """What the build cache says of every site-wide file: its inputs' key and its bytes' hash."""
-    cache = project.root / ".pith-cache" / project.site.name / "build-cache.json"
-    head = cache.read_bytes().split(b"\n")[0]
-    record: dict[str, Any] = json.loads(head)["sitewide"]
-    assert any(path.startswith("browse/year/") for path in record)
-    return record
+def sitewide_record(project: Project, **settings: Any) -> dict[str, Any]:
+    """What the build cache, read as a build with `settings` reads it, says of every
+    site-wide file: its inputs' key and its bytes' hash."""
+    config = project.config(**settings)
+    cache = load_cache(config.cache_dir, build_key(config, BOTH_KEYS), project.site)
+    assert cache is not None
+    assert any(path.startswith("browse/year/") for path in cache.sitewide)
+    return dict(cache.sitewide)
 
 
 def test_rebuilding_in_place_changes_nothing(tmp_path: Path, files: list[tuple[str, bytes]]) -> None:
