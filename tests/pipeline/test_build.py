@@ -438,7 +438,6 @@ def test_the_reported_time_covers_replacing_the_old_site(
 ) -> None:
     """A full build over a site deletes the old one before it returns (seconds
     at tens of thousands of records): the time it reports includes that."""
-
     project.add_real()
     project.build()
     real = write.remove_tree
