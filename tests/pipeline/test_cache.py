@@ -341,13 +341,19 @@ def test_the_content_is_listed_once_a_build(tmp_path: Path, monkeypatch: pytest.
     from generator import pipeline
 
     listings: list[str] = []
-    real = pipeline.discover_names
+    stats: list[str] = []
+    real_listing, real_stat = pipeline.discover_names, pipeline.stat_key
 
     def counting(content: Path) -> Any:
         listings.append(content.name)
-        return real(content)
+        return real_listing(content)
+
+    def counting_stats(path: Any) -> int:
+        stats.append(str(path))
+        return real_stat(path)
 
     monkeypatch.setattr(pipeline, "discover_names", counting)
+    monkeypatch.setattr(pipeline, "stat_key", counting_stats)
     p = Project(tmp_path / "listed")
     p.add("a.json", record_doc(source_id="2304.00044", title="First"))
     assert p.build().mode == "full" and len(listings) == 1
@@ -356,4 +362,6 @@ def test_the_content_is_listed_once_a_build(tmp_path: Path, monkeypatch: pytest.
     p.add("b.json", second)
     report = p.build()
     assert report.mode == "incremental" and report.rendered == 1 and len(listings) == 3
+    assert sorted(stats[-2:]) == sorted(str(path) for path in p.content.glob("*.json"))
+    assert len(stats) == 1 + 2  # (each input statted once a build that lists it)
     assert b"Second" in p.read(f"pith/{f.pith_body(second['canonical_record'])}.html")
