@@ -12,6 +12,9 @@ Rules:
   (300 MB at 100,000 records). What remains proportional to the records is
   the largest shard while it is made, "pi", which holds every record's number
   (about 80 bytes a posting: each is one `bytes`, sorted as it is).
+- A full build with workers makes the same files there, from the same
+  functions (`workers.SearchHandOver`): each chunk of rows makes its file and
+  spills its postings, then each shard is made from its segments.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import json
 import tempfile
 from array import array
 from collections.abc import Callable, Sequence
+from functools import partial
 from json.encoder import encode_basestring
 from typing import IO, NamedTuple
 
@@ -29,7 +33,7 @@ import orjson
 from . import layout
 from .canonical import pretty_json
 from .config import SiteConfig
-from .view import TERM_SEPARATOR, Summary
+from .view import TERM_SEPARATOR, SearchRow, Summary, row_terms
 
 SEARCH_CHUNK = 1000
 
@@ -64,29 +68,56 @@ def search_key(ordered: Sequence[Summary], config: SiteConfig) -> str:
 
 def search_files(ordered: Sequence[Summary], config: SiteConfig) -> list[Pending]:
     """Every file of the index for `ordered` (newest first), in path order; the
-    term shards are made from spilled postings when each is asked for."""
+    term shards are made from spilled postings when each is asked for. (A full
+    build with workers makes the same files there: `workers.SearchHandOver`.)"""
     postings = _Postings(ordered)
-    meta = {"format": 1, "records": len(ordered), "chunk_size": SEARCH_CHUNK, "prefix_length": 2}
-    files = [Pending("search/meta.json", lambda: pretty_json(meta))]
+    files = [Pending("search/meta.json", partial(meta_json, len(ordered)))]
+    base = config.base_path
     for start in range(0, len(ordered), SEARCH_CHUNK):
-        chunk = ordered[start : start + SEARCH_CHUNK]
-        files.append(Pending(f"search/records/{start // SEARCH_CHUNK}.json", _Rows(chunk, config)))
-    files += [Pending(f"search/terms/{key}.json", _Shard(postings, key)) for key in sorted(postings.keys)]
+        rows = [s.search_row for s in ordered[start : start + SEARCH_CHUNK]]
+        files.append(Pending(records_path(start), partial(records_json, rows, base)))
+    files += [Pending(shard_path(key), _Shard(postings, key)) for key in sorted(postings.keys)]
     return files
 
 
-class _Rows:
-    __slots__ = ("base", "chunk")
+def meta_json(records: int) -> bytes:
+    return pretty_json({"format": 1, "records": records, "chunk_size": SEARCH_CHUNK, "prefix_length": 2})
 
-    def __init__(self, chunk: Sequence[Summary], config: SiteConfig) -> None:
-        self.chunk, self.base = chunk, config.base_path
 
-    def __call__(self) -> bytes:
-        rows = [
-            [s.pith_number, s.title, s.authors, s.source_id, self.base + layout.record_page(s.body)]
-            for s in self.chunk
-        ]
-        return json.dumps(rows, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+def records_path(start: int) -> str:
+    """The chunk of rows that begins at position `start` (a multiple of SEARCH_CHUNK)."""
+    return f"search/records/{start // SEARCH_CHUNK}.json"
+
+
+def shard_path(key: str) -> str:
+    return f"search/terms/{key}.json"
+
+
+def records_json(rows: Sequence[SearchRow], base: str) -> bytes:
+    """One chunk of rows: what a search result shows of each record."""
+    listed = [
+        [number, title, authors, source_id, base + layout.record_page(number.rsplit(":", 1)[1])]
+        for number, title, authors, source_id, *_ in rows
+    ]
+    return json.dumps(listed, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def chunk_postings(rows: Sequence[SearchRow], start: int) -> dict[str, bytes]:
+    """Every (term, position) posting of `rows`, at positions from `start` on,
+    as one segment of bytes per shard (see `_Postings` for the format)."""
+    buffers: dict[str, list[str]] = {}
+    keys: dict[str, str] = {}  # (a shard's key depends on its terms' first two characters only)
+    for index, row in enumerate(rows, start):
+        tail = f"{_END}{index:0{_POSITION_DIGITS}d}{TERM_SEPARATOR}"
+        for term in row_terms(row):
+            key = keys.get(term[:2])
+            if key is None:
+                key = keys[term[:2]] = shard_key(term)
+            parts = buffers.get(key)
+            if parts is None:
+                parts = buffers[key] = []
+            parts += (term.replace("\x00", _ZERO), tail)
+    return {key: "".join(parts).encode("utf-8") for key, parts in buffers.items()}
 
 
 class _Shard:
@@ -107,8 +138,8 @@ class _Postings:
     shard's postings as bytes sorts them by term and then by position (UTF-8
     keeps the order of code points; _END sorts before any more of a longer
     term), and splitting its bytes at TERM_SEPARATOR, sorting and one pass make
-    the shard's JSON. Postings wait in per-shard lists until _FLUSH_POSTINGS of
-    them are buffered, then each shard's are written as one segment."""
+    the shard's JSON. Every _SPILL_RECORDS records, each shard's postings are
+    written as one segment."""
 
     def __init__(self, ordered: Sequence[Summary]) -> None:
         if len(ordered) > 10**_POSITION_DIGITS:
@@ -119,34 +150,13 @@ class _Postings:
         self._size = 0
         self._segments: dict[str, array[int]] = {}
         """Each shard's (offset, length) pairs in the file, in the order written."""
-        buffers: dict[str, list[str]] = {}
-        keys: dict[str, str] = {}  # (a shard's key depends on its terms' first two characters only)
-        buffered = 0
-        for index, summary in enumerate(ordered):
-            tail = f"{_END}{index:0{_POSITION_DIGITS}d}{TERM_SEPARATOR}"
-            terms = summary.terms
-            for term in terms:
-                key = keys.get(term[:2])
-                if key is None:
-                    key = keys[term[:2]] = shard_key(term)
-                parts = buffers.get(key)
-                if parts is None:
-                    parts = buffers[key] = []
-                parts += (term.replace("\x00", _ZERO), tail)
-            buffered += len(terms)
-            if buffered >= _FLUSH_POSTINGS:
-                self._spill(buffers)
-                buffered = 0
-        self._spill(buffers)
-        self.keys = set(keys.values())
-
-    def _spill(self, buffers: dict[str, list[str]]) -> None:
-        for key, parts in buffers.items():
-            data = "".join(parts).encode("utf-8")
-            self._file.write(data)
-            self._segments.setdefault(key, array("Q")).extend((self._size, len(data)))
-            self._size += len(data)
-        buffers.clear()
+        for start in range(0, len(ordered), _SPILL_RECORDS):
+            rows = [s.search_row for s in ordered[start : start + _SPILL_RECORDS]]
+            for key, data in chunk_postings(rows, start).items():
+                self._file.write(data)
+                self._segments.setdefault(key, array("Q")).extend((self._size, len(data)))
+                self._size += len(data)
+        self.keys = set(self._segments)
 
     def take(self, key: str) -> bytes:
         """The shard's bytes, made now from its segments (read once, then let go)."""
@@ -157,16 +167,16 @@ class _Postings:
             chunks.append(self._file.read(segments[at + 1]))
         if not self._segments:
             self._file.close()
-        return _shard_json(b"".join(chunks))
+        return shard_json(b"".join(chunks))
 
 
-_FLUSH_POSTINGS = 1 << 15
+_SPILL_RECORDS = SEARCH_CHUNK
 _POSITION_DIGITS = 10
 _ZERO, _END = "\x00\x01", "\x00\x00"
 _ZERO_BYTES, _END_BYTES, _SEPARATOR_BYTES = b"\x00\x01", b"\x00\x00", TERM_SEPARATOR.encode()
 
 
-def _shard_json(data: bytes) -> bytes:
+def shard_json(data: bytes) -> bytes:
     """`json.dumps({term: [positions]}, ensure_ascii=False, separators=(",", ":"))` with
     terms sorted, from the shard's spilled postings (see `_Postings`), without the
     dict of lists (a shard such as "pi", which holds every record's number, is the

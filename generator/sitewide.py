@@ -122,6 +122,10 @@ def fingerprint(*parts: object) -> str:
 Previous = Mapping[str, tuple[str, str]]
 """What the last build wrote: path -> (input fingerprint, hash of the bytes)."""
 
+SearchMaker = Callable[[list[Summary], str], list[Lazy]]
+"""Has the search index for these records (newest first) made elsewhere, with
+this key, and returns what of it is left to make here."""
+
 
 def group(key: str, make_all: Callable[[], Sequence[OutputFile | Pending]], previous: Previous) -> list[Lazy]:
     """Files that one pass over every record makes together (the search index,
@@ -235,6 +239,7 @@ def render_site(
     previous: Previous | None = None,
     listings: bool = True,
     on_pages: Callable[[list[Lazy]], None] | None = None,
+    on_search: SearchMaker | None = None,
 ) -> list[Lazy]:
     """Every site-wide file, each with the fingerprint of what it depends on
     (`summaries` in Pith-number order, as the pipeline keeps them).
@@ -242,14 +247,15 @@ def render_site(
     With `listings` False, only the files made again every build: the caller
     knows the listings are what they were (see `same_listing`) and keeps them.
     `on_pages` is given the listing pages (see `Lazy.job`) as soon as they are
-    known, before the search index and the report are made."""
+    known, before the search index and the report are made; `on_search`, when
+    given, makes the search index elsewhere (see `SearchMaker`)."""
     md_pages = markdown_pages(pages_dir)
     env.globals["nav_pages"] = [(slug, title) for slug, title, _ in md_pages]
-    files = (
-        listing_files(summaries, rejections, notes, env, config, md_pages, previous or {}, on_pages)
-        if listings
-        else []
-    )
+    files = []
+    if listings:
+        files = listing_files(
+            summaries, rejections, notes, env, config, md_pages, previous or {}, on_pages, on_search
+        )
     return files + [eager(f.path, f.data) for f in fixed_files(summaries, keyring, env, config)]
 
 
@@ -262,6 +268,7 @@ def listing_files(
     md_pages: Sequence[tuple[str, str, str]],
     previous: Previous,
     on_pages: Callable[[list[Lazy]], None] | None = None,
+    on_search: SearchMaker | None = None,
 ) -> list[Lazy]:
     """Home and browse listings, Markdown pages, the report, the search index and
     the sitemap: everything made from LISTED_FIELDS, rejections and notes."""
@@ -292,6 +299,12 @@ def listing_files(
     for cat, records in by_cat.items():
         heading = f"Primary category {cat}"
         files += listing_pages(env, f"browse/category/{cat}", heading, records, config.per_page, others)
+    # (the search index first: made elsewhere, it is the longest to make)
+    search = search_key(ordered, config)
+    if on_search is not None and not any(old == search for old, _ in previous.values()):
+        files += on_search(ordered, search)
+    else:
+        files += group(search, partial(search_files, ordered, config), previous)
     if on_pages is not None:
         on_pages([lazy for lazy in files if lazy.job is not None])
     for slug, title, html in md_pages:
@@ -307,7 +320,6 @@ def listing_files(
         partial(report_files, ordered, refused, notes, env),
         previous,
     )
-    files += group(search_key(ordered, config), partial(search_files, ordered, config), previous)
     files += group(
         fingerprint("sitemap", config.base_url, *slugs, *(s.pith_number for s in ordered)),
         partial(sitemap_files, ordered, config, slugs),

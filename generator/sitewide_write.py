@@ -6,7 +6,7 @@ Rules:
   inputs changed, and written only when its bytes changed.
 - A full build writes each file into staging as it is made (holding them
   all would cost hundreds of MB at 100,000 records), and its workers make
-  the listing pages meanwhile. An incremental build makes every changed
+  the listing pages and the search index meanwhile. An incremental build makes every changed
   file before it touches SITE, then writes each atomically.
 - Files records share (look-ups, integrity reports, short forms) are made
   here only for the paths that more than one record claims (a full build:
@@ -19,6 +19,7 @@ import hashlib
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import BinaryIO
 
@@ -30,10 +31,11 @@ from .family import family_paths, record_family_files, shared_family_paths
 from .keys import Keyring
 from .manifest import MANIFEST_PATH, indented_entry, manifest_files, stream_manifest, whole_manifest
 from .render import OutputFile
+from .search_index import meta_json
 from .sitewide import Lazy, build_time, bytes_key, eager, recorded_hash, render_site, same_listing
 from .templating import make_environment
 from .view import Summary
-from .workers import PageBatch, hand_over_pages
+from .workers import PageBatch, SearchHandOver, hand_over_pages
 from .write import Writer, remove_files, write_atomic
 
 
@@ -96,14 +98,42 @@ class SitewideStage:
                     self.kept_manifest_entry(summary)
             return set()
         listings = not self.listings_unchanged(context)
+        # (a full build's search index, made by the workers; its spilled postings
+        # are removed however the build ends)
+        search = None if self.pool is None else SearchHandOver(self.pool, config.jobs)
+        try:
+            return self._write_changed(summaries, rejections, notes, owned, fresh, listings, search)
+        finally:
+            if search is not None:
+                search.close()
+
+    def _write_changed(
+        self,
+        summaries: list[Summary],
+        rejections: list[Rejection],
+        notes: list[str],
+        owned: PaperPages,
+        fresh: set[str],
+        listings: bool,
+        search: SearchHandOver | None,
+    ) -> set[str]:
+        config = self.config
         env = make_environment(config, self.keyring)
         previous = self.cache.sitewide if self.cache else {}
         offloaded: list[PageBatch] = []  # (a full build's listing pages, made by the workers)
         pool = self.pool
+        search_key = ""
 
         def hand_over(pages: list[Lazy]) -> None:
             assert pool is not None  # (given to render_site only with a pool)
             offloaded.extend(hand_over_pages(pool, pages, config.jobs, config.per_page))
+
+        def hand_over_search(ordered: list[Summary], key: str) -> list[Lazy]:
+            nonlocal search_key
+            assert search is not None  # (given to render_site only with one)
+            search.start(ordered, config.base_path)
+            search_key = key
+            return [Lazy("search/meta.json", key, partial(meta_json, len(ordered)))]
 
         lazies = render_site(
             summaries,
@@ -116,6 +146,7 @@ class SitewideStage:
             previous,
             listings,
             None if pool is None else hand_over,
+            None if search is None else hand_over_search,
         )
         generated_at = build_time()
         entry_json = self.kept_manifest_entry if self.incremental or self.keeps_manifest else None
@@ -124,7 +155,11 @@ class SitewideStage:
             eager(f.path, f.data)
             for f in manifest_files(summaries, config, self.keyring, generated_at, entry_json, streamed)
         ]
+        if search is not None:  # (each time the main process could let the workers go on)
+            search.shards(wait=False)
         affected = self.affected_family_paths(summaries)
+        if search is not None:
+            search.shards(wait=False)
         family = record_family_files(summaries, env, config, affected)
         fixed: dict[str, Lazy] = {}
         for lazy in lazies:
@@ -172,6 +207,8 @@ class SitewideStage:
                 self.new_cache.manifest_sha256 = full_digest
             if old is None or old[1] != digest:
                 emit(path, data)
+        if search is not None:
+            search.shards(wait=False)
         for pages, batch in offloaded:
             for lazies, (written, full_digest) in zip(pages, batch.result(), strict=True):
                 self.written += written
@@ -179,6 +216,9 @@ class SitewideStage:
                     record[lazy.path] = (lazy.key, recorded_hash(full_digest))
         if streamed:
             self.stream_manifest_into(record, summaries, generated_at)
+        for path, written, full_digest in search.finish() if search is not None else ():
+            self.written += written
+            record[path] = (search_key, recorded_hash(full_digest))
         self.new_cache.sitewide = record
         if staged is not None:
             remove_files(self.staging, {p for p in affected - set(shared) if p not in owned})

@@ -148,21 +148,25 @@ class Summary:
         return tuple((path, kind, value) for kind, value, path in self.alias_rows if path is not None)
 
     @property
-    def terms(self) -> list[str]:
-        """The search terms the record is found by (the same rules as search.js),
-        sorted. Made from the other fields when asked for, not kept: the main
-        process holds a summary per record, and their terms would be a seventh
-        of it; only a build that remakes the search index reads them."""
-        terms = search_terms(
+    def search_row(self) -> SearchRow:
+        """What the search index shows of the record and finds it by."""
+        return (
+            self.pith_number,
             self.title,
             self.authors,
-            self.pith_number,
-            self.aliases,
-            self.source_kind,
             self.source_id,
+            self.source_kind,
             self.source_version,
+            self.alias_data,
         )
-        return sorted(t for t in terms if TERM_SEPARATOR not in t)  # (no one types a control character)
+
+    @property
+    def terms(self) -> list[str]:
+        """The search terms the record is found by (see `row_terms`). Made from the
+        other fields when asked for, not kept: the main process holds a summary
+        per record, and their terms would be a seventh of it; only a build that
+        remakes the search index reads them."""
+        return row_terms(self.search_row)
 
     @property
     def body(self) -> str:
@@ -531,6 +535,21 @@ def _fingerprint(values: tuple[Any, ...]) -> str:
     except TypeError:  # e.g. an integer beyond 64 bits, which orjson refuses
         data = repr(values).encode("utf-8")
     return hashlib.sha256(data).hexdigest()[:32]  # (128 bits tell a change; one per record in memory)
+
+
+SearchRow = tuple[str, str, str, str, str, int, bytes]
+"""(pith_number, title, authors, source_id, source_kind, source_version,
+alias_data): a record's part of the search index. Small and picklable, so a
+worker process can make the index for a chunk of records."""
+
+
+def row_terms(row: SearchRow) -> list[str]:
+    """The search terms of a `SearchRow` (the same rules as search.js), sorted."""
+    pith_number, title, authors, source_id, source_kind, source_version, alias_data = row
+    flat = _unpack(alias_data)
+    aliases = tuple(zip(flat[0::3], flat[1::3], strict=True))
+    terms = search_terms(title, authors, pith_number, aliases, source_kind, source_id, source_version)
+    return sorted(t for t in terms if TERM_SEPARATOR not in t)  # (no one types a control character)
 
 
 _WORD = re.compile(r"[\W_]+")

@@ -1,5 +1,6 @@
 """Stages 1-3 in worker processes: examine one document, render one number,
-write its files; and, in a full build, the site-wide pages handed over to them.
+write its files; and, in a full build, the listing pages and the search index
+handed over to them.
 
 Rules:
 - Each task's result depends only on its inputs; `run_tasks` yields results
@@ -13,17 +14,20 @@ Rules:
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import hashlib
 import os
+import shutil
 import signal
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
-from . import layout
+from . import layout, search_index
 from .cache import FileEntry, stat_key
 from .config import SiteConfig
 from .errors import Code, Rejection
@@ -33,9 +37,10 @@ from .keys import Keyring
 from .load import Limits
 from .reconcile import Candidate, Choice, pack_event_ids
 from .render import OutputFile, render_publication
+from .search_index import chunk_postings, records_json, records_path, shard_json, shard_path
 from .sitewide import Lazy, PageRender, page_titles
 from .templating import make_environment
-from .view import Publication, Summary
+from .view import Publication, SearchRow, Summary
 from .write import Writer
 
 T = TypeVar("T")
@@ -225,6 +230,118 @@ def hand_over_pages(
         items = [(job, tuple(lazy.path for lazy in paths)) for job, paths in batch]
         batches.append(([paths for _, paths in batch], pool.submit(render_pages_task, items)))
     return batches
+
+
+def search_chunk_task(item: tuple[str, int, list[SearchRow], str, str]) -> tuple[int, str, list[Segment]]:
+    """Make one chunk of a full build's search index: the file of its rows (at
+    `path`; the first is at position `start`), written into the output folder,
+    and its postings, spilled into the file `spill` a shard after another.
+
+    Returns the files written, the SHA-256 of the rows' file, and where in
+    `spill` each shard's postings are: (shard key, offset, length)."""
+    path, start, rows, base, spill = item
+    data = records_json(rows, base)
+    written = _WORKER["writer"].write([OutputFile(path, data)])
+    placed = []
+    with open(spill, "wb") as handle:
+        for key, postings in chunk_postings(rows, start).items():
+            placed.append((key, handle.tell(), len(postings)))
+            handle.write(postings)
+    return written, hashlib.sha256(data).hexdigest(), placed
+
+
+def search_shards_task(shards: list[tuple[str, list[tuple[str, int, int]]]]) -> list[tuple[int, str]]:
+    """Make term shards from their postings, spilled by `search_chunk_task`: each
+    shard as its key and the (file, offset, length) of each of its segments.
+
+    Returns, for each shard, how many files it wrote and the SHA-256 of its bytes."""
+    done = []
+    with contextlib.ExitStack() as stack:
+        opened: dict[str, BinaryIO] = {}
+        for key, segments in shards:
+            parts = []
+            for spill, offset, length in segments:
+                handle = opened.get(spill)
+                if handle is None:
+                    handle = opened[spill] = stack.enter_context(open(spill, "rb"))
+                handle.seek(offset)
+                parts.append(handle.read(length))
+            data = shard_json(b"".join(parts))
+            written = _WORKER["writer"].write([OutputFile(shard_path(key), data)])
+            done.append((written, hashlib.sha256(data).hexdigest()))
+    return done
+
+
+Segment = tuple[str, int, int]
+"""Where one shard's postings from one chunk are, in that chunk's spill file:
+(shard key, offset, length)."""
+
+
+class SearchHandOver:
+    """A full build's search index, made by the workers while the main process
+    makes the rest of the site-wide files: every chunk of rows makes its file
+    and spills its postings (`search_chunk_task`), then every shard is made
+    from its segments (`search_shards_task`). The same files, byte for byte,
+    as `search_index.search_files` makes in one process; the main process
+    holds only where each segment is.
+
+    `start` hands the chunks over; `shards` hands the shards over once every
+    chunk is made (the main process asks whenever it could let the workers go
+    on); `finish` waits for them all. `close` removes the spilled postings,
+    however the build ends."""
+
+    def __init__(self, pool: ProcessPoolExecutor, jobs: int) -> None:
+        self.pool, self.jobs = pool, jobs
+        self.folder = tempfile.mkdtemp(prefix="pith-search-")
+        self.chunks: list[tuple[str, str, Future[tuple[int, str, list[Segment]]]]] = []
+        """Each chunk's rows file and spill file, and what its task returns."""
+        self.batches: list[tuple[list[str], Future[list[tuple[int, str]]]]] = []
+        self.done: list[tuple[str, int, str]] = []
+        """(path, files written, SHA-256) of every file the workers made."""
+
+    def start(self, ordered: Sequence[Summary], base: str) -> None:
+        size = search_index.SEARCH_CHUNK
+        for start in range(0, len(ordered), size):
+            rows = [s.search_row for s in ordered[start : start + size]]
+            spill = os.path.join(self.folder, f"{start}.postings")
+            path = records_path(start)
+            task = self.pool.submit(search_chunk_task, (path, start, rows, base, spill))
+            self.chunks.append((path, spill, task))
+
+    def shards(self, wait: bool = True) -> None:
+        """Hand the shards over once every chunk is made; without `wait`, only if
+        they are made already (the main process has other work meanwhile)."""
+        if not self.chunks or not (wait or all(chunk.done() for _, _, chunk in self.chunks)):
+            return
+        by_shard: dict[str, list[tuple[str, int, int]]] = {}
+        for path, spill, chunk in self.chunks:
+            written, digest, placed = chunk.result()
+            self.done.append((path, written, digest))
+            for key, offset, length in placed:
+                by_shard.setdefault(key, []).append((spill, offset, length))
+        self.chunks.clear()
+        ordered = sorted(by_shard.items())
+        size = max(1, -(-len(ordered) // (4 * self.jobs)))
+        for at in range(0, len(ordered), size):
+            batch = ordered[at : at + size]
+            future = self.pool.submit(search_shards_task, batch)
+            self.batches.append(([shard_path(key) for key, _ in batch], future))
+
+    def finish(self) -> list[tuple[str, int, str]]:
+        """(path, files written, SHA-256) of every file of the index but its meta.json."""
+        self.shards()
+        for paths, future in self.batches:
+            for path, (written, digest) in zip(paths, future.result(), strict=True):
+                self.done.append((path, written, digest))
+        self.batches.clear()
+        return sorted(self.done)
+
+    def close(self) -> None:
+        for _, _, chunk in self.chunks:
+            chunk.cancel()
+        for _, batch in self.batches:
+            batch.cancel()
+        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def run_tasks(

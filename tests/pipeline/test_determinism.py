@@ -15,7 +15,7 @@ import factories as f
 import pytest
 from sitekit import BOTH_KEYS, REAL_BUNDLE, REAL_RECORD, Project, bundle_events, record_doc, tree
 
-from generator import sitewide_write, workers
+from generator import search_index, sitewide_write, workers
 from generator.cache import build_key, load_cache
 from generator.sitewide import Lazy
 
@@ -75,22 +75,34 @@ def test_two_builds_are_byte_identical(tmp_path: Path, files: list[tuple[str, by
 
 
 def test_jobs_1_and_jobs_2_are_byte_identical(tmp_path: Path, files: list[tuple[str, bytes]]) -> None:
-    """Workers make the records, and with jobs > 1 the listing pages too; the
-    build cache then records each site-wide file as one process would."""
+    """Workers make the records, and with jobs > 1 the listing pages and the
+    search index too; the build cache then records each site-wide file as one
+    process would."""
     one = make(tmp_path / "one", files)
     two = make(tmp_path / "two", files)
     handed: list[list[Lazy]] = []
+    searched: list[tuple[str, int, str]] = []
 
     def hand_over_pages(pool: Any, lazies: list[Lazy], jobs: int, per_page: int) -> Any:
         handed.append(lazies)
         return workers.hand_over_pages(pool, lazies, jobs, per_page)
 
+    def finish(self: workers.SearchHandOver) -> list[tuple[str, int, str]]:
+        searched.extend(made := real_finish(self))
+        return made
+
+    real_finish = workers.SearchHandOver.finish
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(sitewide_write, "hand_over_pages", hand_over_pages)
+        patch.setattr(workers.SearchHandOver, "finish", finish)
+        patch.setattr(search_index, "SEARCH_CHUNK", 2)  # (several chunks, each a task; the workers fork)
         alone = one.build(jobs=1, per_page=2)
-        assert handed == []  # (no workers: this process makes every page)
+        assert handed == [] and searched == []  # (no workers: this process makes every page)
         report = two.build(jobs=2, per_page=2)
     assert sum(lazy.job is not None for lazy in handed[0]) > 10  # (the listing pages went to the workers)
+    made = {path for path, _, _ in searched}
+    assert {f"search/records/{n}.json" for n in range(4)} < made  # (7 records in chunks of 2)
+    assert made == {p for p in tree(two.site) if p.startswith("search/")} - {"search/meta.json"}
     assert report.published == 7 and report.files_written == alone.files_written
     first, second = tree(one.site), tree(two.site)
     assert sorted(first) == sorted(second) and "page/2/index.html" in first

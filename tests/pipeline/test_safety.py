@@ -404,3 +404,39 @@ def test_a_full_disk_is_one_line_and_a_full_build_leaves_the_site(
     err = capsys.readouterr().err
     assert code == EXIT_USAGE
     assert "No space left on device" in err and "Traceback" not in err
+
+
+def test_a_failed_search_index_in_the_workers_leaves_the_site_and_no_postings(
+    project: Project, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A full build with workers makes the search index there, from postings
+    spilled to a temporary folder: a failure while it is made is a BuildError
+    naming the file, the published site is untouched, and the folder is gone."""
+    import errno
+    import tempfile
+
+    from generator import workers
+    from generator.errors import BuildError
+    from generator.pipeline import build
+
+    project.add_real()
+    project.build()
+    before = tree(project.site)
+    project.add("new.json", record_doc(source_id="2399.00099", title="Never Published"))
+    spills = tmp_path / "temporary"
+    spills.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(spills))
+    real_start = workers.SearchHandOver.start
+
+    def start(self: workers.SearchHandOver, ordered: Any, base: str) -> None:
+        # a folder where the first chunk's postings go: the worker cannot write them
+        os.mkdir(os.path.join(self.folder, "0.postings"))
+        real_start(self, ordered, base)
+
+    monkeypatch.setattr(workers.SearchHandOver, "start", start)
+    with pytest.raises(BuildError) as info:
+        build(project.config(jobs=2), BOTH_KEYS, incremental=False)
+    assert info.value.path.endswith("0.postings") and info.value.reason == os.strerror(errno.EISDIR)
+    assert tree(project.site) == before
+    assert list(spills.iterdir()) == []
+    assert not (project.site.parent / f".{project.site.name}.staging").exists()

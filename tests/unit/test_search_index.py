@@ -68,11 +68,11 @@ def reference(ordered: list[Summary], config: SiteConfig) -> dict[str, bytes]:
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.sets(_TERMS, max_size=8), max_size=30), st.sampled_from([1, 5, 1 << 16]))
-def test_spilled_index_is_the_in_memory_index(term_sets: list[set[str]], flush: int) -> None:
+def test_spilled_index_is_the_in_memory_index(term_sets: list[set[str]], spill: int) -> None:
     ordered = [summary(i, terms) for i, terms in enumerate(term_sets)]
     config = SiteConfig(content=Path("content"), site=Path("site"), base_url="/m/")
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(search_index, "_FLUSH_POSTINGS", flush)  # 1: every record spills on its own
+        patch.setattr(search_index, "_SPILL_RECORDS", spill)  # 1: every record spills on its own
         files = search_files(ordered, config)
         made = {f.path: f.make() for f in reversed(files)}  # (asked for in any order)
     assert made == reference(ordered, config)
