@@ -167,7 +167,7 @@ class _Postings:
             chunks.append(self._file.read(segments[at + 1]))
         if not self._segments:
             self._file.close()
-        return shard_json(b"".join(chunks))
+        return shard_json(chunks)
 
 
 _SPILL_RECORDS = SEARCH_CHUNK
@@ -176,14 +176,18 @@ _ZERO, _END = "\x00\x01", "\x00\x00"
 _ZERO_BYTES, _END_BYTES, _SEPARATOR_BYTES = b"\x00\x01", b"\x00\x00", TERM_SEPARATOR.encode()
 
 
-def shard_json(data: bytes) -> bytes:
+def shard_json(segments: list[bytes]) -> bytes:
     """`json.dumps({term: [positions]}, ensure_ascii=False, separators=(",", ":"))` with
-    terms sorted, from the shard's spilled postings (see `_Postings`), without the
-    dict of lists (a shard such as "pi", which holds every record's number, is the
-    largest)."""
-    postings = data.split(_SEPARATOR_BYTES)
-    postings.pop()  # (every posting ends with the separator)
+    terms sorted, from the shard's spilled segments of postings (see `_Postings`),
+    without the dict of lists. A shard such as "pi", which holds every record's
+    number, is the largest: each segment is let go once split (`segments` is
+    emptied), and the postings before the bytes are copied out."""
+    empty = len(segments)  # (each ends with the separator: one empty piece each, sorted first)
+    postings: list[bytes] = []
+    while segments:
+        postings += segments.pop().split(_SEPARATOR_BYTES)
     postings.sort()
+    del postings[:empty]
     out = bytearray(b"{")  # (one growing buffer: a list of parts and its join cost twice the shard)
     last = None
     for posting in postings:
@@ -198,4 +202,5 @@ def shard_json(data: bytes) -> bytes:
         out += encode_basestring(term.replace(_ZERO_BYTES, b"\x00").decode("utf-8")).encode("utf-8")
         out += b":[" + position
     out += b"]}" if last is not None else b"}"
+    del postings
     return bytes(out)

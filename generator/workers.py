@@ -266,7 +266,7 @@ def search_shards_task(shards: list[tuple[str, list[tuple[str, int, int]]]]) -> 
                     handle = opened[spill] = stack.enter_context(open(spill, "rb"))
                 handle.seek(offset)
                 parts.append(handle.read(length))
-            data = shard_json(b"".join(parts))
+            data = shard_json(parts)
             written = _WORKER["writer"].write([OutputFile(shard_path(key), data)])
             done.append((written, hashlib.sha256(data).hexdigest()))
     return done
