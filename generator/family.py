@@ -30,8 +30,8 @@ from jinja2 import Environment
 from . import layout
 from .canonical import pretty_json
 from .config import SiteConfig
-from .render import DERIVED_BY
-from .sitewide import Lazy, browse_side, eager, fingerprint, lazy_page, render, same_value
+from .render import DERIVED_BY, OutputFile
+from .sitewide import Lazy, browse_side, eager, fingerprint, lazy_page, render
 from .view import Summary
 
 _NUMBER = operator.attrgetter("pith_number")
@@ -186,9 +186,7 @@ def short_pages(
     for path, records in sorted(by_prefix.items()):
         if len(records) == 1:
             number = records[0].pith_number
-            url = f"{base}pith/{records[0].body}"
-            html = REDIRECT.format(title=escape(number), url=escape(url, {'"': "&quot;"}))
-            files += lazy_page(path, fingerprint(path, number), partial(same_value, html))
+            files += lazy_page(path, fingerprint(path, number), partial(redirect_html, number, base))
             continue
         heading = f"{len(records)} records share the short form {path.rsplit('/', 1)[1]}"
         context = {
@@ -212,6 +210,32 @@ def short_pages(
     return files, replacing
 
 
+def redirect_html(pith_number: str, base: str) -> str:
+    """A short form's page when one record alone has it: a redirect to its record page."""
+    url = f"{base}pith/{pith_number.rsplit(':', 1)[1]}"
+    return REDIRECT.format(title=escape(pith_number), url=escape(url, {'"': "&quot;"}))
+
+
+def own_family_files(summary: Summary, base: str) -> list[OutputFile]:
+    """The files of `record_family_files([summary], ...)`, made at once: what a
+    full build's worker writes for its record, as if no other record claimed
+    them (the site-wide stage remakes those that others do). Its three short
+    forms redirect alike: one bytes object, so the writer links the six files."""
+    files = []
+    seen = set()
+    for path, kind, value in summary.lookups:
+        if path not in seen:  # (two aliases of one record may share a look-up: the first names it)
+            seen.add(path)
+            files.append(OutputFile(path, lookup_json(kind, value, summary.pith_number, base)))
+    if summary.integrity_path and summary.integrity_data is not None:
+        files.append(OutputFile(summary.integrity_path, zlib.decompress(summary.integrity_data)))
+    redirect = redirect_html(summary.pith_number, base).encode("utf-8")
+    body = summary.body
+    for n in (8, 12, 16):
+        files += [OutputFile(page, redirect) for page in layout.page_paths(f"pith/{body[:n]}")]
+    return files
+
+
 def resolve_files(ordered: Sequence[Summary], config: SiteConfig, only: set[str] | None = None) -> list[Lazy]:
     """One look-up file per alias; for a shared arXiv id the newest version wins."""
     chosen: dict[str, tuple[tuple[int, str], Summary, str, str]] = {}
@@ -225,16 +249,23 @@ def resolve_files(ordered: Sequence[Summary], config: SiteConfig, only: set[str]
     files = []
     base = config.base_path
     for path, (_, summary, kind, value) in chosen.items():
-        data = {
-            "derived_by": DERIVED_BY,
-            "alias_kind": kind,
-            "alias_value": value,
-            "pith_number": summary.pith_number,
-            "record": f"{base}pith/{summary.body}",
-            "json": f"{base}pith/{summary.body}.json",
-        }
-        files.append(Lazy(path, fingerprint(kind, value, summary.pith_number), partial(pretty_json, data)))
+        make = partial(lookup_json, kind, value, summary.pith_number, base)
+        files.append(Lazy(path, fingerprint(kind, value, summary.pith_number), make))
     return files
+
+
+def lookup_json(kind: str, value: str, pith_number: str, base: str) -> bytes:
+    """The look-up file of one alias: which record it names, and where."""
+    body = pith_number.rsplit(":", 1)[1]
+    data = {
+        "derived_by": DERIVED_BY,
+        "alias_kind": kind,
+        "alias_value": value,
+        "pith_number": pith_number,
+        "record": f"{base}pith/{body}",
+        "json": f"{base}pith/{body}.json",
+    }
+    return pretty_json(data)
 
 
 def integrity_files(ordered: Sequence[Summary], only: set[str] | None = None) -> list[Lazy]:

@@ -32,7 +32,7 @@ from .cache import FileEntry, stat_key
 from .config import SiteConfig
 from .errors import Code, Rejection
 from .examine import examine
-from .family import record_family_files
+from .family import own_family_files
 from .keys import Keyring
 from .load import Limits
 from .reconcile import Candidate, Choice, pack_event_ids
@@ -179,8 +179,7 @@ def render_and_write(pub: Publication, raws: dict[str, bytes]) -> tuple[int, Sum
         raise RuntimeError(f"render wrote {paths}, not the layout's paths for {summary.pith_number}")
     written = len(paths)
     if _WORKER["family"]:
-        lazies = record_family_files([summary], env, config, None)
-        written += writer.write([OutputFile(lazy.path, lazy.make()) for lazy in lazies])
+        written += writer.write(own_family_files(summary, config.base_path))
     return written, summary
 
 

@@ -1,18 +1,23 @@
 """`shared_family_paths` finds shared paths without listing every record's:
 it must agree with the definition (a path more than one record claims) for
-any mix of shared prefixes, shared aliases and shared integrity reports."""
+any mix of shared prefixes, shared aliases and shared integrity reports. And
+a worker's own family files are those the site-wide stage would make."""
 
 from __future__ import annotations
 
 import zlib
 from collections import Counter
+from dataclasses import replace
+from pathlib import Path
 
 import factories
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from generator import layout
-from generator.family import family_paths, shared_family_paths
+from generator.config import SiteConfig
+from generator.family import family_paths, own_family_files, record_family_files, shared_family_paths
+from generator.templating import make_environment
 from generator.view import Summary, pack_aliases
 
 # Common stems and a two-letter alphabet make shared 8-, 12- and 16-character prefixes common.
@@ -47,3 +52,21 @@ def summaries(draw: st.DrawFn) -> Summary:
 def test_shared_paths_are_exactly_those_claimed_twice(records: list[Summary]) -> None:
     claims = Counter(path for s in records for path in set(family_paths(s)))
     assert shared_family_paths(records) == {path for path, n in claims.items() if n > 1}
+
+
+@settings(max_examples=100, deadline=None)
+@given(summaries(), st.lists(st.sampled_from(["10.1/AB", "10.1/ab", "10.1/Ab/c"]), max_size=3))
+def test_a_workers_family_files_are_the_site_wide_stages(record: Summary, dois: list[str]) -> None:
+    """A full build's worker writes its record's family with `own_family_files`;
+    the site-wide stage would make the same paths with the same bytes (DOIs
+    that differ in case share one look-up: the first alias names it)."""
+    if dois:
+        aliases = [*record.aliases, *(("doi", doi) for doi in dois)]
+        paths = [layout.resolve_json(kind, value) for kind, value in aliases]
+        record = replace(record, alias_data=pack_aliases(aliases, paths))
+    config = SiteConfig(content=Path("content"), site=Path("site"), base_url="/m/")
+    env = make_environment(config, factories.TEST_SIGNER.keyring())
+    expected = [(lazy.path, lazy.make()) for lazy in record_family_files([record], env, config, None)]
+    made = own_family_files(record, config.base_path)
+    assert [(f.path, f.data) for f in made] == expected
+    assert len({id(f.data) for f in made if f.path.endswith(".html")}) == 1  # (linked, not six files)
