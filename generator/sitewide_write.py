@@ -207,15 +207,15 @@ class SitewideStage:
                 self.new_cache.manifest_sha256 = full_digest
             if old is None or old[1] != digest:
                 emit(path, data)
-        if search is not None:
-            search.shards(wait=False)
+        if streamed:  # (before waiting for the workers: they have pages left to make)
+            self.stream_manifest_into(record, summaries, generated_at)
+        if search is not None:  # (the chunks came before the listing pages: done first)
+            search.shards()
         for pages, batch in offloaded:
             for lazies, (written, full_digest) in zip(pages, batch.result(), strict=True):
                 self.written += written
                 for lazy in lazies:
                     record[lazy.path] = (lazy.key, recorded_hash(full_digest))
-        if streamed:
-            self.stream_manifest_into(record, summaries, generated_at)
         for path, written, full_digest in search.finish() if search is not None else ():
             self.written += written
             record[path] = (search_key, recorded_hash(full_digest))
@@ -236,7 +236,8 @@ class SitewideStage:
         self, record: dict[str, tuple[str, str]], summaries: list[Summary], generated_at: str | None
     ) -> None:
         """A cold build writes the site manifest into staging entry by entry, hashing
-        as it goes (the same bytes as `whole_manifest`); it is the last file."""
+        as it goes (the same bytes as `whole_manifest`): the last file this process
+        makes, while the workers finish theirs."""
         target = self.staging / MANIFEST_PATH
         target.parent.mkdir(parents=True, exist_ok=True)
         with open(target, "wb") as handle:
