@@ -335,6 +335,12 @@ class SearchHandOver:
         self.batches.clear()
         return sorted(self.done)
 
+    def __enter__(self) -> SearchHandOver:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def close(self) -> None:
         for _, _, chunk in self.chunks:
             chunk.cancel()
