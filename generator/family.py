@@ -219,8 +219,10 @@ def redirect_html(pith_number: str, base: str) -> str:
 def own_family_files(summary: Summary, base: str) -> list[OutputFile]:
     """The files of `record_family_files([summary], ...)`, made at once: what a
     full build's worker writes for its record, as if no other record claimed
-    them (the site-wide stage remakes those that others do). Its three short
-    forms redirect alike: one bytes object, so the writer links the six files."""
+    them (the site-wide stage remakes those that others do). Each short form's
+    two paths share one bytes object, so the writer links them; the three
+    forms do not, although they read alike: another record may share the
+    8-character one, and another worker rewrite it, before a link to it."""
     files = []
     seen = set()
     for path, kind, value in summary.lookups:
@@ -229,10 +231,11 @@ def own_family_files(summary: Summary, base: str) -> list[OutputFile]:
             files.append(OutputFile(path, lookup_json(kind, value, summary.pith_number, base)))
     if summary.integrity_path and summary.integrity_data is not None:
         files.append(OutputFile(summary.integrity_path, zlib.decompress(summary.integrity_data)))
-    redirect = redirect_html(summary.pith_number, base).encode("utf-8")
+    redirect = redirect_html(summary.pith_number, base)
     body = summary.body
     for n in (8, 12, 16):
-        files += [OutputFile(page, redirect) for page in layout.page_paths(f"pith/{body[:n]}")]
+        data = redirect.encode("utf-8")
+        files += [OutputFile(page, data) for page in layout.page_paths(f"pith/{body[:n]}")]
     return files
 
 
