@@ -56,7 +56,7 @@ def shard_key(term: str) -> str:
 
 def search_key(ordered: Sequence[Summary], config: SiteConfig) -> str:
     """Fingerprint of everything the search index is made from, in its order: the
-    rows' fields and what `Summary.terms` makes the terms from, not the terms
+    rows' fields and what `row_terms` makes the terms from, not the terms
     themselves, which cost a pass of their own (the postings make them once).
     Each record is a JSON array, then its packed aliases after their length."""
     digest = hashlib.sha1(f"search\x1f{config.base_path}".encode())
@@ -74,8 +74,8 @@ def search_files(ordered: Sequence[Summary], config: SiteConfig) -> list[Pending
     files = [Pending("search/meta.json", partial(meta_json, len(ordered)))]
     base = config.base_path
     for start in range(0, len(ordered), SEARCH_CHUNK):
-        rows = [s.search_row for s in ordered[start : start + SEARCH_CHUNK]]
-        files.append(Pending(records_path(start), partial(records_json, rows, base)))
+        chunk = ordered[start : start + SEARCH_CHUNK]
+        files.append(Pending(records_path(start), partial(_chunk_json, chunk, base)))
     files += [Pending(shard_path(key), _Shard(postings, key)) for key in sorted(postings.keys)]
     return files
 
@@ -100,6 +100,10 @@ def records_json(rows: Sequence[SearchRow], base: str) -> bytes:
         for number, title, authors, source_id, *_ in rows
     ]
     return json.dumps(listed, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _chunk_json(chunk: Sequence[Summary], base: str) -> bytes:
+    return records_json([s.search_row for s in chunk], base)
 
 
 def chunk_postings(rows: Sequence[SearchRow], start: int) -> dict[str, bytes]:

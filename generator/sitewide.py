@@ -246,9 +246,9 @@ def render_site(
 
     With `listings` False, only the files made again every build: the caller
     knows the listings are what they were (see `same_listing`) and keeps them.
-    `on_pages` is given the listing pages (see `Lazy.job`) as soon as they are
-    known, before the search index and the report are made; `on_search`, when
-    given, makes the search index elsewhere (see `SearchMaker`)."""
+    `on_search`, when given, has the search index made elsewhere (see
+    `SearchMaker`), as soon as the records are in order; `on_pages` is then
+    given the listing pages (see `Lazy.job`), before the report is made."""
     md_pages = markdown_pages(pages_dir)
     env.globals["nav_pages"] = [(slug, title) for slug, title, _ in md_pages]
     files = []

@@ -54,7 +54,8 @@ class SitewideStage:
     """This build's cache, its numbers set: the stage records its files there."""
     staging: Path
     pool: ProcessPoolExecutor | None
-    """Workers that make a full build's listing pages meanwhile (None: this process makes them)."""
+    """Workers that make a full build's listing pages and search index meanwhile
+    (None: this process makes them)."""
     keeps_manifest: bool
     """Keep each number's manifest lines on its entry, for the next build (warm)."""
     renewed: set[str]

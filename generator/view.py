@@ -161,14 +161,6 @@ class Summary:
         )
 
     @property
-    def terms(self) -> list[str]:
-        """The search terms the record is found by (see `row_terms`). Made from the
-        other fields when asked for, not kept: the main process holds a summary
-        per record, and their terms would be a seventh of it; only a build that
-        remakes the search index reads them."""
-        return row_terms(self.search_row)
-
-    @property
     def body(self) -> str:
         return self.pith_number.rsplit(":", 1)[1]
 

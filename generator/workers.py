@@ -14,7 +14,6 @@ Rules:
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import hashlib
 import os
@@ -22,10 +21,10 @@ import shutil
 import signal
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, TypeVar
+from typing import Any, TypeVar
 
 from . import layout, search_index
 from .cache import FileEntry, stat_key
@@ -255,19 +254,15 @@ def search_shards_task(shards: list[tuple[str, list[tuple[str, int, int]]]]) -> 
 
     Returns, for each shard, how many files it wrote and the SHA-256 of its bytes."""
     done = []
-    with contextlib.ExitStack() as stack:
-        opened: dict[str, BinaryIO] = {}
-        for key, segments in shards:
-            parts = []
-            for spill, offset, length in segments:
-                handle = opened.get(spill)
-                if handle is None:
-                    handle = opened[spill] = stack.enter_context(open(spill, "rb"))
+    for key, segments in shards:
+        parts = []
+        for spill, offset, length in segments:  # (one file a chunk: not all kept open)
+            with open(spill, "rb") as handle:
                 handle.seek(offset)
                 parts.append(handle.read(length))
-            data = shard_json(parts)
-            written = _WORKER["writer"].write([OutputFile(shard_path(key), data)])
-            done.append((written, hashlib.sha256(data).hexdigest()))
+        data = shard_json(parts)
+        written = _WORKER["writer"].write([OutputFile(shard_path(key), data)])
+        done.append((written, hashlib.sha256(data).hexdigest()))
     return done
 
 
@@ -282,7 +277,7 @@ class SearchHandOver:
     and spills its postings (`search_chunk_task`), then every shard is made
     from its segments (`search_shards_task`). The same files, byte for byte,
     as `search_index.search_files` makes in one process; the main process
-    holds only where each segment is.
+    holds each chunk's rows until its task has run, and where each segment is.
 
     `start` hands the chunks over; `shards` hands the shards over once every
     chunk is made (the main process asks whenever it could let the workers go
@@ -342,10 +337,13 @@ class SearchHandOver:
         self.close()
 
     def close(self) -> None:
-        for _, _, chunk in self.chunks:
-            chunk.cancel()
-        for _, batch in self.batches:
-            batch.cancel()
+        """Cancel what has not started, wait for what has (it may still write a
+        spill file), then remove the folder."""
+        futures: list[Future[Any]] = [chunk for _, _, chunk in self.chunks]
+        futures += [batch for _, batch in self.batches]
+        for future in futures:
+            future.cancel()
+        wait(futures)
         shutil.rmtree(self.folder, ignore_errors=True)
 
 

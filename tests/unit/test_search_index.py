@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from generator import layout, search_index
 from generator.config import SiteConfig
 from generator.search_index import SEARCH_CHUNK, search_files, search_key, shard_key
-from generator.view import TERM_SEPARATOR, Summary, pack_aliases
+from generator.view import TERM_SEPARATOR, Summary, pack_aliases, row_terms
 
 _TERMS = st.text(
     alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters=TERM_SEPARATOR),
@@ -42,7 +42,7 @@ def reference(ordered: list[Summary], config: SiteConfig) -> dict[str, bytes]:
     """The index as the format defines it, all in memory."""
     shards: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
     for index, s in enumerate(ordered):
-        for term in s.terms:
+        for term in row_terms(s.search_row):
             shards[shard_key(term)][term].append(index)
     files = {
         "search/meta.json": (
