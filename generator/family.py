@@ -212,7 +212,7 @@ def short_pages(
 
 def redirect_html(pith_number: str, base: str) -> str:
     """A short form's page when one record alone has it: a redirect to its record page."""
-    url = f"{base}pith/{pith_number.rsplit(':', 1)[1]}"
+    url = base + layout.record_page(pith_number.rsplit(":", 1)[1])
     return REDIRECT.format(title=escape(pith_number), url=escape(url, {'"': "&quot;"}))
 
 
@@ -265,8 +265,8 @@ def lookup_json(kind: str, value: str, pith_number: str, base: str) -> bytes:
         "alias_kind": kind,
         "alias_value": value,
         "pith_number": pith_number,
-        "record": f"{base}pith/{body}",
-        "json": f"{base}pith/{body}.json",
+        "record": base + layout.record_page(body),
+        "json": base + layout.record_json(body),
     }
     return pretty_json(data)
 

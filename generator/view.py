@@ -134,8 +134,7 @@ class Summary:
     @property
     def aliases(self) -> tuple[tuple[str, str], ...]:
         """(kind, value) of every alias, in the record's order."""
-        flat = _unpack(self.alias_data)
-        return tuple(zip(flat[0::3], flat[1::3], strict=True))  # (the paths need not be made)
+        return _alias_pairs(self.alias_data)
 
     @property
     def lookup_paths(self) -> tuple[str | None, ...]:
@@ -232,6 +231,12 @@ def pack_alias_list(flat: list[Any]) -> bytes:
     ):
         raise ValueError("not a list of aliases")
     return _pack(flat)
+
+
+def _alias_pairs(data: bytes) -> tuple[tuple[str, str], ...]:
+    """(kind, value) of every alias packed by `pack_aliases` (the paths need not be made)."""
+    flat = _unpack(data)
+    return tuple(zip(flat[0::3], flat[1::3], strict=True))
 
 
 def _alias_rows(data: bytes) -> list[tuple[str, str, str | None]]:
@@ -538,8 +543,7 @@ worker process can make the index for a chunk of records."""
 def row_terms(row: SearchRow) -> list[str]:
     """The search terms of a `SearchRow` (the same rules as search.js), sorted."""
     pith_number, title, authors, source_id, source_kind, source_version, alias_data = row
-    flat = _unpack(alias_data)
-    aliases = tuple(zip(flat[0::3], flat[1::3], strict=True))
+    aliases = _alias_pairs(alias_data)
     terms = search_terms(title, authors, pith_number, aliases, source_kind, source_id, source_version)
     return sorted(t for t in terms if TERM_SEPARATOR not in t)  # (no one types a control character)
 
