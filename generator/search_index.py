@@ -23,7 +23,7 @@ import hashlib
 import json
 import tempfile
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from json.encoder import encode_basestring
 from typing import IO, NamedTuple
@@ -61,8 +61,9 @@ def search_key(ordered: Sequence[Summary], config: SiteConfig) -> str:
     Each record is a JSON array, then its packed aliases after their length."""
     digest = hashlib.sha1(f"search\x1f{config.base_path}".encode())
     for s in ordered:
-        fields = [s.pith_number, s.title, s.authors, s.source_id, s.source_kind, str(s.source_version)]
-        digest.update(orjson.dumps(fields) + len(s.alias_data).to_bytes(4, "big") + s.alias_data)
+        number, title, authors, source_id, source_kind, version, aliases = s.search_row
+        fields = [number, title, authors, source_id, source_kind, str(version)]
+        digest.update(orjson.dumps(fields) + len(aliases).to_bytes(4, "big") + aliases)
     return digest.hexdigest()[:24]
 
 
@@ -73,11 +74,17 @@ def search_files(ordered: Sequence[Summary], config: SiteConfig) -> list[Pending
     postings = _Postings(ordered)
     files = [Pending("search/meta.json", partial(meta_json, len(ordered)))]
     base = config.base_path
-    for start in range(0, len(ordered), SEARCH_CHUNK):
-        chunk = ordered[start : start + SEARCH_CHUNK]
+    for start, chunk in search_chunks(ordered):
         files.append(Pending(records_path(start), partial(_chunk_json, chunk, base)))
     files += [Pending(shard_path(key), _Shard(postings, key)) for key in sorted(postings.keys)]
     return files
+
+
+def search_chunks(ordered: Sequence[Summary]) -> Iterator[tuple[int, Sequence[Summary]]]:
+    """The records in chunks of SEARCH_CHUNK, each with its first one's position:
+    each chunk is a file of rows, and its postings are spilled together."""
+    for start in range(0, len(ordered), SEARCH_CHUNK):
+        yield start, ordered[start : start + SEARCH_CHUNK]
 
 
 def meta_json(records: int) -> bytes:
@@ -142,8 +149,8 @@ class _Postings:
     shard's postings as bytes sorts them by term and then by position (UTF-8
     keeps the order of code points; _END sorts before any more of a longer
     term), and splitting its bytes at TERM_SEPARATOR, sorting and one pass make
-    the shard's JSON. Every _SPILL_RECORDS records, each shard's postings are
-    written as one segment."""
+    the shard's JSON. For each chunk of records (`search_chunks`), each shard's
+    postings are written as one segment."""
 
     def __init__(self, ordered: Sequence[Summary]) -> None:
         if len(ordered) > 10**_POSITION_DIGITS:
@@ -154,9 +161,8 @@ class _Postings:
         self._size = 0
         self._segments: dict[str, array[int]] = {}
         """Each shard's (offset, length) pairs in the file, in the order written."""
-        for start in range(0, len(ordered), _SPILL_RECORDS):
-            rows = [s.search_row for s in ordered[start : start + _SPILL_RECORDS]]
-            for key, data in chunk_postings(rows, start).items():
+        for start, chunk in search_chunks(ordered):
+            for key, data in chunk_postings([s.search_row for s in chunk], start).items():
                 self._file.write(data)
                 self._segments.setdefault(key, array("Q")).extend((self._size, len(data)))
                 self._size += len(data)
@@ -174,7 +180,6 @@ class _Postings:
         return shard_json(chunks)
 
 
-_SPILL_RECORDS = SEARCH_CHUNK
 _POSITION_DIGITS = 10
 _ZERO, _END = "\x00\x01", "\x00\x00"
 _ZERO_BYTES, _END_BYTES, _SEPARATOR_BYTES = b"\x00\x01", b"\x00\x00", TERM_SEPARATOR.encode()

@@ -15,12 +15,10 @@ Rules:
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import BinaryIO
 
@@ -32,7 +30,6 @@ from .family import family_paths, record_family_files, shared_family_paths
 from .keys import Keyring
 from .manifest import MANIFEST_PATH, indented_entry, manifest_files, stream_manifest, whole_manifest
 from .render import OutputFile
-from .search_index import meta_json
 from .sitewide import Lazy, build_time, bytes_key, eager, recorded_hash, render_site, same_listing
 from .templating import make_environment
 from .view import Summary
@@ -100,123 +97,112 @@ class SitewideStage:
                     self.kept_manifest_entry(summary)
             return set()
         listings = not self.listings_unchanged(context)
-        # (a full build's search index, made by the workers: its spilled postings
-        # are removed however the build ends)
-        search = None if self.pool is None else SearchHandOver(self.pool, config.jobs)
-        with search if search is not None else contextlib.nullcontext():
-            env = make_environment(config, self.keyring)
-            previous = self.cache.sitewide if self.cache else {}
-            offloaded: list[PageBatch] = []  # (a full build's listing pages, made by the workers)
-            pool = self.pool
-            search_key = ""
+        pool = self.pool
+        # (a full build's search index is made by the workers, in staging)
+        search = None if pool is None else SearchHandOver(pool, config.jobs, self.staging, config.base_path)
+        env = make_environment(config, self.keyring)
+        previous = self.cache.sitewide if self.cache else {}
+        offloaded: list[PageBatch] = []  # (a full build's listing pages, made by the workers)
 
-            def hand_over(pages: list[Lazy]) -> None:
-                assert pool is not None  # (given to render_site only with a pool)
-                offloaded.extend(hand_over_pages(pool, pages, config.jobs, config.per_page))
+        def hand_over(pages: list[Lazy]) -> None:
+            assert pool is not None  # (given to render_site only with a pool)
+            offloaded.extend(hand_over_pages(pool, pages, config.jobs, config.per_page))
 
-            def hand_over_search(ordered: list[Summary], key: str) -> list[Lazy]:
-                nonlocal search_key
-                assert search is not None  # (given to render_site only with one)
-                search.start(ordered, config.base_path)
-                search_key = key
-                return [Lazy("search/meta.json", key, partial(meta_json, len(ordered)))]
+        lazies = render_site(
+            summaries,
+            rejections,
+            notes,
+            self.keyring,
+            env,
+            config,
+            config.content / "pages",
+            previous,
+            listings,
+            None if pool is None else hand_over,
+            None if search is None else search.start,
+        )
+        generated_at = build_time()
+        entry_json = self.kept_manifest_entry if self.incremental or self.keeps_manifest else None
+        streamed = not self.incremental and not self.keeps_manifest  # (see `stream_manifest_into`)
+        lazies += [
+            eager(f.path, f.data)
+            for f in manifest_files(summaries, config, self.keyring, generated_at, entry_json, streamed)
+        ]
+        affected = self.affected_family_paths(summaries)
+        if search is not None:  # (the longest step of this process's own: the chunks may be made)
+            search.shards(block=False)
+        family = record_family_files(summaries, env, config, affected)
+        fixed: dict[str, Lazy] = {}
+        for lazy in lazies:
+            if lazy.path in fixed:
+                raise BuildError(lazy.path, "two site-wide outputs claim the same path")
+            fixed[lazy.path] = lazy
+        shared = {lazy.path: lazy for lazy in family}  # a shared prefix replaces paper pages
+        if clash := sorted(set(shared) & set(fixed)):
+            raise BuildError(clash[0], "two site-wide outputs claim the same path")
 
-            lazies = render_site(
-                summaries,
-                rejections,
-                notes,
-                self.keyring,
-                env,
-                config,
-                config.content / "pages",
-                previous,
-                listings,
-                None if pool is None else hand_over,
-                None if search is None else hand_over_search,
-            )
-            generated_at = build_time()
-            entry_json = self.kept_manifest_entry if self.incremental or self.keeps_manifest else None
-            streamed = not self.incremental and not self.keeps_manifest  # (see `stream_manifest_into`)
-            lazies += [
-                eager(f.path, f.data)
-                for f in manifest_files(summaries, config, self.keyring, generated_at, entry_json, streamed)
-            ]
-            if search is not None:  # (each time the main process could let the workers go on)
-                search.shards(wait=False)
-            affected = self.affected_family_paths(summaries)
-            if search is not None:
-                search.shards(wait=False)
-            family = record_family_files(summaries, env, config, affected)
-            fixed: dict[str, Lazy] = {}
-            for lazy in lazies:
-                if lazy.path in fixed:
-                    raise BuildError(lazy.path, "two site-wide outputs claim the same path")
-                fixed[lazy.path] = lazy
-            shared = {lazy.path: lazy for lazy in family}  # a shared prefix replaces paper pages
-            if clash := sorted(set(shared) & set(fixed)):
-                raise BuildError(clash[0], "two site-wide outputs claim the same path")
+        # A full build writes each file as it is made (into staging, thrown
+        # away whole on failure): holding them all would cost hundreds of MB
+        # at 100,000 records. An incremental one makes every changed file
+        # before it touches SITE.
+        staged = None if self.incremental else Writer(self.staging, atomic=False)
+        changed: list[OutputFile] = []
 
-            # A full build writes each file as it is made (into staging, thrown
-            # away whole on failure): holding them all would cost hundreds of MB
-            # at 100,000 records. An incremental one makes every changed file
-            # before it touches SITE.
-            staged = None if self.incremental else Writer(self.staging, atomic=False)
-            changed: list[OutputFile] = []
+        def emit(path: str, data: bytes) -> None:
+            if staged is None:
+                changed.append(OutputFile(path, data))
+            else:
+                # (files written counts writes: a path several records claim was
+                # written by each of their workers, then once more here)
+                self.written += staged.write([OutputFile(path, data)])
 
-            def emit(path: str, data: bytes) -> None:
-                if staged is None:
-                    changed.append(OutputFile(path, data))
-                else:
-                    # (files written counts writes: a path several records claim was
-                    # written by each of their workers, then once more here)
-                    self.written += staged.write([OutputFile(path, data)])
-
-            record: dict[str, tuple[str, str]] = {}
-            if not listings:  # kept as they are: neither made nor removed
-                record = {path: old for path, old in previous.items() if path not in fixed}
-            handed = {lazy.path for pages, _ in offloaded for lazies in pages for lazy in lazies}
-            for path, lazy in sorted(shared.items()):
-                emit(path, lazy.make())
-            for path in sorted(fixed, key=lambda p: (p == MANIFEST_PATH, p)):
-                lazy = fixed[path]
-                if path in handed:
-                    continue
-                old = previous.get(path)
-                if old is not None and old[0] == lazy.key:
-                    record[path] = old
-                    continue
-                data = lazy.make()
-                full_digest = _sha(data)
-                digest = recorded_hash(full_digest)
-                record[path] = (lazy.key, digest)
-                if path == MANIFEST_PATH:
-                    self.new_cache.manifest_sha256 = full_digest
-                if old is None or old[1] != digest:
-                    emit(path, data)
-            if streamed:  # (before waiting for the workers: they have pages left to make)
-                self.stream_manifest_into(record, summaries, generated_at)
-            if search is not None:  # (the chunks came before the listing pages: done first)
-                search.shards()
-            for pages, batch in offloaded:
-                for lazies, (written, full_digest) in zip(pages, batch.result(), strict=True):
-                    self.written += written
-                    for lazy in lazies:
-                        record[lazy.path] = (lazy.key, recorded_hash(full_digest))
-            for path, written, full_digest in search.finish() if search is not None else ():
+        record: dict[str, tuple[str, str]] = {}
+        if not listings:  # kept as they are: neither made nor removed
+            record = {path: old for path, old in previous.items() if path not in fixed}
+        handed = {lazy.path for pages, _ in offloaded for lazies in pages for lazy in lazies}
+        for path, lazy in sorted(shared.items()):
+            emit(path, lazy.make())
+        for path in sorted(fixed, key=lambda p: (p == MANIFEST_PATH, p)):
+            lazy = fixed[path]
+            if path in handed:
+                continue
+            old = previous.get(path)
+            if old is not None and old[0] == lazy.key:
+                record[path] = old
+                continue
+            data = lazy.make()
+            full_digest = _sha(data)
+            digest = recorded_hash(full_digest)
+            record[path] = (lazy.key, digest)
+            if path == MANIFEST_PATH:
+                self.new_cache.manifest_sha256 = full_digest
+            if old is None or old[1] != digest:
+                emit(path, data)
+        if streamed:  # (before waiting for the workers: they have pages left to make)
+            self.stream_manifest_into(record, summaries, generated_at)
+        if search is not None:  # (the chunks came before the listing pages: done first)
+            search.shards()
+        for pages, batch in offloaded:
+            for lazies, (written, full_digest) in zip(pages, batch.result(), strict=True):
                 self.written += written
-                record[path] = (search_key, recorded_hash(full_digest))
-            self.new_cache.sitewide = record
-            if staged is not None:
-                remove_files(self.staging, {p for p in affected - set(shared) if p not in owned})
-                return set()
-            for file in changed:
-                target = self.site / file.path
-                target.parent.mkdir(parents=True, exist_ok=True)
-                write_atomic(target, file.data)
-            self.written += len(changed)
-            gone = (set(previous) - set(fixed) - set(record)) | (affected - set(shared))
-            remove_files(self.site, {p for p in gone if p not in owned})
-            return {owned[p] for p in gone if p in owned and owned[p] not in fresh}
+                for lazy in lazies:
+                    record[lazy.path] = (lazy.key, recorded_hash(full_digest))
+        if search is not None:
+            for path, written, full_digest in search.finish():
+                self.written += written
+                record[path] = (search.key, recorded_hash(full_digest))
+        self.new_cache.sitewide = record
+        if staged is not None:
+            remove_files(self.staging, {p for p in affected - set(shared) if p not in owned})
+            return set()
+        for file in changed:
+            target = self.site / file.path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(target, file.data)
+        self.written += len(changed)
+        gone = (set(previous) - set(fixed) - set(record)) | (affected - set(shared))
+        remove_files(self.site, {p for p in gone if p not in owned})
+        return {owned[p] for p in gone if p in owned and owned[p] not in fresh}
 
     def stream_manifest_into(
         self, record: dict[str, tuple[str, str]], summaries: list[Summary], generated_at: str | None

@@ -17,16 +17,15 @@ from __future__ import annotations
 import gc
 import hashlib
 import os
-import shutil
 import signal
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, wait
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-from . import layout, search_index
+from . import layout
 from .cache import FileEntry, stat_key
 from .config import SiteConfig
 from .errors import Code, Rejection
@@ -36,11 +35,19 @@ from .keys import Keyring
 from .load import Limits
 from .reconcile import Candidate, Choice, pack_event_ids
 from .render import OutputFile, render_publication
-from .search_index import chunk_postings, records_json, records_path, shard_json, shard_path
+from .search_index import (
+    chunk_postings,
+    meta_json,
+    records_json,
+    records_path,
+    search_chunks,
+    shard_json,
+    shard_path,
+)
 from .sitewide import Lazy, PageRender, page_titles
 from .templating import make_environment
 from .view import Publication, SearchRow, Summary
-from .write import Writer
+from .write import Writer, remove_tree
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -187,12 +194,14 @@ def render_pages_task(pages: list[tuple[PageRender, tuple[str, ...]]]) -> list[t
     folder (a full build's listing pages, while the main process makes the rest).
 
     Returns, for each page, how many files it wrote and the SHA-256 of its bytes."""
-    done = []
-    for job, paths in pages:
-        data = job.html(_WORKER["env"]).encode("utf-8")
-        written = _WORKER["writer"].write([OutputFile(path, data) for path in paths])
-        done.append((written, hashlib.sha256(data).hexdigest()))
-    return done
+    return [_write_made(paths, job.html(_WORKER["env"]).encode("utf-8")) for job, paths in pages]
+
+
+def _write_made(paths: Sequence[str], data: bytes) -> tuple[int, str]:
+    """Write a file made for the site-wide stage at each of its paths: how many
+    files that wrote, and the SHA-256 of the bytes (which the cache records)."""
+    written = _WORKER["writer"].write([OutputFile(path, data) for path in paths])
+    return written, hashlib.sha256(data).hexdigest()
 
 
 PageBatch = tuple[list[list[Lazy]], Future[list[tuple[int, str]]]]
@@ -220,14 +229,21 @@ def hand_over_pages(
     ordered = list(pages.values())
     # (a batch is pickled whole, with its records' summaries, and unpickled
     # whole in the worker that takes it: _BATCH_RECORDS bounds what it holds)
-    most = max(1, _BATCH_RECORDS // per_page)
-    size = max(1, min(most, -(-len(ordered) // (4 * jobs))))
     batches = []
-    for start in range(0, len(ordered), size):
-        batch = ordered[start : start + size]
+    for batch in _batches(ordered, jobs, max(1, _BATCH_RECORDS // per_page)):
         items = [(job, tuple(lazy.path for lazy in paths)) for job, paths in batch]
         batches.append(([paths for _, paths in batch], pool.submit(render_pages_task, items)))
     return batches
+
+
+def _batches(items: list[T], jobs: int, most: int | None = None) -> Iterator[list[T]]:
+    """`items` in order, in about four batches a worker (so that none is left
+    long with the last), and at most `most` in one."""
+    size = max(1, -(-len(items) // (4 * jobs)))
+    if most is not None:
+        size = min(size, most)
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
 
 
 def search_chunk_task(item: tuple[str, int, list[SearchRow], str, str]) -> tuple[int, str, list[Segment]]:
@@ -238,14 +254,13 @@ def search_chunk_task(item: tuple[str, int, list[SearchRow], str, str]) -> tuple
     Returns the files written, the SHA-256 of the rows' file, and where in
     `spill` each shard's postings are: (shard key, offset, length)."""
     path, start, rows, base, spill = item
-    data = records_json(rows, base)
-    written = _WORKER["writer"].write([OutputFile(path, data)])
+    written, digest = _write_made([path], records_json(rows, base))
     placed = []
     with open(spill, "wb") as handle:
         for key, postings in chunk_postings(rows, start).items():
             placed.append((key, handle.tell(), len(postings)))
             handle.write(postings)
-    return written, hashlib.sha256(data).hexdigest(), placed
+    return written, digest, placed
 
 
 def search_shards_task(shards: list[tuple[str, list[tuple[str, int, int]]]]) -> list[tuple[int, str]]:
@@ -260,15 +275,17 @@ def search_shards_task(shards: list[tuple[str, list[tuple[str, int, int]]]]) -> 
             with open(spill, "rb") as handle:
                 handle.seek(offset)
                 parts.append(handle.read(length))
-        data = shard_json(parts)
-        written = _WORKER["writer"].write([OutputFile(shard_path(key), data)])
-        done.append((written, hashlib.sha256(data).hexdigest()))
+        done.append(_write_made([shard_path(key)], shard_json(parts)))
     return done
 
 
 Segment = tuple[str, int, int]
 """Where one shard's postings from one chunk are, in that chunk's spill file:
 (shard key, offset, length)."""
+
+SPILL_FOLDER = ".search-postings"
+"""Inside a full build's staging folder: removed with it if the build fails or
+is killed (see write.recover), and by `SearchHandOver.finish` before the swap."""
 
 
 class SearchHandOver:
@@ -281,31 +298,35 @@ class SearchHandOver:
 
     `start` hands the chunks over; `shards` hands the shards over once every
     chunk is made (the main process asks whenever it could let the workers go
-    on); `finish` waits for them all. `close` removes the spilled postings,
-    however the build ends."""
+    on); `finish` waits for them all and removes the spilled postings."""
 
-    def __init__(self, pool: ProcessPoolExecutor, jobs: int) -> None:
-        self.pool, self.jobs = pool, jobs
-        self.folder = tempfile.mkdtemp(prefix="pith-search-")
+    def __init__(self, pool: ProcessPoolExecutor, jobs: int, staging: Path, base: str) -> None:
+        self.pool, self.jobs, self.base = pool, jobs, base
+        self.folder = staging / SPILL_FOLDER
+        self.key = ""
+        """The index's key (`search_index.search_key`): every file of it has it."""
         self.chunks: list[tuple[str, str, Future[tuple[int, str, list[Segment]]]]] = []
         """Each chunk's rows file and spill file, and what its task returns."""
         self.batches: list[tuple[list[str], Future[list[tuple[int, str]]]]] = []
         self.done: list[tuple[str, int, str]] = []
         """(path, files written, SHA-256) of every file the workers made."""
 
-    def start(self, ordered: Sequence[Summary], base: str) -> None:
-        size = search_index.SEARCH_CHUNK
-        for start in range(0, len(ordered), size):
-            rows = [s.search_row for s in ordered[start : start + size]]
-            spill = os.path.join(self.folder, f"{start}.postings")
-            path = records_path(start)
-            task = self.pool.submit(search_chunk_task, (path, start, rows, base, spill))
+    def start(self, ordered: list[Summary], key: str) -> list[Lazy]:
+        """Hand the chunks over (see `sitewide.SearchMaker`); the index's meta.json
+        is left to the caller."""
+        self.key = key
+        self.folder.mkdir(exist_ok=True)
+        for start, chunk in search_chunks(ordered):
+            path, spill = records_path(start), str(self.folder / f"{start}.postings")
+            rows = [s.search_row for s in chunk]
+            task = self.pool.submit(search_chunk_task, (path, start, rows, self.base, spill))
             self.chunks.append((path, spill, task))
+        return [Lazy("search/meta.json", key, partial(meta_json, len(ordered)))]
 
-    def shards(self, wait: bool = True) -> None:
-        """Hand the shards over once every chunk is made; without `wait`, only if
+    def shards(self, block: bool = True) -> None:
+        """Hand the shards over once every chunk is made; without `block`, only if
         they are made already (the main process has other work meanwhile)."""
-        if not self.chunks or not (wait or all(chunk.done() for _, _, chunk in self.chunks)):
+        if not self.chunks or not (block or all(chunk.done() for _, _, chunk in self.chunks)):
             return
         by_shard: dict[str, list[tuple[str, int, int]]] = {}
         for path, spill, chunk in self.chunks:
@@ -314,37 +335,21 @@ class SearchHandOver:
             for key, offset, length in placed:
                 by_shard.setdefault(key, []).append((spill, offset, length))
         self.chunks.clear()
-        ordered = sorted(by_shard.items())
-        size = max(1, -(-len(ordered) // (4 * self.jobs)))
-        for at in range(0, len(ordered), size):
-            batch = ordered[at : at + size]
+        for batch in _batches(sorted(by_shard.items()), self.jobs):
             future = self.pool.submit(search_shards_task, batch)
             self.batches.append(([shard_path(key) for key, _ in batch], future))
 
     def finish(self) -> list[tuple[str, int, str]]:
-        """(path, files written, SHA-256) of every file of the index but its meta.json."""
+        """(path, files written, SHA-256) of every file of the index but its
+        meta.json, once all are made; the spilled postings are removed."""
         self.shards()
         for paths, future in self.batches:
             for path, (written, digest) in zip(paths, future.result(), strict=True):
                 self.done.append((path, written, digest))
         self.batches.clear()
+        if self.folder.exists():
+            remove_tree(self.folder)
         return sorted(self.done)
-
-    def __enter__(self) -> SearchHandOver:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Cancel what has not started, wait for what has (it may still write a
-        spill file), then remove the folder."""
-        futures: list[Future[Any]] = [chunk for _, _, chunk in self.chunks]
-        futures += [batch for _, batch in self.batches]
-        for future in futures:
-            future.cancel()
-        wait(futures)
-        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def run_tasks(

@@ -407,13 +407,13 @@ def test_a_full_disk_is_one_line_and_a_full_build_leaves_the_site(
 
 
 def test_a_failed_search_index_in_the_workers_leaves_the_site_and_no_postings(
-    project: Project, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    project: Project, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A full build with workers makes the search index there, from postings
-    spilled to a temporary folder: a failure while it is made is a BuildError
-    naming the file, the published site is untouched, and the folder is gone."""
+    spilled into its staging folder: a failure while it is made is a BuildError
+    naming the file, the published site is untouched, and the staging folder,
+    postings and all, is gone."""
     import errno
-    import tempfile
 
     from generator import workers
     from generator.errors import BuildError
@@ -423,20 +423,19 @@ def test_a_failed_search_index_in_the_workers_leaves_the_site_and_no_postings(
     project.build()
     before = tree(project.site)
     project.add("new.json", record_doc(source_id="2399.00099", title="Never Published"))
-    spills = tmp_path / "temporary"
-    spills.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(spills))
     real_start = workers.SearchHandOver.start
+    folders: list[Path] = []
 
-    def start(self: workers.SearchHandOver, ordered: Any, base: str) -> None:
+    def start(self: workers.SearchHandOver, ordered: Any, key: str) -> Any:
         # a folder where the first chunk's postings go: the worker cannot write them
-        os.mkdir(os.path.join(self.folder, "0.postings"))
-        real_start(self, ordered, base)
+        (self.folder / "0.postings").mkdir(parents=True)
+        folders.append(self.folder)
+        return real_start(self, ordered, key)
 
     monkeypatch.setattr(workers.SearchHandOver, "start", start)
     with pytest.raises(BuildError) as info:
         build(project.config(jobs=2), BOTH_KEYS, incremental=False)
     assert info.value.path.endswith("0.postings") and info.value.reason == os.strerror(errno.EISDIR)
     assert tree(project.site) == before
-    assert list(spills.iterdir()) == []
-    assert not (project.site.parent / f".{project.site.name}.staging").exists()
+    staging = project.site.parent / f".{project.site.name}.staging"
+    assert folders and folders[0].parent == staging and not staging.exists()

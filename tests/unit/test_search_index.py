@@ -38,8 +38,8 @@ def summary(index: int, terms: set[str]) -> Summary:
     )
 
 
-def reference(ordered: list[Summary], config: SiteConfig) -> dict[str, bytes]:
-    """The index as the format defines it, all in memory."""
+def reference(ordered: list[Summary], config: SiteConfig, chunk: int = SEARCH_CHUNK) -> dict[str, bytes]:
+    """The index as the format defines it, all in memory, in chunks of `chunk` rows."""
     shards: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
     for index, s in enumerate(ordered):
         for term in row_terms(s.search_row):
@@ -47,7 +47,7 @@ def reference(ordered: list[Summary], config: SiteConfig) -> dict[str, bytes]:
     files = {
         "search/meta.json": (
             json.dumps(
-                {"chunk_size": SEARCH_CHUNK, "format": 1, "prefix_length": 2, "records": len(ordered)},
+                {"chunk_size": chunk, "format": 1, "prefix_length": 2, "records": len(ordered)},
                 indent=2,
             )
             + "\n"
@@ -56,26 +56,27 @@ def reference(ordered: list[Summary], config: SiteConfig) -> dict[str, bytes]:
     for key, terms in shards.items():
         text = json.dumps(dict(sorted(terms.items())), ensure_ascii=False, separators=(",", ":"))
         files[f"search/terms/{key}.json"] = text.encode("utf-8")
-    for start in range(0, len(ordered), SEARCH_CHUNK):
+    for start in range(0, len(ordered), chunk):
         rows = [
             [s.pith_number, s.title, s.authors, s.source_id, config.base_path + layout.record_page(s.body)]
-            for s in ordered[start : start + SEARCH_CHUNK]
+            for s in ordered[start : start + chunk]
         ]
         text = json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
-        files[f"search/records/{start // SEARCH_CHUNK}.json"] = text.encode("utf-8")
+        files[f"search/records/{start // chunk}.json"] = text.encode("utf-8")
     return files
 
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.sets(_TERMS, max_size=8), max_size=30), st.sampled_from([1, 5, 1 << 16]))
-def test_spilled_index_is_the_in_memory_index(term_sets: list[set[str]], spill: int) -> None:
+def test_spilled_index_is_the_in_memory_index(term_sets: list[set[str]], chunk: int) -> None:
     ordered = [summary(i, terms) for i, terms in enumerate(term_sets)]
     config = SiteConfig(content=Path("content"), site=Path("site"), base_url="/m/")
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(search_index, "_SPILL_RECORDS", spill)  # 1: every record spills on its own
+        # (1: every record is a chunk of rows, and spills its postings on its own)
+        patch.setattr(search_index, "SEARCH_CHUNK", chunk)
         files = search_files(ordered, config)
         made = {f.path: f.make() for f in reversed(files)}  # (asked for in any order)
-    assert made == reference(ordered, config)
+    assert made == reference(ordered, config, chunk)
     assert [f.path for f in files if f.path.startswith("search/terms/")] == sorted(
         p for p in made if p.startswith("search/terms/")
     )
