@@ -9,7 +9,10 @@ Rules:
 - The watchdog thread only records what changed and wakes the rebuild loop;
   all building happens on one loop thread, one build at a time, after the
   changes have paused for `quiet` seconds (at most `patience` seconds after the
-  first, so a file written without pause still gets built).
+  first, so a file written without pause still gets built). When every changed
+  file's last event says it is complete (closed after writing, or moved into
+  place), the pause need only be `settle` seconds: long enough to gather the
+  other files of the same copy, not to wait for a writer that has finished.
 - A half-written document is simply refused by that build; writing the rest
   is another change and the next build publishes it.
 - Bad input never stops the loop: a `ConfigError` or `BuildError` is reported
@@ -69,6 +72,12 @@ QUIET_SECONDS = 0.1
 or a `cp` is a burst of events milliseconds apart, and one build should cover
 the whole burst. It is part of every change's delay, so it stays short."""
 
+SETTLE_SECONDS = 0.02
+"""The pause that suffices when every changed file is complete: a `cp` of several
+files closes one and creates the next well within it, so a burst stays one
+build. A change's delay is mostly this pause and the build, so the shorter
+wait matters most when one file is saved while a site is being previewed."""
+
 PATIENCE_SECONDS = 2.0
 """The longest a build waits for quiet, so a file written slowly still gets built."""
 
@@ -92,6 +101,9 @@ _VERBS = {
     EVENT_TYPE_DELETED: "deleted",
     EVENT_TYPE_ATTRIB: "touched",
 }
+_COMPLETE = {EVENT_TYPE_CLOSED}
+"""Events after which a file is whole. A deletion is not one: an editor often
+deletes, then writes the file again, and a build in between would unpublish it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,11 +221,12 @@ class _Handler(FileSystemEventHandler):
         if event.is_directory and event.event_type == EVENT_TYPE_MODIFIED:
             return  # a folder's entries changed: the file's own event says which
         folder = event.is_directory
-        if event.event_type == EVENT_TYPE_MOVED:
+        if event.event_type == EVENT_TYPE_MOVED:  # (a rename into place: the file arrives whole)
             self.rebuilder.note(os.fsdecode(event.src_path), "deleted", folder=folder)
-            self.rebuilder.note(os.fsdecode(event.dest_path), "modified", folder=folder)
+            self.rebuilder.note(os.fsdecode(event.dest_path), "modified", folder=folder, complete=True)
         elif event.event_type in _VERBS:
-            self.rebuilder.note(os.fsdecode(event.src_path), _VERBS[event.event_type], folder=folder)
+            path, verb = os.fsdecode(event.src_path), _VERBS[event.event_type]
+            self.rebuilder.note(path, verb, folder=folder, complete=event.event_type in _COMPLETE)
 
 
 def _identity(folder: str) -> tuple[int, int] | None:
@@ -259,6 +272,7 @@ class Rebuilder:
         out: TextIO | None = None,
         err: TextIO | None = None,
         quiet: float = QUIET_SECONDS,
+        settle: float = SETTLE_SECONDS,
         patience: float = PATIENCE_SECONDS,
         show_notes: bool = True,
     ) -> None:
@@ -266,7 +280,7 @@ class Rebuilder:
         self._warm = WarmCache()
         self._build = build or self._warm_build
         self._out, self._err = out, err
-        self.quiet, self.patience, self.show_notes = quiet, patience, show_notes
+        self.quiet, self.settle, self.patience, self.show_notes = quiet, settle, patience, show_notes
         self.generation_counter = generation or Counter()
         self.rebuild_counter = Counter()
         self.last_report: pipeline.BuildReport | None = None
@@ -279,6 +293,8 @@ class Rebuilder:
         self._categories: set[str] = set()
         self._folders = False
         """A folder was created, removed or moved: its files had no events of their own."""
+        self._incomplete: set[str] = set()
+        """Changed paths whose last event does not say the file is whole (see `_COMPLETE`)."""
         self._last_event = 0.0
         self._first_event = 0.0
         self._wake = threading.Condition()
@@ -363,21 +379,26 @@ class Rebuilder:
 
     # -- events ------------------------------------------------------------
 
-    def note(self, path: str, verb: str, *, folder: bool = False) -> None:
-        """Record one change (called on watchdog's thread) and wake the loop."""
+    def note(self, path: str, verb: str, *, folder: bool = False, complete: bool = False) -> None:
+        """Record one change (called on watchdog's thread) and wake the loop.
+        `complete`: the event says the file is whole (closed after writing, moved in)."""
         kind = self._scope.classify(path)
         if kind is None:
             return
         name = self._scope.display(path)
         with self._wake:
             self._enqueue({name: _merge(self._pending.get(name), verb)}, kind, folder)
+            if complete and not folder:
+                self._incomplete.discard(name)
 
     def _enqueue(self, changes: dict[str, str], kind: str, folder: bool) -> None:
-        """Add changes to the next batch and wake the loop (the caller holds `_wake`)."""
+        """Add changes to the next batch and wake the loop (the caller holds `_wake`).
+        Each counts as incomplete until an event says otherwise (see `note`)."""
         now = time.monotonic()
         if not self._pending:
             self._first_event = now
         self._pending.update(changes)
+        self._incomplete.update(changes)
         self._categories.add(kind)
         self._folders |= folder
         self._last_event = now
@@ -389,8 +410,8 @@ class Rebuilder:
         with self._wake:
             self._wake.wait_for(lambda: self._pending or self._stopping)
             while not self._stopping:
-                now = time.monotonic()
-                left = min(self._last_event + self.quiet, self._first_event + self.patience) - now
+                pause = self.quiet if self._incomplete else self.settle
+                left = min(self._last_event + pause, self._first_event + self.patience) - time.monotonic()
                 if left <= 0:
                     break
                 self._wake.wait(left)
@@ -398,6 +419,7 @@ class Rebuilder:
                 return None
             batch, categories, folders = self._pending, self._categories, self._folders
             self._pending, self._categories, self._folders = {}, set(), False
+            self._incomplete = set()
             return batch, categories, folders
 
     def _loop(self) -> None:

@@ -217,13 +217,34 @@ def test_the_build_does_not_wake_the_watcher(
 ) -> None:
     """A build reads every input; reading must not count as a change, or it would loop forever.
 
-    The only deliberate wait for something *not* to happen in this suite: bounded at 1.5 s."""
+    One of two deliberate waits for something *not* to happen in this suite: bounded at 1.5 s."""
     workspace.add(SEED_RECORD)
     rebuilder = start_rebuilder()
     workspace.add(SEED_BUNDLE)
     assert rebuilder.wait_for_rebuilds(2, TIMEOUT)
     assert not rebuilder.wait_for_rebuilds(3, 1.5)
     assert rebuilder.rebuilds == 2
+
+
+def test_a_complete_file_is_built_without_waiting_for_quiet(
+    workspace: Workspace, start_rebuilder: Callable[..., Rebuilder]
+) -> None:
+    """A file still open for writing waits for the quiet pause (here longer than
+    the test); once it is closed, or when a file is renamed into place, the short
+    settling pause is enough. The other deliberate wait for nothing: 1 s."""
+    rebuilder = start_rebuilder(quiet=60.0, patience=120.0)
+    with open(workspace.content / BUNDLE_NAME, "wb") as handle:
+        handle.write(SEED_BUNDLE.read_bytes())
+        handle.flush()
+        assert not rebuilder.wait_for_rebuilds(2, 1.0)
+    assert rebuilder.wait_for_rebuilds(2, TIMEOUT)
+    wait_for_line(workspace, f"content/{BUNDLE_NAME} created -> published 1, refused 0")
+
+    temporary = workspace.content / f"{SEED_RECORD.name}.tmp"  # (a name the build ignores)
+    shutil.copyfile(SEED_RECORD, temporary)
+    os.replace(temporary, workspace.content / SEED_RECORD.name)
+    assert rebuilder.wait_for_rebuilds(3, TIMEOUT)
+    wait_for_line(workspace, f"content/{SEED_RECORD.name} modified -> published 2, refused 0")
 
 
 def test_unexpected_error_is_printed_and_the_loop_goes_on(
@@ -387,9 +408,9 @@ def test_a_change_whose_event_was_lost_is_found_by_the_listing(
     rebuilder = start_rebuilder()
     real_note = rebuilder.note
 
-    def lossy(path: str, verb: str, *, folder: bool = False) -> None:
+    def lossy(path: str, verb: str, **options: bool) -> None:
         if os.path.basename(path) != BUNDLE_NAME:
-            real_note(path, verb, folder=folder)
+            real_note(path, verb, **options)
 
     rebuilder.note = lossy  # type: ignore[method-assign]
     workspace.add(SEED_BUNDLE)  # no event reaches the rebuilder
