@@ -23,7 +23,6 @@ from collections import Counter, defaultdict
 from collections.abc import Iterator, Sequence
 from functools import partial
 from itertools import compress, pairwise, repeat
-from xml.sax.saxutils import escape
 
 from jinja2 import Environment
 
@@ -31,7 +30,7 @@ from . import layout
 from .canonical import pretty_json
 from .config import SiteConfig
 from .render import DERIVED_BY, OutputFile
-from .sitewide import Lazy, browse_side, eager, fingerprint, lazy_page, render
+from .sitewide import Lazy, browse_side, eager, fingerprint, lazy_page, render, xml_escape
 from .view import Summary
 
 _NUMBER = operator.attrgetter("pith_number")
@@ -213,7 +212,7 @@ def short_pages(
 def redirect_html(pith_number: str, base: str) -> str:
     """A short form's page when one record alone has it: a redirect to its record page."""
     url = base + layout.record_page(pith_number.rsplit(":", 1)[1])
-    return REDIRECT.format(title=escape(pith_number), url=escape(url, {'"': "&quot;"}))
+    return REDIRECT.format(title=xml_escape(pith_number), url=xml_escape(url).replace('"', "&quot;"))
 
 
 def own_family_files(summary: Summary, base: str) -> list[OutputFile]:

@@ -1,16 +1,18 @@
 """The feed's records are the newest by update time, then number: `newest` picks
 them without sorting every record, and must pick exactly what a full sort
-would, ties on the time included."""
+would, ties on the time included. Its text is escaped by `xml_escape`, which
+must give exactly what the standard library's XML escape gives."""
 
 from __future__ import annotations
 
 from random import Random
+from xml.sax.saxutils import escape
 
 import factories
 from hypothesis import given
 from hypothesis import strategies as st
 
-from generator.sitewide import newest
+from generator.sitewide import newest, xml_escape
 
 # A few times, so that many records share one (the usual case: a batch of events).
 times = st.sampled_from(["2021-01-01T00:00:00Z", "2021-01-02T00:00:00Z", "2026-07-09T00:00:01Z", ""])
@@ -25,3 +27,8 @@ def test_newest_is_the_head_of_the_full_order(records: dict[str, str], count: in
     random.shuffle(summaries)  # (whatever order they come in)
     expected = sorted(summaries, key=lambda s: (s.updated_at, s.pith_number), reverse=True)[:count]
     assert newest(summaries, count) == expected
+
+
+@given(st.text(alphabet=st.sampled_from("&<>\"'a;#x é\U0001d11e")) | st.text())
+def test_xml_escape_is_the_standard_librarys(text: str) -> None:
+    assert xml_escape(text) == escape(text)
