@@ -70,7 +70,8 @@ BuildFn = Callable[[SiteConfig, Keyring], "pipeline.BuildReport"]
 QUIET_SECONDS = 0.1
 """How long the inputs must stay still before a build starts: an editor's save
 or a `cp` is a burst of events milliseconds apart, and one build should cover
-the whole burst. It is part of every change's delay, so it stays short."""
+the whole burst. It is part of the delay of every change not known to be complete
+(see `SETTLE_SECONDS`), so it stays short."""
 
 SETTLE_SECONDS = 0.02
 """The pause that suffices when every changed file is complete: a `cp` of several
