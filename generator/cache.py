@@ -37,10 +37,9 @@ from . import __version__
 from .config import SiteConfig
 from .errors import Code, Rejection
 from .keys import Keyring
-from .layout import number_paths
-from .manifest import MANIFEST_PATH
+from .layout import MANIFEST_PATH, number_paths
+from .pages import page_titles
 from .reconcile import Candidate, packed_event_ids
-from .sitewide import page_titles
 from .view import (
     HASH_DIGESTS,
     SHARED_FIELDS,

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import tomllib
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -161,3 +162,11 @@ def load_config(explicit: Path | None, flags: dict[str, Any], cwd: Path | None =
         origin, table = found
         config = apply(config, table, origin if origin.is_absolute() else origin.resolve())
     return apply(config, flags)
+
+
+def build_time() -> str | None:
+    """The only clock a build reads: SOURCE_DATE_EPOCH, for reproducible output."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    if epoch is None or not epoch.isdigit():
+        return None
+    return datetime.fromtimestamp(int(epoch), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -26,6 +26,9 @@ _SAFE_SEGMENT = re.compile(r"[A-Za-z0-9._-]+")
 _SAFE_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 _ARXIV_ID = re.compile(r"[0-9]{4}\.[0-9]{4,5}|[a-z][a-z-]*(\.[A-Z]{2})?/[0-9]{7}")
 
+MANIFEST_PATH = ".well-known/pith/mirror.json"
+"""The mirror manifest: every number the site publishes, with its hashes."""
+
 RESOLVE_KINDS = ("arxiv", "arxiv_version", "doi", "pith_short_8", "pith_short_12", "pith_short_16")
 
 

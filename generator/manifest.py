@@ -25,11 +25,11 @@ from . import __version__, layout
 from .canonical import pretty_json
 from .config import SiteConfig
 from .keys import Keyring
+from .layout import MANIFEST_PATH
 from .model import BODY_RE, MERGE_VERSION
 from .render import OutputFile
 from .view import Summary
 
-MANIFEST_PATH = ".well-known/pith/mirror.json"
 MANIFEST_TYPE = "pith_mirror_record_manifest"
 _NUMBER = operator.attrgetter("pith_number")
 

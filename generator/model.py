@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from .errors import Problem
+from .errors import Problem, Rejection
 from .load import SourceDocument
+
+if TYPE_CHECKING:
+    from .view import Summary
 
 PITH_RE = re.compile(r"pith:(?P<year>[0-9]{4}):(?P<body>[A-Z2-7]{26})")
 BODY_RE = re.compile(r"[A-Z2-7]{26}")
@@ -107,3 +110,24 @@ class Verified:
     @property
     def event_ids(self) -> tuple[str, ...]:
         return tuple(e.event_id for e in self.doc.events)
+
+
+@dataclass(frozen=True, slots=True)
+class BuildReport:
+    """What one build did: the CLI and the watcher print it, the tests read it."""
+
+    published: int
+    rejections: tuple[Rejection, ...]
+    notes: tuple[str, ...]
+    files_written: int
+    seconds: float
+    mode: str = "full"
+    changed: tuple[str, ...] = ()
+    """Content files added, changed or removed since the last build (incremental)."""
+    rendered: int = 0
+    """Pith numbers whose pages were rendered by this build."""
+    summaries: tuple[Summary, ...] = field(default=(), repr=False)
+
+    @property
+    def refused_files(self) -> int:
+        return len({r.file for r in self.rejections})

@@ -35,7 +35,7 @@ import time
 from collections.abc import Collection, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from itertools import pairwise
 from pathlib import Path
 
@@ -55,20 +55,16 @@ from .cache import (
     stat_key,
     warm_cache_for,
 )
-from .config import SiteConfig
+from .config import SiteConfig, build_time
 from .errors import BuildError, Rejection
 from .family import family_paths
 from .keys import Keyring
+from .layout import MANIFEST_PATH
 from .load import discover_names, document_path
-from .manifest import (
-    MANIFEST_PATH,
-    published_paths,
-    read_published,
-)
+from .manifest import published_paths, read_published
+from .model import BuildReport
 from .reconcile import Candidate, Choice, select
-from .sitewide import build_time
 from .sitewide_write import PaperPages, SitewideStage
-from .view import Summary
 from .workers import (
     Examined,
     Progress,
@@ -79,25 +75,6 @@ from .workers import (
     run_tasks,
 )
 from .write import prepare_staging, remove_files, remove_tree, swap_in, write_atomic
-
-
-@dataclass(frozen=True, slots=True)
-class BuildReport:
-    published: int
-    rejections: tuple[Rejection, ...]
-    notes: tuple[str, ...]
-    files_written: int
-    seconds: float
-    mode: str = "full"
-    changed: tuple[str, ...] = ()
-    """Content files added, changed or removed since the last build (incremental)."""
-    rendered: int = 0
-    """Pith numbers whose pages were rendered by this build."""
-    summaries: tuple[Summary, ...] = field(default=(), repr=False)
-
-    @property
-    def refused_files(self) -> int:
-        return len({r.file for r in self.rejections})
 
 
 def build(

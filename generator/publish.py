@@ -56,7 +56,7 @@ from nacl.signing import SigningKey, VerifyKey
 from .canonical import b32, canonical_digest, pretty_json
 from .errors import BuildError, ConfigError
 from .keys import Keyring, decode_signature, keyring_from_json
-from .manifest import MANIFEST_PATH
+from .layout import MANIFEST_PATH
 
 SUMS_PATH = "SHA256SUMS"
 SIGNATURE_PATH = ".well-known/pith/mirror.sig.json"

@@ -122,7 +122,7 @@ def _write_atomic(path: Path, data: bytes) -> None:
 
 
 def run_checksums(args: argparse.Namespace) -> int:
-    from .manifest import MANIFEST_PATH
+    from .layout import MANIFEST_PATH
     from .publish import (
         SIGNATURE_PATH,
         SUMS_PATH,

@@ -16,11 +16,9 @@ import hashlib
 import operator
 import re
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from functools import partial
-from html import escape as html_escape
 from itertools import compress
 from pathlib import Path
 from typing import Any, TypeVar
@@ -30,9 +28,10 @@ from markupsafe import Markup
 
 from . import layout
 from .canonical import pretty_json
-from .config import SiteConfig
+from .config import SiteConfig, build_time
 from .errors import Rejection
 from .keys import Keyring
+from .pages import markdown_pages
 from .publish import headers_file
 from .render import DERIVED_BY, OutputFile, page
 from .search_index import Pending, search_files, search_key
@@ -45,10 +44,6 @@ SITEMAP_LIMIT = 50_000
 FEED_ENTRIES = 50
 _UPDATED = operator.attrgetter("updated_at")
 _UPDATED_NUMBER = operator.attrgetter("updated_at", "pith_number")
-RESERVED_SLUGS = frozenset(
-    {"pith", "paper", "api", "browse", "search", "assets", "page", "report", "404", "index", "sitemap"}
-)
-_SLUG = re.compile(r"[a-z0-9][a-z0-9-]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,16 +152,6 @@ class _Take:
 
 def newest_first(summaries: Iterable[Summary]) -> list[Summary]:
     return sorted(summaries, key=lambda s: (s.submitted_at, s.pith_number), reverse=True)
-
-
-def build_time() -> str | None:
-    """The only clock a build reads: SOURCE_DATE_EPOCH, for reproducible output."""
-    import os
-
-    epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    if epoch is None or not epoch.isdigit():
-        return None
-    return datetime.fromtimestamp(int(epoch), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def listing_pages(
@@ -477,47 +462,6 @@ def _atom_time(value: str) -> str:
         if re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)", value)
         else ("1970-01-01T00:00:00Z")
     )
-
-
-def _page_sources(pages_dir: Path) -> Iterator[tuple[str, str, str | None]]:
-    """content/pages/*.md that become pages, as (slug, text, its "# " heading or None)."""
-    if not pages_dir.is_dir() or pages_dir.is_symlink():
-        return
-    for path in sorted(pages_dir.glob("*.md")):
-        slug = path.stem.lower()
-        if not _SLUG.fullmatch(slug) or slug in RESERVED_SLUGS or path.is_symlink():
-            continue
-        text = path.read_text("utf-8", errors="replace")
-        heading = next((line[2:].strip() for line in text.splitlines() if line.startswith("# ")), None)
-        yield slug, text, heading
-
-
-def _title(slug: str, heading: str | None) -> str:
-    return heading if heading is not None else slug.replace("-", " ").capitalize()
-
-
-def page_titles(pages_dir: Path) -> list[tuple[str, str]]:
-    """(slug, title) of every Markdown page: the navigation every page shows."""
-    return [(slug, _title(slug, heading)) for slug, _, heading in _page_sources(pages_dir)]
-
-
-def markdown_pages(pages_dir: Path) -> list[tuple[str, str, str]]:
-    """content/pages/*.md as (slug, title, html); raw HTML in Markdown is shown as text."""
-    sources = list(_page_sources(pages_dir))
-    if not sources:
-        return []
-    # (imported here, where it is needed: at the top it cost every command about 50 ms)
-    from markdown_it import MarkdownIt
-
-    md = MarkdownIt("js-default")
-    result = []
-    for slug, text, heading in sources:
-        body = md.render(text)
-        title = _title(slug, heading)
-        if heading is None:  # every page has one h1: the file name stands in for a title
-            body = f"<h1>{html_escape(title)}</h1>\n{body}"
-        result.append((slug, title, body))
-    return result
 
 
 def asset_files(static: Path) -> list[OutputFile]:

@@ -24,13 +24,14 @@ from typing import BinaryIO
 
 from . import layout
 from .cache import BuildCache, NumberEntry
-from .config import SiteConfig
+from .config import SiteConfig, build_time
 from .errors import BuildError, Rejection
 from .family import family_paths, record_family_files, shared_family_paths
 from .keys import Keyring
-from .manifest import MANIFEST_PATH, indented_entry, manifest_files, stream_manifest, whole_manifest
+from .layout import MANIFEST_PATH
+from .manifest import indented_entry, manifest_files, stream_manifest, whole_manifest
 from .render import OutputFile
-from .sitewide import Lazy, build_time, bytes_key, eager, recorded_hash, render_site, same_listing
+from .sitewide import Lazy, bytes_key, eager, recorded_hash, render_site, same_listing
 from .templating import make_environment
 from .view import Summary
 from .workers import PageBatch, SearchHandOver, hand_over_pages

@@ -64,8 +64,9 @@ from .config import SiteConfig, find_config_file, load_config
 from .errors import BuildError, ConfigError, Rejection
 from .keys import Keyring
 from .load import is_ignored_name
+from .model import BuildReport
 
-BuildFn = Callable[[SiteConfig, Keyring], "pipeline.BuildReport"]
+BuildFn = Callable[[SiteConfig, Keyring], BuildReport]
 
 QUIET_SECONDS = 0.1
 """How long the inputs must stay still before a build starts: an editor's save
@@ -284,7 +285,7 @@ class Rebuilder:
         self.quiet, self.settle, self.patience, self.show_notes = quiet, settle, patience, show_notes
         self.generation_counter = generation or Counter()
         self.rebuild_counter = Counter()
-        self.last_report: pipeline.BuildReport | None = None
+        self.last_report: BuildReport | None = None
         self._listeners: list[Callable[[Setup], None]] = []
         self._setup = load()
         self._reload = False
@@ -478,7 +479,7 @@ class Rebuilder:
             self._save_cache()
         return True
 
-    def _warm_build(self, config: SiteConfig, keyring: Keyring) -> pipeline.BuildReport:
+    def _warm_build(self, config: SiteConfig, keyring: Keyring) -> BuildReport:
         return pipeline.build(config, keyring, warm=self._warm, hints=self._hints)
 
     def _save_cache(self) -> None:
@@ -496,7 +497,7 @@ class Rebuilder:
                 error=True,
             )
 
-    def _attempt(self, prefix: str) -> pipeline.BuildReport | None:
+    def _attempt(self, prefix: str) -> BuildReport | None:
         """Read the settings again if needed, then build; a failure is reported, never raised."""
         try:
             if self._reload:
@@ -559,7 +560,7 @@ class Rebuilder:
             watch = observer.schedule(_Handler(self), folder, recursive=recursive, event_filter=_EVENT_FILTER)
             self._watches[(folder, recursive)] = (watch, identity)
 
-    def _report_new(self, report: pipeline.BuildReport) -> None:
+    def _report_new(self, report: BuildReport) -> None:
         """Print refusals and notes not printed by the previous build (the line said how many)."""
         current: set[Rejection | str] = set(report.rejections) | set(report.notes)
         for rejection in sorted(set(report.rejections) - self._seen):

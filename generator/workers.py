@@ -33,6 +33,7 @@ from .examine import examine
 from .family import own_family_files
 from .keys import Keyring
 from .load import Limits
+from .pages import page_titles
 from .reconcile import Candidate, Choice, pack_event_ids
 from .render import OutputFile, render_publication
 from .search_index import (
@@ -44,7 +45,7 @@ from .search_index import (
     shard_json,
     shard_path,
 )
-from .sitewide import Lazy, PageRender, page_titles
+from .sitewide import Lazy, PageRender
 from .templating import make_environment
 from .view import Publication, SearchRow, Summary
 from .write import Writer, remove_tree

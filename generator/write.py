@@ -23,10 +23,12 @@ import re
 import shutil
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from .errors import BuildError
-from .render import OutputFile
+
+if TYPE_CHECKING:  # (an annotation only: importing render would import the templates' engine)
+    from .render import OutputFile
 
 _STAGING = ".{name}.staging"
 _MADE_LIMIT = 4096

@@ -28,7 +28,8 @@ import factories as f  # noqa: E402
 
 from generator.config import SiteConfig  # noqa: E402
 from generator.keys import Keyring, default_keyring, keyring_from_json  # noqa: E402
-from generator.pipeline import BuildReport, build  # noqa: E402
+from generator.model import BuildReport  # noqa: E402
+from generator.pipeline import build  # noqa: E402
 
 REPO = TESTS.parent
 CONTENT = REPO / "content"

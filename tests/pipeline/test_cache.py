@@ -30,8 +30,7 @@ from generator.cache import (
     save_cache,
     unpack_stat,
 )
-from generator.layout import lookup_file
-from generator.manifest import MANIFEST_PATH
+from generator.layout import MANIFEST_PATH, lookup_file
 from generator.pipeline import build
 from generator.reconcile import Candidate
 from generator.view import hash_values, pack_aliases, pack_hashes

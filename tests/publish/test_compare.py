@@ -14,7 +14,7 @@ import pytest
 
 from generator.compare import LIES, compare_sites
 from generator.errors import ConfigError
-from generator.manifest import MANIFEST_PATH
+from generator.layout import MANIFEST_PATH
 
 from .conftest import BUNDLE_BODY, BUNDLE_FILE, BUNDLE_NUMBER, CONTENT, RECORD_NUMBER, build_site, publish_cli
 

@@ -14,7 +14,7 @@ from nacl.signing import VerifyKey
 
 from generator.canonical import canonical_digest
 from generator.errors import ConfigError
-from generator.manifest import MANIFEST_PATH
+from generator.layout import MANIFEST_PATH
 from generator.publish import (
     SIGNATURE_PATH,
     SUMS_PATH,

@@ -14,7 +14,8 @@ from pathlib import Path
 from generator.config import SiteConfig
 from generator.errors import BuildError
 from generator.keys import Keyring
-from generator.pipeline import BuildReport, build
+from generator.model import BuildReport
+from generator.pipeline import build
 from generator.watch import Counter, Rebuilder, Scope, Setup, describe, load_setup
 
 from .conftest import (

@@ -1,0 +1,59 @@
+"""content/pages/*.md: which files become pages, their titles and their HTML.
+
+Apart from the site-wide stage because the titles are wanted early: they are in
+every page's navigation, so they are part of the build's cache key, which is
+computed before the build's own code is even imported (see `unchanged.py`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from html import escape as html_escape
+from pathlib import Path
+
+RESERVED_SLUGS = frozenset(
+    {"pith", "paper", "api", "browse", "search", "assets", "page", "report", "404", "index", "sitemap"}
+)
+_SLUG = re.compile(r"[a-z0-9][a-z0-9-]*")
+
+
+def _page_sources(pages_dir: Path) -> Iterator[tuple[str, str, str | None]]:
+    """content/pages/*.md that become pages, as (slug, text, its "# " heading or None)."""
+    if not pages_dir.is_dir() or pages_dir.is_symlink():
+        return
+    for path in sorted(pages_dir.glob("*.md")):
+        slug = path.stem.lower()
+        if not _SLUG.fullmatch(slug) or slug in RESERVED_SLUGS or path.is_symlink():
+            continue
+        text = path.read_text("utf-8", errors="replace")
+        heading = next((line[2:].strip() for line in text.splitlines() if line.startswith("# ")), None)
+        yield slug, text, heading
+
+
+def _title(slug: str, heading: str | None) -> str:
+    return heading if heading is not None else slug.replace("-", " ").capitalize()
+
+
+def page_titles(pages_dir: Path) -> list[tuple[str, str]]:
+    """(slug, title) of every Markdown page: the navigation every page shows."""
+    return [(slug, _title(slug, heading)) for slug, _, heading in _page_sources(pages_dir)]
+
+
+def markdown_pages(pages_dir: Path) -> list[tuple[str, str, str]]:
+    """content/pages/*.md as (slug, title, html); raw HTML in Markdown is shown as text."""
+    sources = list(_page_sources(pages_dir))
+    if not sources:
+        return []
+    # (imported here, where it is needed: at the top it cost every command about 50 ms)
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("js-default")
+    result = []
+    for slug, text, heading in sources:
+        body = md.render(text)
+        title = _title(slug, heading)
+        if heading is None:  # every page has one h1: the file name stands in for a title
+            body = f"<h1>{html_escape(title)}</h1>\n{body}"
+        result.append((slug, title, body))
+    return result
