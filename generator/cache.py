@@ -26,20 +26,25 @@ import json
 import operator
 import os
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import orjson
 
-from . import __version__
 from .config import SiteConfig
 from .errors import Code, Rejection
-from .keys import Keyring
 from .layout import MANIFEST_PATH, number_paths
-from .pages import page_titles
 from .reconcile import Candidate, packed_event_ids
+from .unchanged import (
+    QUICK_FILE,
+    Unchanged,
+    file_sha256,
+    pack_stat,
+    save_unchanged,
+    stat_key,
+    unpack_stat,
+)
 from .view import (
     HASH_DIGESTS,
     SHARED_FIELDS,
@@ -50,39 +55,10 @@ from .view import (
     pack_hashes,
     shared,
 )
-from .write import atomic_file, write_atomic
+from .write import atomic_file
 
 CACHE_FORMAT = 15
 CACHE_FILE = "build-cache.json"
-QUICK_FILE = "unchanged-check.json"
-"""A small companion file: enough to tell, without loading the cache, that
-nothing changed at all (the common case for `serve` and scheduled builds)."""
-
-
-def build_key(config: SiteConfig, keyring: Keyring) -> str:
-    """Everything that, when it changes, changes what a build writes, on every page:
-    the Markdown pages' titles are in every page's navigation, so a new, removed or
-    renamed page makes the next build a full one."""
-    digest = hashlib.sha256()
-    options = {
-        "version": __version__,
-        "keys": keyring.fingerprint,
-        "base_url": config.base_url,
-        "site_title": config.site_title,
-        "primary_url": config.primary_url,
-        "max_bytes": config.max_bytes,
-        "cname": config.cname,
-        "per_page": config.per_page,
-        "checksums": config.checksums,
-        "mirror_key": str(config.mirror_key) if config.mirror_key else None,
-        "content": str(config.content.resolve()),
-        "navigation": page_titles(config.content / "pages"),
-    }
-    digest.update(orjson.dumps(options, option=orjson.OPT_SORT_KEYS))
-    for path in sorted(p for p in config.templates.rglob("*") if p.is_file()):
-        digest.update(path.relative_to(config.templates).as_posix().encode() + b"\0")
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
-    return digest.hexdigest()
 
 
 @dataclass(slots=True)
@@ -125,33 +101,6 @@ class BuildCache:
     notes, Markdown pages and the clock (see sitewide_write._context_inputs)."""
     contested: set[str] = field(default_factory=set)
     """Numbers the last selection had something to say about (see reconcile)."""
-
-
-_U64 = (1 << 64) - 1
-
-
-def stat_key(path: Path | str) -> int:
-    """The file's size, modification time and inode, which say it is the file
-    last seen (see `pack_stat`)."""
-    st = os.stat(path)
-    return pack_stat(st.st_size, st.st_mtime_ns, st.st_ino)
-
-
-def pack_stat(size: int, mtime_ns: int, inode: int) -> int:
-    """Size, modification time and inode as one integer, each exactly, as 64 bits:
-    the main process keeps one per content file, and at 100,000 files a tuple
-    of three costs about 11 MB more."""
-    return (size & _U64) | (mtime_ns & _U64) << 64 | (inode & _U64) << 128
-
-
-def unpack_stat(stat: int) -> list[int]:
-    """[size, modification time, inode], as the cache files keep them."""
-    mtime_ns = (stat >> 64) & _U64
-    return [stat & _U64, mtime_ns - (1 << 64) if mtime_ns >> 63 else mtime_ns, stat >> 128]
-
-
-def file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def load_cache(directory: Path, key: str, site: Path) -> BuildCache | None:
@@ -199,76 +148,12 @@ def load_cache(directory: Path, key: str, site: Path) -> BuildCache | None:
 _CHECKSUM = b"sha256 "
 
 
-@dataclass(frozen=True, slots=True)
-class Unchanged:
-    """What the last build reported, valid while no input has changed."""
-
-    published: int
-    rejections: tuple[Rejection, ...]
-    notes: tuple[str, ...]
-
-
-def _read_checked(path: Path) -> Any:
-    raw = path.read_bytes()
-    checksum, _, payload = raw.partition(b"\n")
-    if hashlib.sha256(payload).hexdigest().encode() != checksum:
-        raise ValueError("checksum")
-    return orjson.loads(payload)
-
-
-def _write_checked(directory: Path, name: str, data: Any) -> None:
-    payload = orjson.dumps(data)
-    directory.mkdir(parents=True, exist_ok=True)
-    write_atomic(directory / name, hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload)
-
-
-def check_unchanged(
-    directory: Path, key: str, site: Path, list_stats: Callable[[], dict[str, int] | None], extra: str
-) -> Unchanged | None:
-    """The last report, if every input has exactly the stat it had then (else None).
-
-    `list_stats` lists and stats the inputs (None if it cannot): called only
-    once the saved report is known to be for this key, so a first build, or
-    one after a change of settings, does not stat every input for nothing."""
-    try:
-        data = _read_checked(directory / QUICK_FILE)
-        if data.get("format") != CACHE_FORMAT or data.get("key") != key or data.get("extra") != extra:
-            return None
-        stats = list_stats()
-        if stats is None:
-            return None
-        saved = data["stats"]
-        if len(saved) != len(stats) or any(
-            name not in saved or pack_stat(*saved[name]) != stat for name, stat in stats.items()
-        ):
-            return None
-        manifest = site / MANIFEST_PATH
-        if not manifest.is_file() or file_sha256(manifest) != data["manifest_sha256"]:
-            return None
-        return Unchanged(
-            published=int(data["published"]),
-            rejections=tuple(Rejection(f, p, Code(c), m) for f, p, c, m in data["rejections"]),
-            notes=tuple(str(n) for n in data["notes"]),
-        )
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-def save_unchanged(directory: Path, cache: BuildCache, extra: str, report: Unchanged) -> None:
-    _write_checked(
-        directory,
-        QUICK_FILE,
-        {
-            "format": CACHE_FORMAT,
-            "key": cache.key,
-            "extra": extra,
-            "manifest_sha256": cache.manifest_sha256,
-            "stats": {name: unpack_stat(e.stat) for name, e in cache.files.items()},
-            "published": report.published,
-            "rejections": [[r.file, r.pointer, r.code.value, r.message] for r in report.rejections],
-            "notes": list(report.notes),
-        },
-    )
+def save_after_build(directory: Path, cache: BuildCache, extra: str, report: Unchanged) -> None:
+    """The cache file, then its companion that tells the next build whether
+    anything changed at all (see unchanged.py)."""
+    save_cache(directory, cache)
+    stats = {name: entry.stat for name, entry in cache.files.items()}
+    save_unchanged(directory, cache.key, extra, cache.manifest_sha256, stats, report)
 
 
 def save_cache(directory: Path, cache: BuildCache) -> None:
@@ -500,8 +385,7 @@ def save_warm(config: SiteConfig, warm: WarmCache) -> None:
     """Write the cache a warm build kept in memory (a no-op when already written)."""
     if not warm.unsaved or warm.cache is None or warm.unchanged is None:
         return
-    save_cache(config.cache_dir, warm.cache)
-    save_unchanged(config.cache_dir, warm.cache, warm.extra, warm.unchanged)
+    save_after_build(config.cache_dir, warm.cache, warm.extra, warm.unchanged)
     warm.unsaved = False
 
 

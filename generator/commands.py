@@ -10,9 +10,15 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import Rejection
+
+if TYPE_CHECKING:  # (annotations only: a command imports what it runs, when it runs it)
+    from .config import SiteConfig
+    from .keys import Keyring
+    from .model import BuildReport
+    from .unchanged import Look
 
 
 def add_site_options(parser: argparse.ArgumentParser) -> None:
@@ -80,10 +86,25 @@ def summary_line(report: Any) -> str:
 def run_build(args: argparse.Namespace) -> int:
     from .cli import EXIT_OK, EXIT_REJECTED, load_keys
     from .config import load_config
-    from .pipeline import build
+    from .unchanged import look
 
     config = load_config(args.config, settings_from(args))
     keyring = load_keys(config.keys)
+    # First ask whether anything changed: when nothing did, the answer is the
+    # whole build, and the code that renders a site is never imported.
+    seen = look(config, keyring, quick=not args.clean)
+    report = seen.report or _build(args, config, keyring, seen)
+    print_rejections(report.rejections)
+    if not args.quiet:
+        for note in report.notes:
+            print(f"note: {note}", file=sys.stderr)
+    print(summary_line(report) + f" -> {config.site}")
+    return EXIT_REJECTED if report.rejections else EXIT_OK
+
+
+def _build(args: argparse.Namespace, config: SiteConfig, keyring: Keyring, seen: Look) -> BuildReport:
+    from .pipeline import build
+
     last = [0.0]
 
     def progress(label: str, done: int, total: int) -> None:
@@ -92,13 +113,7 @@ def run_build(args: argparse.Namespace) -> int:
             last[0] = now
             print(f"  {label} {done}/{total}", file=sys.stderr)
 
-    report = build(config, keyring, progress, incremental=not args.clean)
-    print_rejections(report.rejections)
-    if not args.quiet:
-        for note in report.notes:
-            print(f"note: {note}", file=sys.stderr)
-    print(summary_line(report) + f" -> {config.site}")
-    return EXIT_REJECTED if report.rejections else EXIT_OK
+    return build(config, keyring, progress, incremental=not args.clean, seen=seen)
 
 
 def run_build_or_watch(args: argparse.Namespace) -> int:

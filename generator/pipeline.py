@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import hashlib
 import multiprocessing
 import os
 import shutil
@@ -43,28 +42,23 @@ from .cache import (
     BuildCache,
     FileEntry,
     NumberEntry,
-    Unchanged,
     WarmCache,
-    build_key,
-    check_unchanged,
-    file_sha256,
     forget_saved,
     load_cache,
-    save_cache,
-    save_unchanged,
-    stat_key,
+    save_after_build,
     warm_cache_for,
 )
-from .config import SiteConfig, build_time
+from .config import SiteConfig
 from .errors import BuildError, Rejection
 from .family import family_paths
 from .keys import Keyring
 from .layout import MANIFEST_PATH
-from .load import discover_names, document_path
+from .load import document_path
 from .manifest import published_paths, read_published
 from .model import BuildReport
 from .reconcile import Candidate, Choice, select
 from .sitewide_write import PaperPages, SitewideStage
+from .unchanged import Look, Unchanged, content_files, file_sha256, look, stat_key
 from .workers import (
     Examined,
     Progress,
@@ -84,8 +78,12 @@ def build(
     incremental: bool = True,
     warm: WarmCache | None = None,
     hints: Collection[str] | None = None,
+    seen: Look | None = None,
 ) -> BuildReport:
     """Verify everything under config.content and publish it into config.site.
+
+    `seen` is what `unchanged.look` saw, when the caller looked first (the CLI
+    does, to answer a build with nothing to do before it imports this module).
 
     With `warm`, the cache comes from (and goes back to) memory; the caller
     then saves it with `save_warm` when it has time. With `hints` too (content
@@ -93,7 +91,7 @@ def build(
     looked at again; every other file is taken to be as the warm cache saw it,
     and the caller checks that later with `unnoticed_changes`."""
     try:
-        return _build(config, keyring, progress, incremental, warm, hints)
+        return _build(config, keyring, progress, incremental, warm, hints, seen)
     except OSError as exc:  # e.g. a full disk: an operational failure, reported in one line
         where = exc.filename if isinstance(exc.filename, str) else str(config.site)
         raise BuildError(where, str(exc.strerror or exc)) from None
@@ -108,23 +106,14 @@ def _build(
     incremental: bool,
     warm: WarmCache | None,
     hints: Collection[str] | None,
+    seen: Look | None,
 ) -> BuildReport:
-    started = time.monotonic()
-    content, site = config.content, config.site
-    if not content.is_dir():
-        raise BuildError(str(content), "the content folder does not exist")
-    if site.exists() and not site.is_dir():
-        raise BuildError(str(site), "the site path exists and is not a folder")
-    if site.resolve() == content.resolve() or content.resolve() in site.resolve().parents:
-        raise BuildError(str(site), "the site folder must not be inside the content folder")
-    key = build_key(config, keyring)
-    extra = _extra_inputs(config)
+    # (a warm build fills its cache even when nothing changed: it does not ask)
+    seen = seen or look(config, keyring, quick=incremental and warm is None)
+    if seen.report is not None:
+        return seen.report
+    started, key, extra, site = seen.started, seen.key, seen.extra, config.site
     cache = warm_cache_for(warm, key, site) if incremental else None
-    listed: list[tuple[str, str, int]] | None = None
-    if incremental and warm is None:  # a warm build fills its cache even when nothing changed
-        quick, listed = _unchanged_report(config, key, extra, started)
-        if quick is not None:
-            return quick
     staging = prepare_staging(site)
     if incremental and cache is None:
         cache = load_cache(config.cache_dir, key, site)
@@ -148,7 +137,7 @@ def _build(
     try:
         run = _Build(config, keyring, staging, pool, progress, cache, key, extra)
         run.keeps_manifest = warm is not None
-        run.listed = listed
+        run.listed = seen.listed
         if hints is not None and warm is not None and cache is not None and cache is warm.cache:
             run.hints = sorted(set(hints))
         with _collection_deferred():
@@ -175,8 +164,7 @@ def _build(
         warm.unsaved = True
         return replace(report, seconds=time.monotonic() - started)
     try:
-        save_cache(config.cache_dir, run.new_cache)
-        save_unchanged(config.cache_dir, run.new_cache, extra, unchanged)
+        save_after_build(config.cache_dir, run.new_cache, extra, unchanged)
     except OSError as exc:
         report = _with_note(
             report, f"the build cache could not be saved ({exc.strerror}); the next build is a full one"
@@ -184,14 +172,6 @@ def _build(
     # (the time the build took to the end: a replaced site is deleted, and the
     # cache saved, after the stages that made the report)
     return replace(report, seconds=time.monotonic() - started)
-
-
-def _content_files(content: Path) -> Iterator[tuple[str, str]]:
-    """(path, name) of every document in `content`, named as the build cache and
-    rejections name them: the folder's own name, then the path within it
-    ("content/a/b.json")."""
-    top = f"{content.name}/"
-    return ((path, top + rel) for path, rel in discover_names(content))
 
 
 def unnoticed_changes(config: SiteConfig, warm: WarmCache) -> list[str]:
@@ -202,7 +182,7 @@ def unnoticed_changes(config: SiteConfig, warm: WarmCache) -> list[str]:
     known = warm.cache.files
     found: list[str] = []
     seen: set[str] = set()
-    for path, name in _content_files(config.content):
+    for path, name in content_files(config.content):
         seen.add(name)
         old = known.get(name)
         try:
@@ -237,48 +217,6 @@ def _collection_deferred() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
-
-
-def _extra_inputs(config: SiteConfig) -> str:
-    """Inputs besides the documents: Markdown pages and the build clock."""
-    digest = hashlib.sha256(str(build_time()).encode())
-    pages = config.content / "pages"
-    if pages.is_dir():
-        for page in sorted(pages.glob("*.md")):
-            digest.update(page.name.encode() + b"\0" + hashlib.sha256(page.read_bytes()).digest())
-    return digest.hexdigest()
-
-
-def _unchanged_report(
-    config: SiteConfig, key: str, extra: str, started: float
-) -> tuple[BuildReport | None, list[tuple[str, str, int]] | None]:
-    """Nothing changed since the last build: say what it said, touch nothing.
-
-    Otherwise None, and (path, name, stat) of every input when they were
-    listed to tell: the build goes on from that listing, not a second one."""
-    listed: list[tuple[str, str, int]] = []
-
-    def list_stats() -> dict[str, int] | None:
-        try:
-            for path, name in _content_files(config.content):
-                listed.append((path, name, stat_key(path)))
-        except OSError:
-            listed.clear()
-            return None
-        return {name: stat for _, name, stat in listed}
-
-    last = check_unchanged(config.cache_dir, key, config.site, list_stats, extra)
-    if last is None:
-        return None, listed or None
-    report = BuildReport(
-        published=last.published,
-        rejections=last.rejections,
-        notes=last.notes,
-        files_written=0,
-        seconds=time.monotonic() - started,
-        mode="incremental",
-    )
-    return report, None
 
 
 def finish_publication(root: Path, config: SiteConfig) -> None:
@@ -416,7 +354,7 @@ class _Build:
             if self.listed is not None:
                 listed, self.listed = self.listed, None
             else:
-                listed = ((path, name, None) for path, name in _content_files(content))
+                listed = ((path, name, None) for path, name in content_files(content))
         tasks: list[Task] = []
         root = str(content)
         for path, name, known in listed:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from . import layout
-from .cache import FileEntry, stat_key
+from .cache import FileEntry
 from .config import SiteConfig
 from .errors import Code, Rejection
 from .examine import examine
@@ -47,6 +47,7 @@ from .search_index import (
 )
 from .sitewide import Lazy, PageRender
 from .templating import make_environment
+from .unchanged import stat_key
 from .view import Publication, SearchRow, Summary
 from .write import Writer, remove_tree
 

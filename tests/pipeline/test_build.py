@@ -72,6 +72,37 @@ def test_exit_0_and_the_summary_line(cli: Project, capsys: pytest.CaptureFixture
     assert (cli.site / f"pith/{BUNDLE_BODY}/bundle.json").is_file()
 
 
+_IMPORTED = (
+    "import sys; from generator.cli import main; code = main(sys.argv[1:]); "
+    "print(sorted(m for m in ('generator.pipeline', 'jinja2') if m in sys.modules)); sys.exit(code)"
+)
+
+
+def test_a_build_with_nothing_to_do_does_not_import_the_rendering_code(cli: Project) -> None:
+    """A second `build` with nothing changed answers from the check for no change,
+    before the code that renders a site, and its template engine, is imported:
+    importing them cost more than the check. Each build is a new interpreter, as a
+    user runs it; the first shows what a build that renders imports."""
+
+    def build_in_new_process() -> list[str]:
+        done = subprocess.run(
+            [sys.executable, "-c", _IMPORTED, "build", "--jobs", "1"],
+            cwd=cli.root,
+            env=dict(os.environ, PYTHONPATH=str(REPO)),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout.splitlines()
+
+    first = build_in_new_process()
+    assert first[-1] == "['generator.pipeline', 'jinja2']" and "(full:" in first[-2]
+    second = build_in_new_process()
+    assert second[-1] == "[]"
+    assert "0 files written" in second[-2] and "(incremental:" in second[-2]
+
+
 def test_exit_1_when_something_is_refused_and_the_rest_is_published(
     cli: Project, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -16,8 +16,9 @@ import pytest
 from sitekit import BOTH_KEYS, REAL_BUNDLE, REAL_RECORD, Project, bundle_events, record_doc, tree
 
 from generator import search_index, sitewide_write, workers
-from generator.cache import build_key, load_cache
+from generator.cache import load_cache
 from generator.sitewide import Lazy
+from generator.unchanged import build_key
 
 EPOCH = "1700000000"
 EPOCH_TEXT = "2023-11-14T22:13:20Z"
