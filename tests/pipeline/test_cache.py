@@ -33,6 +33,7 @@ from generator.cache import (
 from generator.layout import MANIFEST_PATH, lookup_file
 from generator.pipeline import build
 from generator.reconcile import Candidate
+from generator.unchanged import QUICK_FILE
 from generator.view import hash_values, pack_aliases, pack_hashes
 
 
@@ -88,6 +89,58 @@ def test_a_damaged_cache_means_a_full_build(built: Project, damage: Callable[[by
     built.add("b.json", record_doc(source_id="2304.00055", title="Added"))
     report = built.build()
     assert report.mode == "full" and report.published == 4 and report.rendered == 4
+
+
+def checksummed(value: Any) -> bytes:
+    payload = json.dumps(value).encode()
+    return hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
+
+
+def companion_with(**fields: Any) -> Callable[[bytes], bytes]:
+    """The companion file as written, with `fields` replaced (None: removed), checksummed again."""
+
+    def damage(data: bytes) -> bytes:
+        value = json.loads(data.partition(b"\n")[2])
+        value.update(fields)
+        return checksummed({k: v for k, v in value.items() if v is not None})
+
+    return damage
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda data: data.replace(b'"published":3', b'"published":4'),
+        lambda data: checksummed([]),
+        companion_with(stats=None),
+        companion_with(stats=[1, 2]),
+        companion_with(rejections=[["x"]]),
+        companion_with(format=None),
+    ],
+    ids=[
+        "another count, old checksum",
+        "not an object",
+        "no stats",
+        "stats a list",
+        "rejection cut short",
+        "no format",
+    ],
+)
+def test_a_damaged_companion_file_means_the_cache_is_read(
+    built: Project, monkeypatch: pytest.MonkeyPatch, damage: Callable[[bytes], bytes]
+) -> None:
+    """The small file that says "nothing changed" (unchanged.py) is believed only
+    whole and well formed; otherwise the build reads the cache and decides."""
+    from generator import pipeline
+
+    path = built.config().cache_dir / QUICK_FILE
+    path.write_bytes(damage(path.read_bytes()))
+    reads: list[Path] = []
+    real_load = pipeline.load_cache
+    monkeypatch.setattr(pipeline, "load_cache", lambda *args: reads.append(args[0]) or real_load(*args))
+    report = built.build()
+    assert len(reads) == 1 and report.mode == "incremental" and report.rendered == 0
+    assert report.published == 3 and report.rejections == ()
 
 
 def test_a_cache_for_another_site_is_not_used(built: Project) -> None:
