@@ -37,6 +37,7 @@ from .errors import Code, Rejection
 from .layout import MANIFEST_PATH, number_paths
 from .reconcile import Candidate, packed_event_ids
 from .unchanged import (
+    CACHE_FORMAT,
     QUICK_FILE,
     Unchanged,
     file_sha256,
@@ -57,7 +58,6 @@ from .view import (
 )
 from .write import atomic_file
 
-CACHE_FORMAT = 15
 CACHE_FILE = "build-cache.json"
 
 

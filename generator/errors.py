@@ -173,6 +173,13 @@ class BuildError(Exception):
         # Raised in worker processes: must survive pickling back to the parent.
         return (BuildError, (self.path, self.reason))
 
+    @classmethod
+    def from_os_error(cls, exc: OSError, where: str) -> BuildError:
+        """An operational failure (a full disk, an unreadable file) in one line,
+        naming the file when the error does, else `where`."""
+        path = exc.filename if isinstance(exc.filename, str) else where
+        return cls(path, str(exc.strerror or exc))
+
 
 class ConfigError(Exception):
     """A setting or keys file that cannot be used; names the setting."""

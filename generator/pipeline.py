@@ -92,9 +92,8 @@ def build(
     and the caller checks that later with `unnoticed_changes`."""
     try:
         return _build(config, keyring, progress, incremental, warm, hints, seen)
-    except OSError as exc:  # e.g. a full disk: an operational failure, reported in one line
-        where = exc.filename if isinstance(exc.filename, str) else str(config.site)
-        raise BuildError(where, str(exc.strerror or exc)) from None
+    except OSError as exc:  # e.g. a full disk
+        raise BuildError.from_os_error(exc, str(config.site)) from None
     except BrokenProcessPool:
         raise BuildError(str(config.site), "a worker process stopped unexpectedly (out of memory?)") from None
 
@@ -109,8 +108,9 @@ def _build(
     seen: Look | None,
 ) -> BuildReport:
     # (a warm build fills its cache even when nothing changed: it does not ask)
-    seen = seen or look(config, keyring, quick=incremental and warm is None)
-    if seen.report is not None:
+    quick = incremental and warm is None
+    seen = seen or look(config, keyring, quick)
+    if seen.report is not None and quick:
         return seen.report
     started, key, extra, site = seen.started, seen.key, seen.extra, config.site
     cache = warm_cache_for(warm, key, site) if incremental else None

@@ -45,7 +45,7 @@ class SitewideStage:
     config: SiteConfig
     keyring: Keyring
     extra: str
-    """What site-wide pages show besides records and rejections (see pipeline._extra_inputs)."""
+    """What site-wide pages show besides records and rejections (see unchanged.extra_inputs)."""
     cache: BuildCache | None
     """The last build's cache: None in a full build."""
     new_cache: BuildCache
@@ -307,7 +307,7 @@ class PaperPages:
 
 
 def _context_inputs(rejections: list[Rejection], notes: list[str], extra: str) -> str:
-    """Fingerprint of what site-wide pages show besides the records (`extra`: see pipeline._extra_inputs)."""
+    """Fingerprint of what site-wide pages show besides the records (`extra`: see unchanged.extra_inputs)."""
     digest = hashlib.sha256(extra.encode())
     for rejection in sorted(rejections):
         digest.update(rejection.line().encode("utf-8", "replace") + b"\n")

@@ -37,9 +37,11 @@ from .model import BuildReport
 from .pages import page_titles
 from .write import write_atomic
 
+CACHE_FORMAT = 15
+"""The build cache's format (cache.py), kept in its companion file too: code that
+changes what the cache holds changes this, and the next build is then a full
+one, not an answer that nothing changed."""
 QUICK_FILE = "unchanged-check.json"
-QUICK_FORMAT = 1
-"""The companion file's own format; the cache file's is `cache.CACHE_FORMAT`."""
 
 Listed = list[tuple[str, str, int]]
 """(path, name, stat) of every document: see `content_files` and `stat_key`."""
@@ -59,7 +61,8 @@ class Look:
     """What a build knows before it reads its cache."""
 
     started: float
-    """When the build started (`time.monotonic`): its report's time counts from here."""
+    """When the build started (`time.monotonic`): its report's time counts from here,
+    so it includes importing the build's code when the CLI looked first."""
     key: str
     """See `build_key`."""
     extra: str
@@ -82,9 +85,8 @@ def look(config: SiteConfig, keyring: Keyring, quick: bool) -> Look:
         if not quick:
             return Look(started, key, extra, None, None)
         last, listed = _last_if_unchanged(config, key, extra)
-    except OSError as exc:  # e.g. an unreadable template: reported in one line, like the build's own
-        where = exc.filename if isinstance(exc.filename, str) else str(config.site)
-        raise BuildError(where, str(exc.strerror or exc)) from None
+    except OSError as exc:  # e.g. an unreadable template
+        raise BuildError.from_os_error(exc, str(config.site)) from None
     if last is None:
         return Look(started, key, extra, None, listed)
     report = BuildReport(
@@ -186,7 +188,7 @@ def _last_if_unchanged(config: SiteConfig, key: str, extra: str) -> tuple[Unchan
     settings, does not stat every input for nothing."""
     try:
         data = _read_checked(config.cache_dir / QUICK_FILE)
-        if data.get("format") != QUICK_FORMAT or data.get("key") != key or data.get("extra") != extra:
+        if data.get("format") != CACHE_FORMAT or data.get("key") != key or data.get("extra") != extra:
             return None, None
     except (OSError, ValueError, AttributeError):
         return None, None
@@ -223,7 +225,7 @@ def save_unchanged(
         directory,
         QUICK_FILE,
         {
-            "format": QUICK_FORMAT,
+            "format": CACHE_FORMAT,
             "key": key,
             "extra": extra,
             "manifest_sha256": manifest_sha256,

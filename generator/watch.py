@@ -10,9 +10,11 @@ Rules:
   all building happens on one loop thread, one build at a time, after the
   changes have paused for `quiet` seconds (at most `patience` seconds after the
   first, so a file written without pause still gets built). When every changed
-  file's last event says it is complete (closed after writing, or moved into
-  place), the pause need only be `settle` seconds: long enough to gather the
-  other files of the same copy, not to wait for a writer that has finished.
+  file's last event says it is complete (closed after writing, or renamed into
+  place within a watched folder), the pause need only be `settle` seconds: long
+  enough to gather the other files of the same copy, not to wait for a writer
+  that has finished. Close events come from inotify (Linux); elsewhere, and for
+  a file moved in from outside (a creation), every change waits for `quiet`.
 - A half-written document is simply refused by that build; writing the rest
   is another change and the next build publishes it.
 - Bad input never stops the loop: a `ConfigError` or `BuildError` is reported
@@ -406,14 +408,20 @@ class Rebuilder:
         self._last_event = now
         self._wake.notify_all()
 
+    @property
+    def pause(self) -> float:
+        """How long the changes noted so far must be left alone before a build:
+        `settle` when every one is complete, else `quiet` (the caller holds `_wake`)."""
+        return self.quiet if self._incomplete else self.settle
+
     def _next_batch(self) -> tuple[dict[str, str], set[str], bool] | None:
         """Wait for changes, then for quiet: (changes, their categories, whether
         a folder changed); None when stopping."""
         with self._wake:
             self._wake.wait_for(lambda: self._pending or self._stopping)
             while not self._stopping:
-                pause = self.quiet if self._incomplete else self.settle
-                left = min(self._last_event + pause, self._first_event + self.patience) - time.monotonic()
+                now = time.monotonic()
+                left = min(self._last_event + self.pause, self._first_event + self.patience) - now
                 if left <= 0:
                     break
                 self._wake.wait(left)

@@ -74,7 +74,8 @@ def test_exit_0_and_the_summary_line(cli: Project, capsys: pytest.CaptureFixture
 
 _IMPORTED = (
     "import sys; from generator.cli import main; code = main(sys.argv[1:]); "
-    "print(sorted(m for m in ('generator.pipeline', 'jinja2') if m in sys.modules)); sys.exit(code)"
+    "print(sorted(m for m in ('concurrent.futures', 'generator.pipeline', 'jinja2', 'markdown_it') "
+    "if m in sys.modules)); sys.exit(code)"
 )
 
 
@@ -97,7 +98,7 @@ def test_a_build_with_nothing_to_do_does_not_import_the_rendering_code(cli: Proj
         return done.stdout.splitlines()
 
     first = build_in_new_process()
-    assert first[-1] == "['generator.pipeline', 'jinja2']" and "(full:" in first[-2]
+    assert first[-1] == "['concurrent.futures', 'generator.pipeline', 'jinja2']" and "(full:" in first[-2]
     second = build_in_new_process()
     assert second[-1] == "[]"
     assert "0 files written" in second[-2] and "(incremental:" in second[-2]
@@ -170,6 +171,22 @@ def test_exit_2_for_a_missing_content_folder(
     assert code == 2
     assert "no-such-folder" in err
     assert all_paths(project.root) == before
+
+
+def test_exit_2_for_an_unreadable_input_before_the_build_starts(
+    cli: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Markdown page that cannot be read (here a folder named like one) fails
+    the check made before a build, which reads every page for its title: one
+    line naming it, no traceback, and the site as the last build left it."""
+    assert run(["build", "--jobs", "1"], capsys)[0] == 0
+    (cli.content / "pages" / "about.md").mkdir(parents=True)
+    before = tree(cli.site)
+    code, _out, err = run(["build", "--jobs", "1"], capsys)
+    assert code == 2
+    assert "Traceback" not in err
+    assert err.strip().endswith("about.md: Is a directory") and len(err.strip().splitlines()) == 1
+    assert tree(cli.site) == before
 
 
 def test_exit_2_for_a_bad_keys_file(cli: Project, capsys: pytest.CaptureFixture[str]) -> None:

@@ -385,15 +385,21 @@ def test_a_cache_entry_of_the_wrong_shape_is_not_trusted(
     assert report.mode == ("incremental" if change.__name__ == "<lambda>" else "full")
 
 
-def test_the_content_is_listed_once_a_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("looked_first", [False, True], ids=["build", "look, then build (the CLI)"])
+def test_the_content_is_listed_once_a_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, looked_first: bool
+) -> None:
     """A build in a new process first checks whether anything changed; when
     something did, it goes on from that listing and those stats, rather than
-    listing and statting every input again. A first build, with no saved
-    report to check against, lists the content once too."""
-    from generator import pipeline, unchanged
+    listing and statting every input again, whether the build looked itself or
+    the CLI looked before importing it. A first build, with no saved report to
+    check against, lists the content once too. (A worker stats the file it
+    reads once more: the stat the cache keeps is the one taken when it was read.)"""
+    from generator import pipeline, unchanged, workers
 
     listings: list[str] = []
     stats: list[str] = []
+    read: list[str] = []
     real_listing, real_stat = unchanged.discover_names, unchanged.stat_key
 
     def counting(content: Path) -> Any:
@@ -404,17 +410,42 @@ def test_the_content_is_listed_once_a_build(tmp_path: Path, monkeypatch: pytest.
         stats.append(str(path))
         return real_stat(path)
 
+    def counting_reads(path: Any) -> int:
+        read.append(str(path))
+        return real_stat(path)
+
     monkeypatch.setattr(unchanged, "discover_names", counting)  # (every listing of the content)
     for module in (unchanged, pipeline):  # (the check for no change, then the build)
         monkeypatch.setattr(module, "stat_key", counting_stats)
+    monkeypatch.setattr(workers, "stat_key", counting_reads)
     p = Project(tmp_path / "listed")
+
+    def build_once() -> Any:
+        if not looked_first:
+            return p.build()
+        seen = unchanged.look(p.config(), BOTH_KEYS, quick=True)
+        return seen.report or build(p.config(), BOTH_KEYS, seen=seen)
+
     p.add("a.json", record_doc(source_id="2304.00044", title="First"))
-    assert p.build().mode == "full" and len(listings) == 1
-    assert p.build().files_written == 0 and len(listings) == 2  # (nothing changed: said at once)
+    assert build_once().mode == "full" and len(listings) == 1
+    assert build_once().files_written == 0 and len(listings) == 2  # (nothing changed: said at once)
     second = record_doc(source_id="2304.00055", title="Second")
     p.add("b.json", second)
-    report = p.build()
+    report = build_once()
     assert report.mode == "incremental" and report.rendered == 1 and len(listings) == 3
     assert sorted(stats[-2:]) == sorted(str(path) for path in p.content.glob("*.json"))
     assert len(stats) == 1 + 2  # (each input statted once a build that lists it)
+    assert read == [str(p.content / "a.json"), str(p.content / "b.json")]  # (each file read, once)
     assert b"Second" in p.read(f"pith/{f.pith_body(second['canonical_record'])}.html")
+
+
+def test_a_site_whose_manifest_changed_is_not_answered_from_the_last_report(built: Project) -> None:
+    """Nothing in content/ changed, but the site is not the one the last build
+    wrote (its manifest differs): the build must look at it, not repeat itself."""
+    assert built.build().files_written == 0  # (as it is: nothing to do)
+    manifest = built.site / MANIFEST_PATH
+    written = manifest.read_bytes()
+    manifest.write_bytes(written + b"\n")  # (the same JSON, other bytes)
+    report = built.build()
+    assert report.mode == "full" and report.rendered == 3
+    assert manifest.read_bytes() == written
