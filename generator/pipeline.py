@@ -1,9 +1,10 @@
 """The build, stage by stage; the only module that knows their order.
 
-    discover -> examine each changed file (load, parse, verify, render; in parallel)
-             -> reconcile (one record and one bundle per number, no rollback)
-             -> re-render the few contested numbers
-             -> site-wide pages from summaries -> publish
+    look (unchanged.py: did anything change at all? if not, the last report)
+    -> discover -> examine each changed file (load, parse, verify, render; in parallel)
+                -> reconcile (one record and one bundle per number, no rollback)
+                -> re-render the few contested numbers
+                -> site-wide pages from summaries -> publish
 
 Rules:
 - Workers are processes (verification and rendering are CPU-bound; see
