@@ -32,6 +32,7 @@ from . import layout
 from .errors import ConfigError
 from .layout import MANIFEST_PATH
 from .manifest import MANIFEST_TYPE, read_published
+from .model import number_body
 
 FIELDS = ("canonical_sha256", "record_sha256", "bundle_sha256", "state_sha256", "event_count", "key_ids")
 FETCH_TIMEOUT = 30.0
@@ -160,7 +161,7 @@ def check_files(source: Source, published: Mapping[str, Mapping[str, Any]]) -> l
     """Where the site's files disagree with its manifest, one sentence each."""
     problems: list[str] = []
     for number, entry in sorted(published.items()):
-        body = number.rsplit(":", 1)[1]
+        body = number_body(number)
 
         def lie(path: str, why: str, number: str = number) -> None:
             problems.append(f"{number}: {path}: {LIES} ({why})")

@@ -29,6 +29,7 @@ from jinja2 import Environment
 from . import layout
 from .canonical import pretty_json
 from .config import SiteConfig
+from .model import number_body
 from .render import DERIVED_BY, OutputFile
 from .sitewide import Lazy, browse_side, eager, fingerprint, lazy_page, render, xml_escape
 from .view import Summary
@@ -211,7 +212,7 @@ def short_pages(
 
 def redirect_html(pith_number: str, base: str) -> str:
     """A short form's page when one record alone has it: a redirect to its record page."""
-    url = base + layout.record_page(pith_number.rsplit(":", 1)[1])
+    url = base + layout.record_page(number_body(pith_number))
     return REDIRECT.format(title=xml_escape(pith_number), url=xml_escape(url).replace('"', "&quot;"))
 
 
@@ -258,7 +259,7 @@ def resolve_files(ordered: Sequence[Summary], config: SiteConfig, only: set[str]
 
 def lookup_json(kind: str, value: str, pith_number: str, base: str) -> bytes:
     """The look-up file of one alias: which record it names, and where."""
-    body = pith_number.rsplit(":", 1)[1]
+    body = number_body(pith_number)
     data = {
         "derived_by": DERIVED_BY,
         "alias_kind": kind,

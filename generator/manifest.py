@@ -26,7 +26,7 @@ from .canonical import pretty_json
 from .config import SiteConfig
 from .keys import Keyring
 from .layout import MANIFEST_PATH
-from .model import BODY_RE, MERGE_VERSION
+from .model import BODY_RE, MERGE_VERSION, number_body
 from .render import OutputFile
 from .view import Summary
 
@@ -212,7 +212,7 @@ def read_published(site: Path) -> dict[str, dict[str, Any]]:
 
 def published_paths(site: Path, number: str, entry: dict[str, Any]) -> list[tuple[Path, str, str]]:
     """The signed documents a published number has on the site, as (path, name, kind)."""
-    body = number.rsplit(":", 1)[1]
+    body = number_body(number)
     found = []
     bundle = site / layout.bundle_json(body)
     if entry.get("bundle_sha256") and bundle.is_file():

@@ -23,6 +23,13 @@ BODY_RE = re.compile(r"[A-Z2-7]{26}")
 
 Kind = Literal["record", "bundle"]
 
+
+def number_body(pith_number: str) -> str:
+    """The 26-character body of a Pith number ("pith:2026:BODY" -> "BODY"): the
+    name of its pages and files. For a number already checked (PITH_RE)."""
+    return pith_number.rsplit(":", 1)[1]
+
+
 MERGE_VERSION = "pith-open-graph-merge-v1"
 
 
@@ -64,7 +71,7 @@ class ParsedDoc:
     @property
     def body(self) -> str:
         """The 26-character body of the Pith number (validated by parse)."""
-        return self.pith_number.rsplit(":", 1)[1]
+        return number_body(self.pith_number)
 
 
 @dataclass(frozen=True, slots=True)

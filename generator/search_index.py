@@ -33,6 +33,7 @@ import orjson
 from . import layout
 from .canonical import pretty_json
 from .config import SiteConfig
+from .model import number_body
 from .view import TERM_SEPARATOR, SearchRow, Summary, row_terms
 
 SEARCH_CHUNK = 1000
@@ -103,7 +104,7 @@ def shard_path(key: str) -> str:
 def records_json(rows: Sequence[SearchRow], base: str) -> bytes:
     """One chunk of rows: what a search result shows of each record."""
     listed = [
-        [number, title, authors, source_id, base + layout.record_page(number.rsplit(":", 1)[1])]
+        [number, title, authors, source_id, base + layout.record_page(number_body(number))]
         for number, title, authors, source_id, *_ in rows
     ]
     return json.dumps(listed, ensure_ascii=False, separators=(",", ":")).encode("utf-8")

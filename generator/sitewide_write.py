@@ -30,6 +30,7 @@ from .family import family_paths, record_family_files, shared_family_paths
 from .keys import Keyring
 from .layout import MANIFEST_PATH
 from .manifest import indented_entry, manifest_files, stream_manifest, whole_manifest
+from .model import number_body
 from .render import OutputFile
 from .sitewide import Lazy, bytes_key, eager, recorded_hash, render_site, same_listing
 from .templating import make_environment
@@ -285,14 +286,14 @@ class PaperPages:
         prefix = path.removeprefix("paper/").removesuffix(".html").removesuffix("/index")
         if not path.startswith("paper/") or len(prefix) != 8:
             return None
-        owner = next((n for n in self.likely if n.rsplit(":", 1)[1].startswith(prefix)), None)
+        owner = next((n for n in self.likely if number_body(n).startswith(prefix)), None)
         if owner is None:
             if self.by_prefix is None:
                 self.by_prefix = {}
                 for number in self.numbers:  # (as before: the first number with the prefix)
-                    self.by_prefix.setdefault(number.rsplit(":", 1)[1][:8], number)
+                    self.by_prefix.setdefault(number_body(number)[:8], number)
             owner = self.by_prefix.get(prefix)
-        if owner is None or path not in layout.page_paths(layout.paper_page(owner.rsplit(":", 1)[1])):
+        if owner is None or path not in layout.page_paths(layout.paper_page(number_body(owner))):
             return None
         return owner
 

@@ -26,7 +26,7 @@ import orjson
 
 from .layout import lookup_file, resolve_json
 from .merge import LIST_FOR_TYPE
-from .model import Provenance, Verified
+from .model import Provenance, Verified, number_body
 
 CHECKLIST = (
     (
@@ -62,7 +62,7 @@ class Publication:
 
     @property
     def body(self) -> str:
-        return self.pith_number.rsplit(":", 1)[1]
+        return number_body(self.pith_number)
 
     @property
     def primary(self) -> Verified:
@@ -161,7 +161,7 @@ class Summary:
 
     @property
     def body(self) -> str:
-        return self.pith_number.rsplit(":", 1)[1]
+        return number_body(self.pith_number)
 
     @property
     def year(self) -> str:
@@ -563,7 +563,7 @@ def search_terms(
     """Words of the title and authors, and every identifier, lower-cased."""
     words = _WORD.split(f"{title} {authors}".lower())
     terms = {w for w in words if len(w) >= 2}
-    body = pith_number.rsplit(":", 1)[1].lower()
+    body = number_body(pith_number).lower()
     terms |= {body, pith_number.lower(), f"pith:{body[:8]}", body[:8], body[:12], body[:16]}
     terms |= {value.lower() for kind, value in aliases if kind in ("arxiv", "arxiv_version", "doi")}
     if source_kind == "arxiv":
