@@ -117,6 +117,8 @@ def _chunk_json(chunk: Sequence[Summary], base: str) -> bytes:
 def chunk_postings(rows: Sequence[SearchRow], start: int) -> dict[str, bytes]:
     """Every (term, position) posting of `rows`, at positions from `start` on,
     as one segment of bytes per shard (see `_Postings` for the format)."""
+    if start + len(rows) > 10**_POSITION_DIGITS:
+        raise ValueError(f"a search index holds at most {10**_POSITION_DIGITS} records")
     buffers: dict[str, list[str]] = {}
     keys: dict[str, str] = {}  # (a shard's key depends on its terms' first two characters only)
     for index, row in enumerate(rows, start):
@@ -130,6 +132,19 @@ def chunk_postings(rows: Sequence[SearchRow], start: int) -> dict[str, bytes]:
                 parts = buffers[key] = []
             parts += (term.replace("\x00", _ZERO), tail)
     return {key: "".join(parts).encode("utf-8") for key, parts in buffers.items()}
+
+
+Segment = tuple[str, int, int]
+"""Where one shard's postings from one chunk are in a spill file: (shard key, offset, length)."""
+
+
+def spill_segments(handle: IO[bytes], postings: dict[str, bytes]) -> list[Segment]:
+    """Append each shard's segment of `postings` (see `chunk_postings`) to `handle`."""
+    placed = []
+    for key, data in postings.items():
+        placed.append((key, handle.tell(), len(data)))
+        handle.write(data)
+    return placed
 
 
 class _Shard:
@@ -154,19 +169,15 @@ class _Postings:
     postings are written as one segment."""
 
     def __init__(self, ordered: Sequence[Summary]) -> None:
-        if len(ordered) > 10**_POSITION_DIGITS:
-            raise ValueError(f"a search index holds at most {10**_POSITION_DIGITS} records")
         # (open until the last shard is taken; a failed build's is closed, and
         # so deleted, with this object)
         self._file: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115
-        self._size = 0
         self._segments: dict[str, array[int]] = {}
         """Each shard's (offset, length) pairs in the file, in the order written."""
         for start, chunk in search_chunks(ordered):
-            for key, data in chunk_postings([s.search_row for s in chunk], start).items():
-                self._file.write(data)
-                self._segments.setdefault(key, array("Q")).extend((self._size, len(data)))
-                self._size += len(data)
+            postings = chunk_postings([s.search_row for s in chunk], start)
+            for key, offset, length in spill_segments(self._file, postings):
+                self._segments.setdefault(key, array("Q")).extend((offset, length))
         self.keys = set(self._segments)
 
     def take(self, key: str) -> bytes:

@@ -37,6 +37,7 @@ from .pages import page_titles
 from .reconcile import Candidate, Choice, pack_event_ids
 from .render import OutputFile, render_publication
 from .search_index import (
+    Segment,
     chunk_postings,
     meta_json,
     records_json,
@@ -44,6 +45,7 @@ from .search_index import (
     search_chunks,
     shard_json,
     shard_path,
+    spill_segments,
 )
 from .sitewide import Lazy, PageRender
 from .templating import make_environment
@@ -257,12 +259,8 @@ def search_chunk_task(item: tuple[str, int, list[SearchRow], str, str]) -> tuple
     `spill` each shard's postings are: (shard key, offset, length)."""
     path, start, rows, base, spill = item
     written, digest = _write_made([path], records_json(rows, base))
-    placed = []
     with open(spill, "wb") as handle:
-        for key, postings in chunk_postings(rows, start).items():
-            placed.append((key, handle.tell(), len(postings)))
-            handle.write(postings)
-    return written, digest, placed
+        return written, digest, spill_segments(handle, chunk_postings(rows, start))
 
 
 def search_shards_task(shards: list[tuple[str, list[tuple[str, int, int]]]]) -> list[tuple[int, str]]:
@@ -280,10 +278,6 @@ def search_shards_task(shards: list[tuple[str, list[tuple[str, int, int]]]]) -> 
         done.append(_write_made([shard_path(key)], shard_json(parts)))
     return done
 
-
-Segment = tuple[str, int, int]
-"""Where one shard's postings from one chunk are, in that chunk's spill file:
-(shard key, offset, length)."""
 
 SPILL_FOLDER = ".search-postings"
 """Inside a full build's staging folder: removed with it if the build fails or

@@ -103,3 +103,13 @@ def test_the_key_follows_what_the_index_is_made_from() -> None:
     for same in ({"event_count": 3}, {"updated_at": "2026-01-01T00:00:00Z"}):
         assert search_key([replace(one[0], **same), one[1]], config) == key, same
     assert search_key(one[::-1], config) != key  # (positions are in the index)
+
+
+def test_positions_past_the_format_are_refused() -> None:
+    """A posting spells its position in a fixed number of digits: a chunk of rows
+    whose positions would not fit is refused, whichever process makes it."""
+    row = summary(0, {"alpha"}).search_row
+    limit = 10**search_index._POSITION_DIGITS
+    assert search_index.chunk_postings([row], limit - 1)  # (the last position that fits)
+    with pytest.raises(ValueError, match="at most"):
+        search_index.chunk_postings([row], limit)
