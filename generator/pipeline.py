@@ -59,7 +59,7 @@ from .manifest import published_paths, read_published
 from .model import BuildReport
 from .reconcile import Candidate, Choice, select
 from .sitewide_write import PaperPages, SitewideStage
-from .unchanged import Look, Unchanged, content_files, file_sha256, look, stat_key
+from .unchanged import Listed, Look, Unchanged, content_files, file_sha256, look, stat_key
 from .workers import (
     Examined,
     Progress,
@@ -273,7 +273,7 @@ class _Build:
         """Numbers given a new entry by this build; every other keeps the cache's object."""
         self.keeps_manifest = False
         """Keep each number's manifest lines on its entry, for the next build (warm)."""
-        self.listed: list[tuple[str, str, int]] | None = None
+        self.listed: Listed | None = None
         """(path, name, stat) of every input, when the check for no change listed them."""
 
     def execute(self, started: float) -> BuildReport:

@@ -391,18 +391,19 @@ class Rebuilder:
             return
         name = self._scope.display(path)
         with self._wake:
-            self._enqueue({name: _merge(self._pending.get(name), verb)}, kind, folder)
-            if complete and not folder:
-                self._incomplete.discard(name)
+            self._enqueue({name: _merge(self._pending.get(name), verb)}, kind, folder, complete)
 
-    def _enqueue(self, changes: dict[str, str], kind: str, folder: bool) -> None:
+    def _enqueue(self, changes: dict[str, str], kind: str, folder: bool, complete: bool = False) -> None:
         """Add changes to the next batch and wake the loop (the caller holds `_wake`).
-        Each counts as incomplete until an event says otherwise (see `note`)."""
+        A change is incomplete unless its event says the file is whole (a folder's never does)."""
         now = time.monotonic()
         if not self._pending:
             self._first_event = now
         self._pending.update(changes)
-        self._incomplete.update(changes)
+        if complete and not folder:
+            self._incomplete.difference_update(changes)
+        else:
+            self._incomplete.update(changes)
         self._categories.add(kind)
         self._folders |= folder
         self._last_event = now
