@@ -128,7 +128,7 @@ def make_bundle(index: int) -> tuple[str, bytes]:
     abstract = " ".join(rng.choice(WORDS) for _ in range(90))[:600]
     cats = sorted(rng.sample(CATS, 2))
     submitted = f"{year}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}T{rng.randint(0, 23):02d}:17:29Z"
-    canonical = {
+    canonical: dict[str, Any] = {
         "source": {"id": arxiv_id, "kind": "arxiv", "version": 1 + index % 3},
         "metadata": {
             "license": "http://arxiv.org/licenses/nonexclusive-distrib/1.0/",

@@ -43,6 +43,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from multiprocessing import Pool
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,9 @@ from generator.layout import resolve_json  # noqa: E402
 from generator.view import CHECKLIST  # noqa: E402
 
 HUGO_SKELETON = ROOT / "bench" / "hugo"
+Row = tuple[str, str, str, str, str, str, str]
+"""One line of the printed table: measurement, wall s, records/s, CPU s,
+records/CPU-s, against Hugo, notes."""
 DEFAULT_OUT = ROOT / "bench" / "results" / "latest.json"
 SAMPLE_SECONDS = 0.02
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
@@ -242,6 +246,15 @@ def measure(
 WATCH_TIMEOUT = 600.0
 
 
+def _reports_on(name: str, line: str) -> bool:
+    """A watcher's report line for the build that took in the file `name`."""
+    return f"{name} " in line and " -> " in line
+
+
+def _write(path: Path, data: bytes) -> None:
+    path.write_bytes(data)
+
+
 def _mtime(path: Path) -> int | None:
     try:
         return path.stat().st_mtime_ns
@@ -302,7 +315,7 @@ def watched_changes(
             saved = _mtime(cache_file)
             started = time.perf_counter()
             path.write_bytes(data)
-            seen = wait_for(lambda line, name=path.name: f"{name} " in line and " -> " in line, seen) + 1
+            seen = wait_for(partial(_reports_on, path.name), seen) + 1
             seconds.append(time.perf_counter() - started)
             deadline = time.monotonic() + WATCH_TIMEOUT
             # (a watching build removes the file before it touches the site and
@@ -444,7 +457,7 @@ def hugo_page(bundle: dict[str, Any]) -> str:
             "integrity_path": snapshot["integrity"]["endpoint"].lstrip("/"),
         },
     }
-    return json.dumps(front, ensure_ascii=False, indent=1) + "\n\n" + paper["abstract_excerpt"] + "\n"
+    return json.dumps(front, ensure_ascii=False, indent=1) + "\n\n" + str(paper["abstract_excerpt"]) + "\n"
 
 
 def changed_bundle(raw: bytes, stamp: int) -> bytes:
@@ -791,9 +804,7 @@ def run(args: argparse.Namespace, base: Path, notes: list[str], made: list[Path]
     for stamp, index in enumerate((n // 4, n // 2, (3 * n) // 4), 1):
         path = content / f"{bodies[index]}.bundle.json"
         new = changed_bundle(path.read_bytes(), stamp)
-        result = measure(
-            build_cmd(config, site), base, sample=False, before=lambda p=path, d=new: p.write_bytes(d)
-        )
+        result = measure(build_cmd(config, site), base, sample=False, before=partial(_write, path, new))
         summary = build_summary(result)
         page = (site / "pith" / f"{bodies[index]}.html").read_text("utf-8")
         if '<li class="badge done">anchored</li>' not in page:
@@ -998,7 +1009,9 @@ def table(results: dict[str, Any]) -> str:
         return memory_table(results)
     cold, noop, change = results["cold"], results["noop"], results["one_change"]
     hugo, disk = results.get("hugo"), results["cold_disk"]
-    rows = [("measurement", "wall s", "records/s", "CPU s", "records/CPU-s", "vs Hugo (wall; CPU)", "notes")]
+    rows: list[Row] = [
+        ("measurement", "wall s", "records/s", "CPU s", "records/CPU-s", "vs Hugo (wall; CPU)", "notes")
+    ]
 
     def versus(entry: dict[str, Any]) -> str:
         if not hugo:
@@ -1006,7 +1019,7 @@ def table(results: dict[str, Any]) -> str:
         wall = entry["records_per_s"] / hugo["records_per_s"]
         return f"{wall:.2f}x; {entry['records_per_cpu_s'] / hugo['records_per_cpu_s']:.2f}x"
 
-    def timed(label: str, entry: dict[str, Any], note: str, compare: bool = True) -> tuple[str, ...]:
+    def timed(label: str, entry: dict[str, Any], note: str, compare: bool = True) -> Row:
         return (
             label,
             f"{entry['seconds']:.2f}",
