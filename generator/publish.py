@@ -57,6 +57,7 @@ from .canonical import b32, canonical_digest, pretty_json
 from .errors import BuildError, ConfigError
 from .keys import Keyring, decode_signature, keyring_from_json
 from .layout import MANIFEST_PATH
+from .unchanged import file_sha256
 
 SUMS_PATH = "SHA256SUMS"
 SIGNATURE_PATH = ".well-known/pith/mirror.sig.json"
@@ -154,15 +155,12 @@ def site_files(site: Path) -> list[str]:
     return sorted(found)
 
 
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
+def _site_file_sha256(path: Path) -> str:
+    """`file_sha256` of a file of the site, which must be readable: BuildError if not."""
     try:
-        with path.open("rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
+        return file_sha256(path)
     except OSError as exc:
         raise BuildError(str(path), f"cannot read: {exc.strerror}") from None
-    return digest.hexdigest()
 
 
 def _sums_name(relative: str) -> tuple[str, str]:
@@ -180,7 +178,7 @@ def sha256sums(site: Path) -> bytes:
         if _excluded(relative):
             continue
         prefix, name = _sums_name(relative)
-        lines.append(f"{prefix}{file_sha256(site / relative)}  {name}\n")
+        lines.append(f"{prefix}{_site_file_sha256(site / relative)}  {name}\n")
     return "".join(lines).encode("utf-8")
 
 
@@ -222,7 +220,7 @@ def check_sha256sums(site: Path) -> list[str]:
             problems.append(f"{relative}: listed path leaves the site")
         elif not target.is_file():
             problems.append(f"{relative}: listed in {SUMS_PATH} but missing")
-        elif file_sha256(target) != expected:
+        elif _site_file_sha256(target) != expected:
             problems.append(f"{relative}: content differs from {SUMS_PATH}")
     problems.extend(f"{r}: present but not listed in {SUMS_PATH}" for r in present if r not in listed)
     return problems
@@ -381,7 +379,7 @@ def verify_manifest_signature(
     manifest_sha256 = document.get("manifest_sha256")
     sums_sha256 = document.get("sha256sums_sha256")
     manifest = site / MANIFEST_PATH
-    actual_manifest = file_sha256(manifest) if manifest.is_file() else None
+    actual_manifest = _site_file_sha256(manifest) if manifest.is_file() else None
     if actual_manifest is None:
         problems.append(f"{MANIFEST_PATH} is missing")
     elif manifest_sha256 != actual_manifest:
@@ -390,7 +388,7 @@ def verify_manifest_signature(
         sums = site / SUMS_PATH
         if not sums.is_file():
             problems.append(f"{SUMS_PATH} is missing but the signature covers one")
-        elif file_sha256(sums) != sums_sha256:
+        elif _site_file_sha256(sums) != sums_sha256:
             problems.append(f"{SUMS_PATH} is not the one that was signed (sha256 differs)")
 
     signature = decode_signature(document.get("signature_b64"))

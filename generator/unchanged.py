@@ -178,7 +178,13 @@ def unpack_stat(stat: int) -> list[int]:
 
 
 def file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    """SHA-256 of a file, read in blocks (the manifest alone is about 2 kB a
+    record); OSError when it cannot be read, for the caller to say what that means."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while block := handle.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _last_if_unchanged(config: SiteConfig, key: str, extra: str) -> tuple[Unchanged | None, Listed | None]:
