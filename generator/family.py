@@ -217,12 +217,18 @@ def redirect_html(pith_number: str, base: str) -> str:
 
 
 def own_family_files(summary: Summary, base: str) -> list[OutputFile]:
-    """The files of `record_family_files([summary], ...)`, made at once: what a
-    full build's worker writes for its record, as if no other record claimed
-    them (the site-wide stage remakes those that others do). Each short form's
-    two paths share one bytes object, so the writer links them; the three
-    forms do not, although they read alike: another record may share the
-    8-character one, and another worker rewrite it, before a link to it."""
+    """The files of `record_family_files([summary], ...)`, made at once (in
+    another order): what a full build's worker writes for its record, as if no
+    other record claimed them (the site-wide stage remakes those that others do).
+
+    The three short forms redirect alike, so their six paths share one bytes
+    object and the writer makes one file and links the other five to it. That
+    file is the 16-character form's, written first: another record may share
+    the 8- or 12-character form, and its worker replace that path at any
+    moment (it unlinks, then creates; it never writes through a link), which
+    leaves the file linked to here as it was. Only a record that shares the
+    16-character form could replace that file, and it then shares the shorter
+    forms too: the site-wide stage remakes all six paths."""
     files = []
     seen = set()
     for path, kind, value in summary.lookups:
@@ -231,11 +237,10 @@ def own_family_files(summary: Summary, base: str) -> list[OutputFile]:
             files.append(OutputFile(path, lookup_json(kind, value, summary.pith_number, base)))
     if summary.integrity_path and summary.integrity_data is not None:
         files.append(OutputFile(summary.integrity_path, zlib.decompress(summary.integrity_data)))
-    redirect = redirect_html(summary.pith_number, base)
+    redirect = redirect_html(summary.pith_number, base).encode("utf-8")
     body = summary.body
-    for n in (8, 12, 16):
-        data = redirect.encode("utf-8")
-        files += [OutputFile(page, data) for page in layout.page_paths(f"pith/{body[:n]}")]
+    for n in (16, 12, 8):
+        files += [OutputFile(page, redirect) for page in layout.page_paths(f"pith/{body[:n]}")]
     return files
 
 

@@ -46,6 +46,32 @@ def test_a_shared_prefix_lists_both_records(tmp_path: Path, numbers: tuple[str, 
     assert_same_as_fresh(p, tmp_path / "fresh")
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_short_forms_are_one_file_unless_shared(tmp_path: Path, numbers: tuple[str, str], jobs: int) -> None:
+    """A full build writes a record's three short forms, which redirect alike, as
+    one file with six names. Where another record shares a form, the site-wide
+    stage makes that form a list, and each record's other forms its redirects."""
+    p = Project(tmp_path / "three")
+    for i, title in enumerate(TITLES):
+        p.add(f"{i}.json", record_doc(source_id=SOURCE, title=title))
+    p.add("lone.json", record_doc(source_id="2310.02020", title="A record alone"))
+    assert p.build(jobs=jobs).published == 3
+    lone = next(
+        n
+        for n in (d["pith_number"] for d in p.json(".well-known/pith/mirror.json")["records"])
+        if n not in numbers
+    )
+    body = lone.rsplit(":", 1)[1]
+    forms = [p.site / f"pith/{body[:k]}{end}" for k in (8, 12, 16) for end in (".html", "/index.html")]
+    assert len({path.stat().st_ino for path in forms}) == 1
+    assert f'url=/pith/{body}"' in forms[0].read_text("utf-8")
+    for n in numbers:
+        body = n.rsplit(":", 1)[1]
+        for k in (12, 16):
+            assert f'url=/pith/{body}"' in p.text(f"pith/{body[:k]}/index.html")
+    assert "2 records share the short form" in p.text(f"pith/{PREFIX}/index.html")
+
+
 def test_the_record_s_own_pages_come_back_when_the_other_leaves(
     tmp_path: Path, numbers: tuple[str, str]
 ) -> None:
