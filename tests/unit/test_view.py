@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import pickle
+import zlib
 from dataclasses import fields, replace
 from typing import Any
 
@@ -17,6 +18,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from generator.canonical import pretty_json
 from generator.keys import Keyring
 from generator.layout import lookup_file
 from generator.verify import verify_document
@@ -26,6 +28,7 @@ from generator.view import (
     SnapshotView,
     Summary,
     _fingerprint,
+    compress_small,
     events,
     pack_aliases,
     pack_hashes,
@@ -180,3 +183,25 @@ def test_real_digests_pack_to_their_bytes() -> None:
     assert len(pack_hashes(digests[0].upper(), *digests[1:])) > 1 + 4 * 32
     spaced = digests[0][:62] + " 0"
     assert len(pack_hashes(spaced, *digests[1:])) > 1 + 4 * 32
+
+
+@given(st.binary(max_size=70_000))
+def test_small_compression_reads_back_with_zlib(data: bytes) -> None:
+    assert zlib.decompress(compress_small(data)) == data
+
+
+@pytest.mark.parametrize("findings", [0, 1, 40])
+def test_a_report_compresses_as_small_as_with_zlib_s_default_window(findings: int) -> None:
+    finding = {"kind": "citation", "detail": "reference 12 does not resolve", "severity": "minor"}
+    report = {
+        "derived_by": {"tool": "pith-mirror", "version": "0.1.0"},
+        "integrity": {
+            "clean": not findings,
+            "endpoint": "/pith/1407.08698/integrity.json",
+            "findings": [finding] * findings,
+        },
+        "pith_number": "pith:2014:ZZZHJ6XVZFR4XMG76UNSOGHCVC",
+        "provenance": "signed by the resolver in event sha256:" + "c6" * 32,
+    }
+    data = pretty_json(report)
+    assert len(compress_small(data)) <= len(zlib.compress(data))
