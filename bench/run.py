@@ -1123,6 +1123,49 @@ def table(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+INODES_PER_RECORD = 32
+"""Names a cold build creates a record, folders included (31.2 at 20,000): tmpfs
+counts each hard link against its inode limit, so every name needs one there."""
+BYTES_PER_RECORD = 100_000
+"""Allocated a record by a cold build's site and its cache (97.2 kB at 20,000)."""
+
+
+def check_room(needs: list[tuple[Path, int, int, str]]) -> None:
+    """Stop before minutes of work when a folder's file system cannot hold what
+    the run will write there: `needs` is (folder, inodes, bytes, what) for each.
+    Folders on one file system add up."""
+    by_device: dict[int, tuple[Path, int, int, list[str]]] = {}
+    for folder, inodes, size, what in needs:
+        probe = folder.resolve()
+        while not probe.exists():
+            probe = probe.parent
+        device = probe.stat().st_dev
+        _, before_inodes, before_size, whats = by_device.get(device, (probe, 0, 0, []))
+        by_device[device] = (probe, before_inodes + inodes, before_size + size, [*whats, what])
+    for probe, inodes, size, whats in by_device.values():
+        room = os.statvfs(probe)
+        short = []
+        if room.f_files and room.f_favail < inodes:  # (0 files: no inode limit, as on btrfs)
+            short.append(f"{room.f_favail:,} free inodes where about {inodes:,} are needed")
+        if room.f_bavail * room.f_frsize < size:
+            short.append(f"{_size(room.f_bavail * room.f_frsize)} free where about {_size(size)} are needed")
+        if short:
+            kind = fstype(probe)
+            larger = (
+                "a larger tmpfs (as root: mount -o remount,size=SIZE,nr_inodes=COUNT on its mount point)"
+                if kind == "tmpfs"
+                else "another file system"
+            )
+            raise SystemExit(
+                f"bench: {probe} ({kind}), for {' and '.join(whats)}, has {'; '.join(short)}. "
+                f"Use fewer --records, another --disk-dir, or {larger}."
+            )
+
+
+def _size(count: int) -> str:
+    return f"{count / 1e9:,.1f} GB" if count >= 1e9 else f"{count / 1e6:,.0f} MB"
+
+
 def tmpfs_base(notes: list[str]) -> Path:
     shm = Path("/dev/shm")
     if shm.is_dir() and os.access(shm, os.W_OK):
@@ -1181,7 +1224,15 @@ def main(argv: list[str] | None = None) -> int:
     made: list[Path] = []
     base = tmpfs_base(notes)
     made.append(base)
+    n = args.records
+    on_tmpfs = [(base, n, 12_000 * n, "the corpus")]
+    if not args.memory_only:
+        on_tmpfs.append((base, INODES_PER_RECORD * n, BYTES_PER_RECORD * n, "the tmpfs site"))
+    if not args.skip_hugo:
+        on_tmpfs.append((base, 5 * n, 45_000 * n, "Hugo's site"))
+    disk = (Path(args.disk_dir), INODES_PER_RECORD * n, BYTES_PER_RECORD * n, "the --disk-dir site")
     try:
+        check_room([*on_tmpfs, disk])
         results = run(args, base, notes, made)
     except KeyboardInterrupt:
         print("bench: interrupted; cleaning up", file=sys.stderr)
