@@ -50,7 +50,7 @@ from .cache import (
     warm_cache_for,
 )
 from .config import SiteConfig
-from .errors import BuildError, Rejection
+from .errors import BuildError, Code, Rejection
 from .family import family_paths
 from .keys import Keyring
 from .layout import MANIFEST_PATH
@@ -239,6 +239,12 @@ def finish_publication(root: Path, config: SiteConfig) -> None:
         write_atomic(signature_path, sign_manifest(manifest, sums, key))
 
 
+_UNATTRIBUTED = frozenset({Code.PITH_MISMATCH, Code.PITH_YEAR_MISMATCH, Code.PITH_BAD_FORMAT})
+"""A refused document whose declared number its signed record does not give says
+nothing about which number it is: like an unreadable file, it keeps every
+published number whose documents are missing, never the one it names alone."""
+
+
 def _with_note(report: BuildReport, note: str) -> BuildReport:
     return replace(report, notes=(*report.notes, note))
 
@@ -287,7 +293,7 @@ class _Build:
                 candidates.append(entry.candidate)
             if entry.rejections:
                 rejections += entry.rejections
-                if entry.pith_number:
+                if entry.pith_number and not any(r.code in _UNATTRIBUTED for r in entry.rejections):
                     refused_numbers.add(entry.pith_number)
                 else:
                     unidentified = True

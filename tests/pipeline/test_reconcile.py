@@ -323,3 +323,27 @@ def test_candidates_from_workers_share_their_kind() -> None:
     one, two = (pickle.loads(pickle.dumps(c)) for c in made)
     assert [one, two] == made
     assert one.kind is two.kind
+
+
+@pytest.mark.parametrize("field", ["body", "year"])
+def test_a_document_renumbered_by_hand_keeps_the_published_pages(project: Project, field: str) -> None:
+    """A published document whose declared number is edited to another
+    well-formed one is refused; the number it named is not trusted to say
+    which record it was, so the record it held stays, build after build."""
+    doc = record_doc(source_id="2107.77771")
+    number = doc["pith_number"]
+    _, year, body = number.split(":")
+    project.add("r.json", doc)
+    project.build()
+    before = tree(project.site)
+    renamed = f.clone(doc)
+    last = "A" if body[-1] != "A" else "B"
+    renamed["pith_number"] = f"pith:{year}:{body[:-1]}{last}" if field == "body" else f"pith:1999:{body}"
+    project.add("r.json", renamed)
+    for _ in range(2):  # (the second build reads the refusal from the cache)
+        report = project.build()
+        assert {r.code for r in report.rejections} & {Code.PITH_MISMATCH, Code.PITH_YEAR_MISMATCH}
+        assert {k: v for k, v in tree(project.site).items() if body[:8] in k} == {
+            k: v for k, v in before.items() if body[:8] in k
+        }
+        assert any(number in n and "kept as published" in n for n in report.notes)
