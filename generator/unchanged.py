@@ -106,8 +106,21 @@ def _check_folders(config: SiteConfig) -> None:
         raise BuildError(str(content), "the content folder does not exist")
     if site.exists() and not site.is_dir():
         raise BuildError(str(site), "the site path exists and is not a folder")
-    if site.resolve() == content.resolve() or content.resolve() in site.resolve().parents:
+    site_path = site.resolve()
+    if site_path == content.resolve() or content.resolve() in site_path.parents:
         raise BuildError(str(site), "the site folder must not be inside the content folder")
+    # A full build replaces the whole site folder: nothing else may live there.
+    for name, folder in (("content", content), ("templates", config.templates)):
+        if site_path in folder.resolve().parents:
+            raise BuildError(
+                str(site), f"the {name} folder is inside the site folder, which a full build replaces"
+            )
+    if site.is_dir() and not (site / MANIFEST_PATH).is_file() and any(site.iterdir()):
+        raise BuildError(
+            str(site),
+            f"the folder holds files but no {MANIFEST_PATH}, so pith-mirror did not build it, and a"
+            " full build replaces the whole folder: name a new or empty folder",
+        )
 
 
 def build_key(config: SiteConfig, keyring: Keyring) -> str:

@@ -173,6 +173,35 @@ def test_exit_2_for_a_missing_content_folder(
     assert all_paths(project.root) == before
 
 
+@pytest.mark.parametrize(
+    ("site", "message"),
+    [
+        (".", "the content folder is inside the site folder"),
+        ("{root}", "the content folder is inside the site folder"),
+        ("mydocs", "so pith-mirror did not build it"),
+    ],
+)
+def test_exit_2_for_a_site_folder_a_build_would_wipe(
+    cli: Project, capsys: pytest.CaptureFixture[str], site: str, message: str
+) -> None:
+    """A full build replaces the whole site folder: one holding the content, or
+    files pith-mirror did not write, is refused before anything is written."""
+    (cli.root / "mydocs").mkdir()
+    (cli.root / "mydocs" / "thesis.tex").write_text("years of work")
+    before = tree(cli.root)
+    code, _out, err = run(["build", "content", site.format(root=cli.root), "--jobs", "1"], capsys)
+    assert code == 2
+    assert message in err and "Traceback" not in err
+    assert tree(cli.root) == before
+
+
+def test_an_empty_folder_is_a_site_folder(cli: Project, capsys: pytest.CaptureFixture[str]) -> None:
+    (cli.root / "empty").mkdir()
+    assert run(["build", "content", "empty", "--jobs", "1"], capsys)[0] == 0
+    assert run(["build", "content", "empty", "--jobs", "1", "--clean"], capsys)[0] == 0
+    assert (cli.root / "empty" / "index.html").is_file()
+
+
 def test_exit_2_for_an_unreadable_input_before_the_build_starts(
     cli: Project, capsys: pytest.CaptureFixture[str]
 ) -> None:
