@@ -13,10 +13,12 @@ Rules:
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import re
+import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -154,9 +156,12 @@ def _read_at_most(path: Path, cap: int) -> bytes:
     the size the file has, and one byte more to notice a file that grew
     meanwhile. Each document is read once, whole, so a plain descriptor is
     enough; a buffered file object would only add its own set-up."""
-    fd = os.open(path, os.O_RDONLY)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # (a named pipe must not block)
     try:
-        asked = min(os.fstat(fd).st_size + 1, cap)
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        asked = min(status.st_size + 1, cap)
         raw = _read_fully(fd, asked)
         if len(raw) == asked < cap:
             raw += _read_fully(fd, cap - asked)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import factories as f
@@ -315,3 +317,19 @@ def test_discover_is_sorted_and_skips_pages_hidden_and_temporaries(tmp_path: Pat
     names = [name for _, name in discover(content)]
     # a folder's files (sorted) come before its sub-folders (sorted), at every level
     assert names == ["a.json", "b.json", "sub/c.json", "sub/z.json", "sub/pages/kept.json"]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+def test_a_named_pipe_is_refused_without_waiting_for_a_writer(tmp_path: Path) -> None:
+    """Opening a pipe for reading waits for a writer: the real CLI must answer at once."""
+    os.mkfifo(tmp_path / "pipe.json")
+    result = subprocess.run(
+        [sys.executable, "-m", "generator", "verify", str(tmp_path / "pipe.json")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 1, result.stderr
+    assert "file.unreadable" in result.stdout + result.stderr
+    assert "not a regular file" in result.stdout + result.stderr
