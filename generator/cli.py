@@ -69,11 +69,14 @@ def load_keys(path: Path | None) -> Any:
 
 
 def run_verify(args: argparse.Namespace) -> int:
+    from .config import MIN_MAX_BYTES
     from .examine import examine
     from .load import Limits, discover
 
     keyring = load_keys(args.keys)
-    limits = Limits(max_bytes=args.max_bytes) if args.max_bytes else Limits()
+    if args.max_bytes is not None and args.max_bytes < MIN_MAX_BYTES:
+        raise ConfigError("max_bytes", f"must be at least {MIN_MAX_BYTES}")
+    limits = Limits(max_bytes=args.max_bytes) if args.max_bytes is not None else Limits()
     targets: list[tuple[Path, str, Path]] = []
     for path in args.paths:
         if path.is_dir():

@@ -137,18 +137,28 @@ def apply(config: SiteConfig, settings: dict[str, Any], origin: Path | None = No
     return updated
 
 
+MIN_MAX_BYTES = 1024
+_NOT_IN_URLS = frozenset('"<>\\^`{|}')
+
+
 def validate(config: SiteConfig) -> None:
     parts = urlsplit(config.base_url)
     if parts.scheme not in ("", "http", "https") or (parts.scheme and not parts.netloc):
         raise ConfigError("base_url", f"{config.base_url!r} is not a path or an http(s) URL")
     if parts.query or parts.fragment:
         raise ConfigError("base_url", "a base URL has no query or fragment")
+    if not parts.scheme and not config.base_url.startswith("/"):
+        raise ConfigError("base_url", f"{config.base_url!r} is a relative path: a path starts with '/'")
+    if any(c.isspace() or c in _NOT_IN_URLS or ord(c) < 0x20 for c in config.base_url):
+        raise ConfigError(
+            "base_url", f"{config.base_url!r} holds a character a URL cannot (percent-encode it)"
+        )
     if not config.primary_url.startswith(("https://", "http://")):
         raise ConfigError("primary_url", "must be an http(s) URL")
     if config.jobs < 1:
         raise ConfigError("jobs", "must be at least 1")
-    if config.max_bytes < 1024:
-        raise ConfigError("max_bytes", "must be at least 1024")
+    if config.max_bytes < MIN_MAX_BYTES:
+        raise ConfigError("max_bytes", f"must be at least {MIN_MAX_BYTES}")
     if config.per_page < 1:
         raise ConfigError("per_page", "must be at least 1")
     if config.cname is not None and ("/" in config.cname or not config.cname.strip()):

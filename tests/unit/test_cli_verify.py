@@ -259,6 +259,17 @@ def test_max_bytes_option(capsys: pytest.CaptureFixture[str], tmp_path: Path) ->
     assert f"{path.as_posix()}: /: file.too_large: " in err
 
 
+@pytest.mark.parametrize("value", ["0", "-1", "5"])
+def test_a_max_bytes_too_small_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, value: str
+) -> None:
+    """As `build` says of max_bytes: 0 is not "no limit", and a limit below 1024 is a mistake."""
+    path = f.write(tmp_path / "r.json", f.record_document())
+    code, out, err = run(capsys, "--max-bytes", value, path)
+    assert code == 2
+    assert "max_bytes: must be at least 1024" in err and not out
+
+
 def test_stderr_lines_are_sorted_by_file_then_pointer(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
