@@ -239,10 +239,11 @@ def finish_publication(root: Path, config: SiteConfig) -> None:
         write_atomic(signature_path, sign_manifest(manifest, sums, key))
 
 
-_UNATTRIBUTED = frozenset({Code.PITH_MISMATCH, Code.PITH_YEAR_MISMATCH, Code.PITH_BAD_FORMAT})
+_UNATTRIBUTED = frozenset({Code.PITH_MISMATCH, Code.PITH_YEAR_MISMATCH})
 """A refused document whose declared number its signed record does not give says
 nothing about which number it is: like an unreadable file, it keeps every
-published number whose documents are missing, never the one it names alone."""
+published number whose documents are missing, never the one it names alone.
+(A malformed number is never attributed: parsing gives the verdict none.)"""
 
 
 def _with_note(report: BuildReport, note: str) -> BuildReport:

@@ -106,12 +106,12 @@ def _check_folders(config: SiteConfig) -> None:
         raise BuildError(str(content), "the content folder does not exist")
     if site.exists() and not site.is_dir():
         raise BuildError(str(site), "the site path exists and is not a folder")
-    site_path = site.resolve()
-    if site_path == content.resolve() or content.resolve() in site_path.parents:
+    site_path, content_path = site.resolve(), content.resolve()
+    if site_path == content_path or content_path in site_path.parents:
         raise BuildError(str(site), "the site folder must not be inside the content folder")
     # A full build replaces the whole site folder: nothing else may live there.
-    for name, folder in (("content", content), ("templates", config.templates)):
-        if site_path in folder.resolve().parents:
+    for name, folder in (("content", content_path), ("templates", config.templates.resolve())):
+        if site_path in folder.parents:
             raise BuildError(
                 str(site), f"the {name} folder is inside the site folder, which a full build replaces"
             )
