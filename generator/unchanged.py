@@ -81,6 +81,10 @@ def look(config: SiteConfig, keyring: Keyring, quick: bool) -> Look:
     started = time.monotonic()
     try:
         _check_folders(config)
+        if config.mirror_key is not None:  # (a build signs last: a bad key must not wait for it)
+            from .publish import load_mirror_key
+
+            load_mirror_key(config.mirror_key)
         key, extra = build_key(config, keyring), extra_inputs(config)
         if not quick:
             return Look(started, key, extra, None, None)

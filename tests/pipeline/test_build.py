@@ -140,6 +140,8 @@ def test_keys_flag_pins_other_keys(cli: Project, capsys: pytest.CaptureFixture[s
         (["--base-url", "https://example.org/m/?x=1"], None, "base_url"),
         (["--base-url", "https://"], None, "base_url"),
         (["--base-url", "mirror"], None, "is a relative path"),
+        (["--mirror-key", "no-such-key.json"], None, "mirror_key: cannot read"),
+        (["--mirror-key", "keys-not-json.txt"], None, "is not valid JSON"),
         (["--base-url", "https://example.org/a b/"], None, "a character a URL cannot"),
         (["--base-url", '/"><script>'], None, "a character a URL cannot"),
         (["--jobs", "0"], None, "jobs"),
@@ -157,6 +159,7 @@ def test_exit_2_for_bad_settings_with_nothing_written(
 ) -> None:
     if toml is not None:
         (cli.root / "pith-mirror.toml").write_text(toml)
+    (cli.root / "keys-not-json.txt").write_text("not a key")
     before = all_paths(cli.root)
     code, _out, err = run(["build", "--jobs", "1", *args], capsys)
     assert code == 2
