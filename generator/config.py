@@ -87,7 +87,21 @@ _KEYS: dict[str, tuple[type, ...]] = {
     "per_page": (int,),
     "checksums": (bool,),
 }
+_TOML_TYPE_NAMES: dict[type, str] = {
+    bool: "true or false",
+    int: "an integer",
+    float: "a number with a fraction",
+    str: "a string",
+    list: "an array",
+    dict: "a table",
+}
 _PATH_KEYS = {"content", "site", "keys", "templates", "cache", "mirror_key"}
+
+
+def _toml_type_name(value: object) -> str:
+    """TOML's own name for a value's type; the only others TOML has are dates and times."""
+    names = (name for kind, name in _TOML_TYPE_NAMES.items() if isinstance(value, kind))
+    return next(names, "a date or time")
 
 
 def find_config_file(explicit: Path | None, cwd: Path) -> tuple[Path, dict[str, Any]] | None:
@@ -127,7 +141,8 @@ def apply(config: SiteConfig, settings: dict[str, Any], origin: Path | None = No
             raise ConfigError(key, "unknown setting")
         expected = _KEYS[name]
         if not isinstance(value, (*expected, Path)) or (isinstance(value, bool) and bool not in expected):
-            raise ConfigError(key, f"expected {expected[0].__name__}, found {type(value).__name__}")
+            wanted = _TOML_TYPE_NAMES[expected[0]]
+            raise ConfigError(key, f"expected {wanted}, found {_toml_type_name(value)}")
         if name in _PATH_KEYS:
             path = Path(str(value))
             value = (origin.parent / path) if origin is not None and not path.is_absolute() else path

@@ -279,6 +279,29 @@ def _float_or_deeper(children: Iterable[Any], levels_left: int) -> bool:
     return False
 
 
+def json_type_name(value: object) -> str:
+    """A decoded value's JSON type as a reader of the file would name it:
+    "null" and "an array", not Python's "NoneType" and "list"."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    for kind, name in JSON_TYPE_NAMES.items():
+        if isinstance(value, kind):
+            return name
+    return type(value).__name__
+
+
+JSON_TYPE_NAMES: dict[type, str] = {
+    bool: "true or false",
+    dict: "an object",
+    list: "an array",
+    str: "a string",
+    int: "an integer",
+    float: "a number with a fraction",
+}
+
+
 def _decode_strict(raw: bytes, limits: Limits) -> dict[str, Any]:
 
     def fail(code: Code, message: str, where: str = "") -> RejectionError:
@@ -309,7 +332,7 @@ def _decode_strict(raw: bytes, limits: Limits) -> dict[str, Any]:
     if text[end:].strip(" \t\r\n"):
         raise fail(Code.JSON_TRAILING_DATA, f"unexpected data after the JSON value at character {end}")
     if not isinstance(value, dict):
-        raise fail(Code.JSON_NOT_OBJECT, f"top level is {type(value).__name__}, not an object")
+        raise fail(Code.JSON_NOT_OBJECT, f"the top level is {json_type_name(value)}, not an object")
     too_deep = _first_too_deep(value, limits.max_depth)
     if too_deep is not None:
         raise fail(Code.JSON_TOO_DEEP, f"nesting is deeper than {limits.max_depth} levels", too_deep)

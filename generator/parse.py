@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from .errors import Code, Problem, pointer
-from .load import SourceDocument
+from .load import JSON_TYPE_NAMES, SourceDocument, json_type_name
 from .model import PITH_RE, Event, Kind, ParsedDoc
 
 RECORD_TYPE = "pith_number_record"
@@ -23,8 +23,6 @@ BUNDLE_TYPE = "pith_open_graph_bundle"
 
 _HEX64 = re.compile("[0-9a-f]{64}")
 _MISSING = object()
-
-_JSON_TYPE_NAMES = {dict: "an object", list: "an array", str: "a string", int: "an integer"}
 
 CANONICAL_FIELDS: dict[str, type] = {"source": dict, "metadata": dict, "schema_version": str}
 SOURCE_FIELDS: dict[str, type] = {"id": str, "kind": str, "version": int}
@@ -70,7 +68,12 @@ BUNDLE_FIELDS: dict[str, type] = {
     "bundle_signature": dict,
 }
 ALIAS_FIELDS: dict[str, type] = {"alias_kind": str, "alias_value": str, "created_at": str}
-TOP_FIELDS: dict[str, type] = {"canonical_record": dict, "canonical_sha256": str, "short_pith_number": str}
+TOP_FIELDS: dict[str, type] = {
+    "pith_number": str,
+    "canonical_record": dict,
+    "canonical_sha256": str,
+    "short_pith_number": str,
+}
 BUNDLE_SIGNATURE_FIELDS: dict[str, type] = {**SIGNATURE_FIELDS, "bundle_sha256": str}
 RECORD_OPTIONAL_FIELDS: dict[str, type] = {"paper": dict, "aliases": list, "graph_snapshot": dict}
 
@@ -93,12 +96,12 @@ def require(
             out.append(Problem(Code.SCHEMA_MISSING_FIELD, where, f"required field {name!r} is missing"))
             ok = False
         elif not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
-            found = _JSON_TYPE_NAMES.get(type(value), type(value).__name__)
+            found = json_type_name(value)
             out.append(
                 Problem(
                     Code.SCHEMA_WRONG_TYPE,
                     where,
-                    f"{name!r} must be {_JSON_TYPE_NAMES[expected]}, found {found}",
+                    f"{name!r} must be {JSON_TYPE_NAMES[expected]}, found {found}",
                 )
             )
             ok = False
@@ -129,7 +132,7 @@ def parse(source: SourceDocument) -> tuple[ParsedDoc | None, list[Problem]]:
         return None, problems
 
     number = data.get("pith_number")
-    if not isinstance(number, str) or not PITH_RE.fullmatch(number):
+    if isinstance(number, str) and not PITH_RE.fullmatch(number):
         problems.append(
             Problem(
                 Code.PITH_BAD_FORMAT,

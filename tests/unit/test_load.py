@@ -116,6 +116,21 @@ def test_messages_say_where() -> None:
     assert "'k' appears twice" in refused(b'{"k": 1, "k": 1}')[2]
 
 
+@pytest.mark.parametrize(
+    ("raw", "named"),
+    [
+        (b"null", "null"),
+        (b"[1]", "an array"),
+        (b'"text"', "a string"),
+        (b"42", "an integer"),
+        (b"4.5", "a number with a fraction"),
+        (b"true", "true"),
+    ],
+)
+def test_a_top_level_value_is_named_as_json_names_it(raw: bytes, named: str) -> None:
+    assert refused(raw)[2] == f"the top level is {named}, not an object"
+
+
 def test_depth_limit_is_inclusive() -> None:
     assert decode(nested(DEFAULT_MAX_DEPTH), LIMITS)["a"] is not None
     small = Limits(max_depth=3)

@@ -62,10 +62,27 @@ def test_unknown_kind_is_refused_at_the_root() -> None:
 
 
 @pytest.mark.parametrize(
+    ("number", "code"),
+    [
+        pytest.param(None, "schema.missing_field", id="missing"),
+        pytest.param(7, "schema.wrong_type", id="integer"),
+    ],
+)
+def test_a_missing_or_mistyped_pith_number_stops_parsing(number: Any, code: str) -> None:
+    doc = f.record_document()
+    if number is None:
+        del doc["pith_number"]
+    else:
+        doc["pith_number"] = number
+    parsed, problems = shape(doc)
+    assert parsed is None
+    assert (code, "/pith_number") in problems
+    assert ("pith.bad_format", "/pith_number") not in problems
+
+
+@pytest.mark.parametrize(
     "number",
     [
-        None,
-        7,
         "pith:2021:GO43K6A5",
         "pith:21:GO43K6A5MHLNBUADUVZ3AKFBNI",
         "pith:2021:go43k6a5mhlnbuaduvz3akfbni",
@@ -75,12 +92,9 @@ def test_unknown_kind_is_refused_at_the_root() -> None:
         " pith:2021:GO43K6A5MHLNBUADUVZ3AKFBNI",
     ],
 )
-def test_bad_pith_number_stops_parsing(number: Any) -> None:
+def test_bad_pith_number_stops_parsing(number: str) -> None:
     doc = f.record_document()
-    if number is None:
-        del doc["pith_number"]
-    else:
-        doc["pith_number"] = number
+    doc["pith_number"] = number
     parsed, problems = shape(doc)
     assert parsed is None
     assert ("pith.bad_format", "/pith_number") in problems
@@ -261,6 +275,17 @@ def test_every_problem_is_reported_not_only_the_first() -> None:
         ("schema.wrong_type", "/events/1/signer"),
         ("schema.wrong_type", "/source_aliases/3"),
     }
+
+
+@pytest.mark.parametrize(
+    ("value", "named"),
+    [(None, "null"), (True, "true"), (1.5, "a number with a fraction"), ([1], "an array"), ("1", "a string")],
+)
+def test_a_wrong_type_is_named_as_json_names_it(value: Any, named: str) -> None:
+    doc = f.record_document()
+    doc["canonical_record"]["source"]["version"] = value
+    _, problems = parse(f.source_document(doc))
+    assert [p.message for p in problems] == [f"'version' must be an integer, found {named}"]
 
 
 def test_canonical_record_that_is_not_an_object_stops_parsing() -> None:
