@@ -147,7 +147,10 @@ class Rejection:
     message: str
 
     def line(self) -> str:
-        return f"{self.file}: {self.pointer or '/'}: {self.code.value}: {self.message}"
+        """`file: pointer: code: message`, the pointer left out when it is the whole
+        document: "" shown as "/" would read as the pointer to a member named ""."""
+        where = f"{self.pointer}: " if self.pointer else ""
+        return f"{self.file}: {where}{self.code.value}: {self.message}"
 
     def as_json(self) -> dict[str, str]:
         return {"code": self.code.value, "pointer": self.pointer, "message": self.message}

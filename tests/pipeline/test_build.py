@@ -112,7 +112,7 @@ def test_exit_1_when_something_is_refused_and_the_rest_is_published(
     cli.add("unpinned.json", bad)
     code, out, err = run(["build", "--jobs", "1"], capsys)
     assert code == 1
-    assert "content/garbage.json: /: json.invalid:" in err
+    assert "content/garbage.json: json.invalid:" in err
     assert "content/unpinned.json:" in err and "key.unknown" in err
     match = SUMMARY.match(out.strip().splitlines()[-1])
     assert match and match.groups()[:2] == ("2", "2")
@@ -123,6 +123,7 @@ def test_exit_1_when_something_is_refused_and_the_rest_is_published(
     assert {r["file"] for r in report["rejections"]} == {"content/garbage.json", "content/unpinned.json"}
     html = cli.text("report.html")
     assert "content/garbage.json" in html and "json.invalid" in html
+    assert "<td>the whole file</td>" in html  # its pointer is "", the whole document
 
 
 def test_keys_flag_pins_other_keys(cli: Project, capsys: pytest.CaptureFixture[str]) -> None:

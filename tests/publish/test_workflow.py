@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -102,3 +108,30 @@ def test_refusals_fail_the_run_after_deploying(workflow: dict[str, Any]) -> None
     last = deploy_steps[-1]
     assert last["if"] == "needs.build.outputs.refused == 'true'"
     assert "exit 1" in last["run"]
+
+
+def test_the_run_summary_lists_each_refusal(
+    workflow: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The build step's own script, run on a report with a whole-file refusal and a pointed one."""
+    build = next(s for s in steps(workflow, "build") if s.get("id") == "build")
+    script = textwrap.dedent(build["run"].split("python - <<'PY'\n", 1)[1].split("\nPY\n", 1)[0])
+    (tmp_path / "site").mkdir()
+    rejections = [
+        {"file": "content/a.json", "pointer": "", "code": "json.invalid", "message": "line 1: oops"},
+        {"file": "content/b.json", "pointer": "/events/0", "code": "sig.invalid", "message": "a|b"},
+    ]
+    report = {"summary": {"published": 2, "refused_files": 2}, "rejections": rejections, "notes": []}
+    (tmp_path / "site" / "report.json").write_text(json.dumps(report), "utf-8")
+    summary = tmp_path / "summary.md"
+    monkeypatch.chdir(tmp_path)
+    env = {**os.environ, "GITHUB_STEP_SUMMARY": str(summary)}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines() == [
+        "::error file=content/a.json,title=refused%3A json.invalid::line 1: oops",
+        "::error file=content/b.json,title=refused%3A sig.invalid::/events/0: a|b",
+    ]
+    table = summary.read_text("utf-8")
+    assert "| content/a.json | the whole file | json.invalid | line 1: oops |" in table
+    assert "| content/b.json | /events/0 | sig.invalid | a\\|b |" in table
+    assert "Published **2** record(s); refused **2** file(s)." in table
