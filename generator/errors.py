@@ -117,8 +117,8 @@ CODE_HELP: dict[Code, str] = {
     Code.RECEIPT_BAD_SIGNATURE: "the receipt signature does not verify with the pinned key",
     Code.EVENT_BAD_SIGNATURE: "an event signature does not verify with the pinned key",
     Code.BUNDLE_BAD_SIGNATURE: "the bundle signature does not verify with the pinned key",
-    Code.BUNDLE_CONFLICT: "two bundles for one Pith number where neither extends the other",
-    Code.BUNDLE_ROLLBACK: "a bundle would replace a published one that has events it lacks",
+    Code.BUNDLE_CONFLICT: "two bundles for one Pith number (or a bundle and the published one) disagree",
+    Code.BUNDLE_ROLLBACK: "a bundle would replace a published one that holds all its events and more",
     Code.RECORD_CONFLICT: "two different record documents for one Pith number",
 }
 

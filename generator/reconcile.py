@@ -7,7 +7,9 @@ Rules (the promise: nothing already published is lost or rolled back):
   bundle already published stays.
 - Several different record documents for one number conflict likewise.
 - A new bundle must contain every event of the bundle already published;
-  otherwise it is a rollback: refused, and the published one stays.
+  otherwise it is refused, and the published one stays: a rollback when
+  its events are a subset of the published ones, a conflict when each has
+  events the other lacks.
 - A number whose document was refused this time keeps its published files.
   When some refused file cannot even be tied to a number (garbage, a
   truncated copy), every published number missing from this build is kept:
@@ -200,13 +202,18 @@ def _one_bundle(bundles: list[Candidate], published: Candidate | None, out: Sele
     if published is not None and published.raw_sha256 != winner.raw_sha256:
         missing = published.event_ids - winner.event_ids
         if missing:
+            # Older than what is published (a rollback), or a fork of it (a conflict):
+            # either way the published bundle stays, but the reader's next step differs.
+            own = winner.event_ids - published.event_ids
             out.rejections.append(
                 Rejection(
                     winner.file,
                     "/events",
-                    Code.BUNDLE_ROLLBACK,
+                    Code.BUNDLE_CONFLICT if own else Code.BUNDLE_ROLLBACK,
                     f"the published bundle has {len(missing)} event(s) this one lacks "
-                    f"(e.g. {sorted(missing)[0]}); the published bundle stays",
+                    f"(e.g. {sorted(missing)[0]})"
+                    + (f", and this one has {len(own)} the published one lacks" if own else "")
+                    + "; the published bundle stays",
                 )
             )
             return published

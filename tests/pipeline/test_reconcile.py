@@ -126,17 +126,32 @@ def test_rollback_is_refused_and_the_published_bundle_stays(
     assert json.loads(after["report.json"])["rejections"][0]["code"] == "bundle.rollback"
 
 
-def test_rollback_against_a_superset_published_in_two_steps(
+def test_a_fork_of_the_published_bundle_is_a_conflict_not_a_rollback(
     project: Project, bundles: dict[str, bytes]
 ) -> None:
-    """Published B; content then holds A and C (C a superset of A but missing B's day 11)."""
+    """C is not older than the published B: each has an event the other lacks."""
+    project.add("bundle.json", bundles["B"])
+    project.build()
+    project.add("bundle.json", bundles["C"])
+    report = project.build()
+    assert codes(report) == [("content/bundle.json", Code.BUNDLE_CONFLICT)]
+    message = report.rejections[0].message
+    assert "1 event(s) this one lacks" in message
+    assert "this one has 1 the published one lacks; the published bundle stays" in message
+    assert project.read(f"pith/{BODY}/bundle.json") == bundles["B"]
+
+
+def test_the_superset_in_content_is_still_checked_against_the_published_bundle(
+    project: Project, bundles: dict[str, bytes]
+) -> None:
+    """Published B; content then holds A and C: C wins over A, but lacks B's day 11."""
     project.add("b.json", bundles["B"])
     project.build()
     project.remove("b.json")
     project.add("a.json", bundles["A"])
     project.add("c.json", bundles["C"])
     report = project.build()
-    assert codes(report) == [("content/c.json", Code.BUNDLE_ROLLBACK)]
+    assert codes(report) == [("content/c.json", Code.BUNDLE_CONFLICT)]
     assert project.read(f"pith/{BODY}/bundle.json") == bundles["B"]
 
 
