@@ -135,9 +135,15 @@ def _decide(
 ) -> None:
     old_record, old_bundle = published.get(number, (None, None))
     if not new:
-        if number in refused_numbers or unidentified_refusals:
+        if number in refused_numbers:
             result.choices.append(Choice(number, old_record, old_bundle))
             result.notes.append(f"{number}: kept as published (its document was refused this time)")
+        elif unidentified_refusals:
+            result.choices.append(Choice(number, old_record, old_bundle))
+            result.notes.append(
+                f"{number}: kept as published (no document names it, and a refused file that names "
+                "no Pith number may be its document; fix or remove that file to unpublish it)"
+            )
         else:
             result.notes.append(f"{number}: unpublished (its document is gone from content)")
         return

@@ -254,6 +254,9 @@ def test_unidentifiable_garbage_keeps_every_missing_number(project: Project) -> 
     assert {k: v for k, v in after.items() if "GO43K6A5" in k} == {
         k: v for k, v in before.items() if "GO43K6A5" in k
     }
+    kept = [n for n in report.notes if "GO43K6A5" in n]
+    assert len(kept) == 1 and "kept as published (no document names it" in kept[0]
+    assert "refused this time" not in kept[0]  # nothing of this number was refused
 
 
 def test_a_deleted_document_is_unpublished_when_everything_else_verifies(project: Project) -> None:
