@@ -448,8 +448,11 @@ class _Build:
             new_hashes.setdefault(c.pith_number, set()).add(c.raw_sha256)
         tasks = []
         for number, entry in published.items():
-            known = {entry.get("record_sha256"), entry.get("bundle_sha256")}
-            if number in new_hashes and new_hashes[number] <= known:
+            # Skipped only when content holds exactly what is published: a number
+            # whose bundle (or record) is missing from content must still see it,
+            # or a build without its cache would drop it as a new number would.
+            known = {h for h in (entry.get("record_sha256"), entry.get("bundle_sha256")) if h}
+            if new_hashes.get(number) == known:
                 continue
             for path, name, _kind in published_paths(self.site, number, entry):
                 tasks.append(Task(str(path), name, str(path.parent), from_site=True, render=False))

@@ -13,10 +13,11 @@ import factories as f
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from sitekit import Project, record_doc, tree
+from sitekit import BOTH_KEYS, Project, record_doc, tree
 
 from generator.cli import main
 from generator.errors import Code
+from generator.pipeline import build
 from generator.reconcile import Candidate, pack_event_ids
 
 TITLE = "A Bundle That Grows"
@@ -365,3 +366,29 @@ def test_a_document_renumbered_by_hand_keeps_the_published_pages(project: Projec
             k: v for k, v in before.items() if body[:8] in k
         }
         assert any(number in n and "kept as published" in n for n in report.notes)
+
+
+@pytest.mark.parametrize("gone", ["bundle.json", "record.json"])
+def test_a_build_without_its_cache_keeps_what_the_remaining_document_does_not_hold(
+    project: Project, bundles: dict[str, bytes], gone: str
+) -> None:
+    """Record and bundle published; one of their files leaves content. A build that
+    reads the published site instead of its cache (no cache, or --clean) must still
+    see the published document content lacks: it kept it where the incremental build
+    did, and so let an older bundle in next as if nothing had been published."""
+    project.add("record.json", f.record_document(record=RECORD, title=TITLE))
+    project.add("bundle.json", bundles["B"])
+    project.build()
+    published = {path: project.read(path) for path in (f"pith/{BODY}.json", f"pith/{BODY}/bundle.json")}
+    project.remove(gone)
+    incremental = project.build()
+    kept = {path: project.read(path) for path in tree(project.site)}
+    full = build(project.config(), BOTH_KEYS, incremental=False)
+    assert {path: project.read(path) for path in tree(project.site)} == kept
+    assert full.notes == incremental.notes and full.rejections == incremental.rejections == ()
+    assert {path: project.read(path) for path in published} == published
+    if gone == "bundle.json":
+        project.add("older.json", bundles["A"])
+        report = build(project.config(), BOTH_KEYS, incremental=False)
+        assert codes(report) == [("content/older.json", Code.BUNDLE_ROLLBACK)]
+        assert project.read(f"pith/{BODY}/bundle.json") == bundles["B"]
