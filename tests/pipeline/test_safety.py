@@ -439,3 +439,18 @@ def test_a_failed_search_index_in_the_workers_leaves_the_site_and_no_postings(
     assert tree(project.site) == before
     staging = project.site.parent / f".{project.site.name}.staging"
     assert folders and folders[0].parent == staging and not staging.exists()
+
+
+def test_a_file_name_that_is_not_utf8_is_refused_and_the_rest_published(project: Project) -> None:
+    """Such a name (given by the file system as lone surrogates) could be written in
+    no report, cache or page: it stopped the whole build with a traceback."""
+    project.add_real()
+    project.build()
+    project.add(os.fsdecode(b"bad\xfe.json"), f.record_document())
+    for _ in range(2):  # the second build reads the refusal's entry from the cache
+        report = project.build()
+        assert [(r.file, r.code) for r in report.rejections] == [
+            ("content/bad\\xfe.json", Code.FILE_UNREADABLE)
+        ]
+        assert report.published == 2
+        assert "bad\\\\xfe.json" in project.text("report.json")
