@@ -214,6 +214,7 @@ def _candidate_json(c: Candidate | None) -> dict[str, Any] | None:
         "raw_sha256": c.raw_sha256,
         "events": c.events.hex(),
         "from_site": c.from_site,
+        "built_at": c.built_at,
     }
 
 
@@ -231,7 +232,7 @@ def _file_json(name: str, e: FileEntry) -> dict[str, Any]:
     if c is not None and (c.file, c.pith_number, c.raw_sha256) == (name, e.pith_number, e.raw_sha256):
         # the file's own document, as examining it makes it: its file, number
         # and hash are the entry's, and are not written twice
-        candidate = [c.kind, c.events.hex(), c.from_site]
+        candidate = [c.kind, c.events.hex(), c.from_site, c.built_at]
     else:
         candidate = _candidate_json(c)
     return {
@@ -246,8 +247,10 @@ def _file_json(name: str, e: FileEntry) -> dict[str, Any]:
 def _file_entry(name: str, d: dict[str, Any]) -> FileEntry:
     raw_sha256, number, candidate = d["raw_sha256"], d["pith_number"], d["candidate"]
     if isinstance(candidate, list):  # (the file's own document: see `_file_json`)
-        kind, events, from_site = candidate
-        candidate = Candidate(name, sys.intern(kind), number, raw_sha256, packed_event_ids(events), from_site)
+        kind, events, from_site, built_at = candidate
+        candidate = Candidate(
+            name, sys.intern(kind), number, raw_sha256, packed_event_ids(events), from_site, built_at
+        )
     else:
         candidate = _candidate(candidate)
     return FileEntry(

@@ -118,7 +118,7 @@ CODE_HELP: dict[Code, str] = {
     Code.EVENT_BAD_SIGNATURE: "an event signature does not verify with the pinned key",
     Code.BUNDLE_BAD_SIGNATURE: "the bundle signature does not verify with the pinned key",
     Code.BUNDLE_CONFLICT: "two bundles for one Pith number (or a bundle and the published one) disagree",
-    Code.BUNDLE_ROLLBACK: "a bundle would replace a published one that holds all its events and more",
+    Code.BUNDLE_ROLLBACK: "an older bundle would replace the published one (fewer events, or built earlier)",
     Code.RECORD_CONFLICT: "two different record documents for one Pith number",
 }
 

@@ -69,6 +69,12 @@ class ParsedDoc:
         return self.source.data
 
     @property
+    def built_at(self) -> str:
+        """A bundle's signed build time as written ("" when it has none)."""
+        value = self.source.data.get("built_at", "") if self.kind == "bundle" else ""
+        return value if isinstance(value, str) else ""
+
+    @property
     def body(self) -> str:
         """The 26-character body of the Pith number (validated by parse)."""
         return number_body(self.pith_number)

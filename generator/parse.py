@@ -76,6 +76,7 @@ TOP_FIELDS: dict[str, type] = {
 }
 BUNDLE_SIGNATURE_FIELDS: dict[str, type] = {**SIGNATURE_FIELDS, "bundle_sha256": str}
 RECORD_OPTIONAL_FIELDS: dict[str, type] = {"paper": dict, "aliases": list, "graph_snapshot": dict}
+BUNDLE_OPTIONAL_FIELDS: dict[str, type] = {"built_at": str}
 
 
 def is_hex64(value: object) -> bool:
@@ -160,6 +161,7 @@ def parse(source: SourceDocument) -> tuple[ParsedDoc | None, list[Problem]]:
         _check_aliases(data.get("aliases"), "aliases", problems)
     else:
         require(data, BUNDLE_FIELDS, (), problems)
+        _check_optional(data, BUNDLE_OPTIONAL_FIELDS, problems)
         events = _parse_events(data.get("events"), problems)
         _check_aliases(data.get("source_aliases"), "source_aliases", problems)
         if isinstance(data.get("bundle_signature"), dict):

@@ -10,6 +10,11 @@ Rules (the promise: nothing already published is lost or rolled back):
   otherwise it is refused, and the published one stays: a rollback when
   its events are a subset of the published ones, a conflict when each has
   events the other lacks.
+- Bundles that hold the same events can still differ in other signed fields
+  (the resolver re-signs a bundle as a paper's aliases grow): the one with
+  the later signed `built_at` wins. An earlier one is a rollback; when the
+  times are equal or either is missing, they conflict and the published
+  bundle stays.
 - A number whose document was refused this time keeps its published files.
   When some refused file cannot even be tied to a number (garbage, a
   truncated copy), every published number missing from this build is kept:
@@ -23,6 +28,7 @@ import sys
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from .errors import Code, Rejection
@@ -41,10 +47,21 @@ class Candidate:
     for every document, and a frozenset of id strings costs four times as much."""
     from_site: bool = False
     """True for a document read back from the published site (carried forward)."""
+    built_at: str = ""
+    """A bundle's signed `built_at` ("" for a record document, or a bundle without
+    one): orders two bundles that hold the same events."""
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Unpickled with its kind ("record" or "bundle") shared, not copied."""
-        values = (self.file, self.kind, self.pith_number, self.raw_sha256, self.events, self.from_site)
+        values = (
+            self.file,
+            self.kind,
+            self.pith_number,
+            self.raw_sha256,
+            self.events,
+            self.from_site,
+            self.built_at,
+        )
         return (_unpickled_candidate, values)
 
     @property
@@ -56,9 +73,9 @@ _ID_PREFIX = "sha256:"
 
 
 def _unpickled_candidate(
-    file: str, kind: str, pith_number: str, raw_sha256: str, events: bytes, from_site: bool
+    file: str, kind: str, pith_number: str, raw_sha256: str, events: bytes, from_site: bool, built_at: str
 ) -> Candidate:
-    return Candidate(file, sys.intern(kind), pith_number, raw_sha256, events, from_site)
+    return Candidate(file, sys.intern(kind), pith_number, raw_sha256, events, from_site, built_at)
 
 
 def pack_event_ids(ids: Iterable[str]) -> bytes:
@@ -189,23 +206,28 @@ def _one_bundle(bundles: list[Candidate], published: Candidate | None, out: Sele
         return bundles[0]  # the bundle that is published, unchanged
     distinct = {c.raw_sha256: c for c in sorted(bundles, key=lambda c: c.file)}
     union = frozenset().union(*(c.event_ids for c in distinct.values()))
-    winners = sorted(
-        (c for c in distinct.values() if c.event_ids == union), key=lambda c: (c.raw_sha256, c.file)
-    )
-    if not winners or len(winners) > 1:
+    winners = [c for c in distinct.values() if c.event_ids == union]
+    winner = _latest(winners)
+    if winner is None:
+        why = (
+            "hold the same events and their built_at cannot tell which is newer"
+            if winners
+            else "disagree and none holds every event of the others"
+        )
         for candidate in bundles:
             out.rejections.append(
                 Rejection(
                     candidate.file,
-                    "/events",
+                    "/built_at" if winners else "/events",
                     Code.BUNDLE_CONFLICT,
-                    f"bundles for {candidate.pith_number} disagree and none holds every event of the others; "
+                    f"bundles for {candidate.pith_number} {why}; "
                     + ("the published one stays" if published else "none is published"),
                 )
             )
         return published
-    winner = winners[0]
     if published is not None and published.raw_sha256 != winner.raw_sha256:
+        if winner.events == published.events:
+            return published if _refused_as_older(winner, published, out) else winner
         missing = published.event_ids - winner.event_ids
         if missing:
             # Older than what is published (a rollback), or a fork of it (a conflict):
@@ -224,3 +246,42 @@ def _one_bundle(bundles: list[Candidate], published: Candidate | None, out: Sele
             )
             return published
     return winner
+
+
+def _built(candidate: Candidate) -> datetime | None:
+    """A bundle's signed build time, or None when it has none a reader could order."""
+    try:
+        when = datetime.fromisoformat(candidate.built_at)
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else None
+
+
+def _latest(bundles: list[Candidate]) -> Candidate | None:
+    """The one bundle built last, or None when there is none or their times cannot tell."""
+    if len(bundles) <= 1:
+        return bundles[0] if bundles else None
+    times = [_built(c) for c in bundles]
+    if any(t is None for t in times):
+        return None
+    latest = max(t for t in times if t is not None)
+    last = [c for c, t in zip(bundles, times, strict=True) if t == latest]
+    return last[0] if len(last) == 1 else None
+
+
+def _refused_as_older(new: Candidate, published: Candidate, out: Selection) -> bool:
+    """Refuse `new`, which holds exactly the published bundle's events, unless it
+    was built after it: only its other signed fields differ, and only the build
+    time tells an update (more aliases) from a replayed older copy."""
+    new_time, old_time = _built(new), _built(published)
+    if new_time is None or old_time is None:
+        code, why = Code.BUNDLE_CONFLICT, "one of them has no built_at to tell which is newer"
+    elif new_time > old_time:
+        return False
+    elif new_time < old_time:
+        code, why = Code.BUNDLE_ROLLBACK, f"was built at {new.built_at}, before it ({published.built_at})"
+    else:
+        code, why = Code.BUNDLE_CONFLICT, f"has the same built_at ({new.built_at})"
+    message = f"this bundle holds the same events as the published one but {why}; the published bundle stays"
+    out.rejections.append(Rejection(new.file, "/built_at", code, message))
+    return True

@@ -132,6 +132,7 @@ def examine_task(task: Task) -> Examined:
         raw_sha256=raw_sha256,
         events=pack_event_ids(verified.event_ids),
         from_site=task.from_site,
+        built_at=verified.doc.built_at,
     )
     entry = FileEntry(stat, raw_sha256, verified.pith_number, (), candidate)
     if not task.render:

@@ -392,3 +392,76 @@ def test_a_build_without_its_cache_keeps_what_the_remaining_document_does_not_ho
         report = build(project.config(), BOTH_KEYS, incremental=False)
         assert codes(report) == [("content/older.json", Code.BUNDLE_ROLLBACK)]
         assert project.read(f"pith/{BODY}/bundle.json") == bundles["B"]
+
+
+def rebuilt(built_at: str | None, alias_count: int = 6) -> bytes:
+    """Bundle B (three events) as the resolver re-signs it: the same events, its
+    first `alias_count` aliases, built at `built_at` (None: no built_at at all)."""
+    doc = make_bundle((10, 11))
+    doc = f.bundle(
+        record=RECORD, title=TITLE, alias_list=f.aliases(RECORD)[:alias_count], events=doc["events"]
+    )
+    if built_at is None:
+        del doc["built_at"]
+    else:
+        doc["built_at"] = built_at
+    return f.to_bytes(f.sign_bundle(f.TEST_SIGNER, doc))
+
+
+def test_a_bundle_rebuilt_later_with_the_same_events_replaces_the_published_one(project: Project) -> None:
+    older, newer = rebuilt("2026-07-08T18:08:17Z", 3), rebuilt("2026-07-09T00:00:00Z", 6)
+    project.add("bundle.json", older)
+    project.build()
+    project.add("bundle.json", newer)
+    report = project.build()
+    assert report.rejections == ()
+    assert project.read(f"pith/{BODY}/bundle.json") == newer
+    assert len(project.json(f"pith/{BODY}/state.json")["current"]["source_aliases"]) == 6
+
+
+@pytest.mark.parametrize(
+    ("replayed", "code", "says"),
+    [
+        ("2026-07-08T18:08:17Z", Code.BUNDLE_ROLLBACK, "was built at 2026-07-08T18:08:17Z, before it"),
+        ("2026-07-09T00:00:00+00:00", Code.BUNDLE_CONFLICT, "has the same built_at"),
+        (None, Code.BUNDLE_CONFLICT, "has no built_at to tell which is newer"),
+    ],
+)
+def test_an_older_copy_with_the_same_events_does_not_replace_the_published_bundle(
+    project: Project, replayed: str | None, code: Code, says: str
+) -> None:
+    """Only signed fields outside the events differ (here: three aliases fewer), so
+    comparing events alone would roll the published aliases back."""
+    newer = rebuilt("2026-07-09T00:00:00Z", 6)
+    project.add("bundle.json", newer)
+    project.build()
+    published = tree(project.site)
+    project.add("bundle.json", rebuilt(replayed, 3))
+    report = project.build()
+    assert codes(report) == [("content/bundle.json", code)]
+    assert report.rejections[0].pointer == "/built_at"
+    assert says in report.rejections[0].message
+    after = tree(project.site)
+    assert {k: v for k, v in after.items() if BODY in k} == {k: v for k, v in published.items() if BODY in k}
+    assert project.read(f"pith/{BODY}/bundle.json") == newer
+
+
+def test_of_two_bundles_with_the_same_events_the_one_built_last_is_published(project: Project) -> None:
+    older, newer = rebuilt("2026-07-08T18:08:17Z", 3), rebuilt("2026-07-09T00:00:00Z", 6)
+    project.add("a.json", newer)
+    project.add("b.json", older)
+    report = project.build()
+    assert report.rejections == ()
+    assert project.read(f"pith/{BODY}/bundle.json") == newer
+
+
+def test_two_bundles_with_the_same_events_and_no_order_conflict(project: Project) -> None:
+    project.add("a.json", rebuilt(None, 6))
+    project.add("b.json", rebuilt("2026-07-08T18:08:17Z", 3))
+    report = project.build()
+    assert codes(report) == [
+        ("content/a.json", Code.BUNDLE_CONFLICT),
+        ("content/b.json", Code.BUNDLE_CONFLICT),
+    ]
+    assert "cannot tell which is newer" in report.rejections[0].message
+    assert [p for p in tree(project.site) if BODY in p] == []

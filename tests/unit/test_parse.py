@@ -202,6 +202,9 @@ SHAPE_PROBLEMS = [
         id="schema-version-int",
     ),
     pytest.param("record", put("/paper", "title"), {("schema.wrong_type", "/paper")}, id="paper-string"),
+    pytest.param(
+        "bundle", put("/built_at", 20260708), {("schema.wrong_type", "/built_at")}, id="built-at-number"
+    ),
     pytest.param("record", put("/aliases/1", "x"), {("schema.wrong_type", "/aliases/1")}, id="alias-string"),
     pytest.param(
         "record",
