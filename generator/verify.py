@@ -135,7 +135,10 @@ class _Checker:
                 f"declared {short} but the canonical hash gives pith:{body[:8]}",
             )
         source = self.data.get("source")
-        if source is not None and source != self.doc.canonical_record.get("source"):
+        # Compared as canonical bytes: Python's == takes 1.0 and true for 1.
+        if source is not None and canonical_json(source) != canonical_json(
+            self.doc.canonical_record.get("source")
+        ):
             self.fail(
                 Code.RECORD_SOURCE_MISMATCH,
                 ("source",),

@@ -220,6 +220,18 @@ TAMPER = [
     ),
     pytest.param(
         "record",
+        setter("/source/version", 1.0),
+        {("record.source_mismatch", "/source")},
+        id="record-source-version-float",
+    ),
+    pytest.param(
+        "record",
+        setter("/source/version", True),
+        {("record.source_mismatch", "/source")},
+        id="record-source-version-true",
+    ),
+    pytest.param(
+        "record",
         setter("/receipt/key_id", "someone-else"),
         {("key.unknown", "/receipt/key_id")},
         id="record-receipt-key-id",
