@@ -31,6 +31,20 @@ def number_body(pith_number: str) -> str:
 
 
 MERGE_VERSION = "pith-open-graph-merge-v1"
+SHORT_ALIAS_LENGTHS = {"pith_short_8": 8, "pith_short_12": 12, "pith_short_16": 16}
+
+
+def derivable_aliases(canonical_record: dict[str, Any], body: str) -> dict[str, str]:
+    """Each alias kind whose value the signed canonical record determines, with that
+    value. A record document's aliases are unsigned: only these can be checked, so
+    only these are published for it (a DOI compares case-insensitively)."""
+    expected = {kind: body[:n] for kind, n in SHORT_ALIAS_LENGTHS.items()}
+    source = canonical_record.get("source")
+    if isinstance(source, dict) and source.get("kind") == "arxiv":
+        expected["arxiv"] = str(source.get("id"))
+        expected["arxiv_version"] = f"{source.get('id')}v{source.get('version')}"
+        expected["doi"] = f"10.48550/arxiv.{source.get('id')}"
+    return expected
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +92,15 @@ class ParsedDoc:
     def body(self) -> str:
         """The 26-character body of the Pith number (validated by parse)."""
         return number_body(self.pith_number)
+
+    def confirmed_aliases(self) -> tuple[list[dict[str, Any]], int]:
+        """A record document's aliases that the canonical record determines (verify
+        checked their values), and how many others it carries: those are unsigned and
+        unconfirmed, so they get no look-up and are not shown as verified."""
+        checkable = derivable_aliases(self.canonical_record, self.body)
+        listed = [a for a in self.data.get("aliases", []) if isinstance(a, dict)]
+        confirmed = [a for a in listed if a.get("alias_kind") in checkable]
+        return confirmed, len(listed) - len(confirmed)
 
 
 @dataclass(frozen=True, slots=True)

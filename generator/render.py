@@ -28,6 +28,7 @@ from .templating import SiteInfo, render_template
 from .view import (
     Publication,
     Summary,
+    aliases,
     checklist,
     event_counts,
     events,
@@ -152,7 +153,7 @@ def _record_only_state(pub: Publication) -> dict[str, Any]:
     """A record document has no events: its state is the empty merge, marked as derived."""
     assert pub.record is not None
     doc = pub.record.doc
-    state = merge(doc.pith_number, doc.canonical_record, doc.data.get("aliases", []), [])
+    state = merge(doc.pith_number, doc.canonical_record, aliases(pub), [])
     state["derived_by"] = DERIVED_BY
     state["state_sha256"] = state_sha256(state)
     return state
@@ -256,6 +257,7 @@ class RecordProvenance(NamedTuple):
     paper: Markup
     aliases: Markup
     snapshot: Markup
+    receipt: Markup
 
 
 _PROVENANCE_LABELS = {"verified": "Verified", "signed": "Signed", "unsigned": "Not signed"}
@@ -320,6 +322,7 @@ def record_context(
             paper=provenance_html(paper_prov),
             aliases=provenance_html(provenance["aliases"]),
             snapshot=provenance_html(snapshot_prov),
+            receipt=provenance_html(provenance["receipt"]),
         ),
         "canonical": canonical,
         "source_label": f"{summary.source_kind}:{summary.source_id} v{summary.source_version}",
@@ -343,7 +346,9 @@ def record_context(
         ],
         "events": events(pub),
         "checklist": checklist(counts, f"{record_on_primary}/action/"),
-        "status": status_line(counts, snapshot),
+        # Beside a bundle the status line is labelled as derived from signed events: a
+        # snapshot from a record document's unsigned part must not set its badges.
+        "status": status_line(counts, snapshot if snapshot_signed or pub.bundle is None else None),
         "snapshot": snapshot_view(snapshot),
         "integrity_href": None if integrity_path is None else _href(base, integrity_path),
         "record_signed": pub.record is not None,

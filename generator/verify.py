@@ -28,12 +28,11 @@ from .errors import Code, Problem, pointer
 from .keys import Keyring, PinnedKey, decode_signature, verify_signature
 from .load import SourceDocument
 from .merge import KNOWN_EVENT_TYPES, differences, merge
-from .model import MERGE_VERSION, Event, ParsedDoc, Provenance, Verdict, Verified
+from .model import MERGE_VERSION, Event, ParsedDoc, Provenance, Verdict, Verified, derivable_aliases
 from .parse import parse
 
 _SUBMITTED_AT = re.compile(r"([0-9]{4})-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?Z")
 _EVENT_UNHASHED = frozenset({"signature", "content_sha256", "event_id"})
-SHORT_ALIAS_LENGTHS = {"pith_short_8": 8, "pith_short_12": 12, "pith_short_16": 16}
 
 Path = tuple[str | int, ...]
 
@@ -149,13 +148,7 @@ class _Checker:
         aliases = self.data.get(name)
         if not isinstance(aliases, list):
             return
-        body = self.body
-        source = self.doc.canonical_record.get("source")
-        expected: dict[str, str] = {k: body[:n] for k, n in SHORT_ALIAS_LENGTHS.items()}
-        if isinstance(source, dict) and source.get("kind") == "arxiv":
-            expected["arxiv"] = str(source.get("id"))
-            expected["arxiv_version"] = f"{source.get('id')}v{source.get('version')}"
-            expected["doi"] = f"10.48550/arxiv.{source.get('id')}"
+        expected = derivable_aliases(self.doc.canonical_record, self.body)
         for index, alias in enumerate(aliases):
             if not isinstance(alias, dict):
                 continue
@@ -456,18 +449,34 @@ _UNSIGNED = Provenance("unsigned", "from the record document's unsigned part; sh
 _ALIASES_SIGNED = Provenance("signed", "covered by the bundle signature and checked against the record")
 _STATE_MERGED = Provenance("verified", "derived from the signed events by this mirror's merge")
 _SIGNED_IN_BUNDLE = Provenance("signed", "signed by the resolver in the bundle")
+_RECEIPT_IN_EVENT = Provenance(
+    "signed", "the whole receipt is in the record_created event's payload, signed by the resolver"
+)
+_RECEIPT_TIMES_UNSIGNED = Provenance(
+    "unsigned",
+    "first computed, signed at and builder: in the receipt, but outside what its signature covers "
+    "(the canonical hash); shown, not verified",
+)
 
 
 def provenance(doc: ParsedDoc) -> dict[str, Provenance]:
     """Where each part shown on a page comes from (SPEC.md, "What is signed")."""
     if doc.kind == "record":
+        _, unconfirmed = doc.confirmed_aliases()
         return {
             "record": _RECORD_SIGNED,
             "title": _TITLE_CHECKED,
             "paper": _UNSIGNED,
-            "aliases": _ALIASES_CHECKED,
+            "aliases": _ALIASES_CHECKED
+            if not unconfirmed
+            else Provenance(
+                "verified",
+                f"{_ALIASES_CHECKED.text}; {unconfirmed} other alias(es) in the record document's "
+                "unsigned part cannot be checked against it and are left out",
+            ),
             "status": _UNSIGNED,
             "graph": _UNSIGNED,
+            "receipt": _RECEIPT_TIMES_UNSIGNED,
         }
     snapshot = next((e for e in doc.events if e.event_type == "graph_snapshot"), None)
     signed_in = (
@@ -482,4 +491,5 @@ def provenance(doc: ParsedDoc) -> dict[str, Provenance]:
         "aliases": _ALIASES_SIGNED,
         "status": _STATE_MERGED,
         "graph": signed_in,
+        "receipt": _RECEIPT_IN_EVENT,
     }

@@ -387,7 +387,13 @@ def _part(value: dict[str, Any], key: str) -> dict[str, Any]:
 
 
 def aliases(pub: Publication) -> list[dict[str, Any]]:
-    source = pub.bundle.doc.data["source_aliases"] if pub.bundle else pub.record.doc.data.get("aliases", [])  # type: ignore[union-attr]
+    """The aliases a number publishes: its bundle's (signed), else those of its record
+    document that the signed canonical record confirms."""
+    if pub.bundle is not None:
+        source = pub.bundle.doc.data["source_aliases"]
+    else:
+        assert pub.record is not None
+        source, _ = pub.record.doc.confirmed_aliases()
     return sorted((a for a in source if isinstance(a, dict)), key=lambda a: str(a.get("alias_kind")))
 
 

@@ -144,3 +144,45 @@ def test_unpublished_alias_has_no_look_up(tmp_path: Path) -> None:
     report = p.build()
     assert report.published == 0 and report.refused_files == 1
     assert not (p.site / "api/pith-number/resolve/arxiv").exists()
+
+
+def test_a_record_document_cannot_claim_another_papers_look_ups_with_unsigned_aliases(
+    project: Project,
+) -> None:
+    """A record document's aliases are unsigned. For a source that is not arXiv the
+    canonical record determines only the short forms, so arXiv and DOI aliases added
+    to it cannot be checked: they must not take the real paper's look-ups (the later
+    version would win them) nor be shown as verified."""
+    victim = record_doc(source_id="2101.00001", title="The Real Paper")
+    project.add("victim.json", victim)
+    other = f.canonical_record(source_id="hdl:1234/5678", kind="handle", version=9, title="Elsewhere")
+    claimer = f.record_document(record=other, title="Elsewhere")
+    body = claimer["pith_number"].rsplit(":", 1)[1]
+    claimer["aliases"] = [
+        a
+        for a in f.aliases(f.canonical_record(source_id="2101.00001"))
+        if not a["alias_kind"].startswith("pith")
+    ] + [a for a in f.aliases(other) if a["alias_kind"].startswith("pith")]
+    project.add("claimer.json", claimer)
+    report = project.build()
+    assert report.published == 2 and not report.rejections, report.rejections
+
+    for kind, value in (
+        ("arxiv", "2101.00001"),
+        ("arxiv_version", "2101.00001v1"),
+        ("doi", "10.48550/arxiv.2101.00001"),
+    ):
+        assert project.json(expected_resolve_path(kind, value))["pith_number"] == victim["pith_number"]
+    assert (
+        project.json(expected_resolve_path("pith_short_16", body[:16]))["pith_number"]
+        == claimer["pith_number"]
+    )
+    page = project.text(f"pith/{body}.html")
+    assert "2101.00001" not in page
+    assert "3 other alias(es) in the record document&#39;s unsigned part cannot be checked" in page
+    state = project.json(f"pith/{body}/state.json")
+    assert {a["alias_kind"] for a in state["current"]["source_aliases"]} == {
+        "pith_short_8",
+        "pith_short_12",
+        "pith_short_16",
+    }

@@ -95,3 +95,64 @@ def test_the_pages_escape_the_papers_text(keyring: Keyring, config: SiteConfig) 
     # in JSON-LD, the title is JSON with '<', '>' and '&' written as \u escapes
     jsonld_title = '"name": "\\u003cscript\\u003ealert(\'x\')\\u003c/script\\u003e \\u0026 \\"quoted\\""'
     assert jsonld_title in pages[f"pith/{pub.body}.html"]
+
+
+def record_and_bundle(keyring: Keyring, bundle_events: str) -> Publication:
+    """A number with its record document and a bundle: `bundle_events` is "created"
+    (record_created only) or "snapshot" (record_created and a graph snapshot)."""
+    record = factories.canonical_record()
+    events = [factories.record_created_event(factories.TEST_SIGNER, record)]
+    if bundle_events == "snapshot":
+        events.append(factories.graph_snapshot_event(factories.TEST_SIGNER, record, "A Small Test Paper"))
+    doc = factories.record_document(record=record)
+    doc["graph_snapshot"]["references"] = {"resolved_work": 7}  # unsigned: anyone can write it
+    verified = {}
+    for kind, data in (("record", doc), ("bundle", factories.bundle(record=record, events=events))):
+        verdict, verified[kind] = verify_document(factories.source_document(data), keyring)
+        assert verified[kind] is not None, verdict.problems
+    return Publication(verified["record"].pith_number, verified["record"], verified["bundle"])
+
+
+def test_an_unsigned_snapshot_does_not_set_the_badges_of_a_bundles_state(
+    keyring: Keyring, config: SiteConfig
+) -> None:
+    pub = record_and_bundle(keyring, "created")
+    snapshot, origin = graph_snapshot(pub)
+    assert origin == "from the record document's unsigned part"
+    _, summary = render_publication(pub, b"{}", b"{}", make_environment(config, keyring), config)
+    context = record_context(pub, summary, snapshot, origin, None, config)
+    assert ("refs pending", False) in context["status"]
+    assert "derived from the signed events" in context["prov"].status
+
+
+def test_a_record_only_status_may_show_the_unsigned_snapshot_under_its_unsigned_label(
+    keyring: Keyring, config: SiteConfig
+) -> None:
+    pub = record_and_bundle(keyring, "created")
+    record_only = Publication(pub.pith_number, pub.record, None)
+    snapshot, origin = graph_snapshot(record_only)
+    _, summary = render_publication(record_only, b"{}", None, make_environment(config, keyring), config)
+    context = record_context(record_only, summary, snapshot, origin, None, config)
+    assert ("refs resolved", True) in context["status"]
+    assert "Not signed" in context["prov"].status
+
+
+@pytest.mark.parametrize(
+    ("with_bundle", "label", "says"),
+    [
+        (False, "Not signed", "outside what its signature covers"),
+        (True, "Signed", "in the record_created event&#39;s payload"),
+    ],
+)
+def test_the_receipt_times_say_whether_a_signature_covers_them(
+    keyring: Keyring, config: SiteConfig, with_bundle: bool, label: str, says: str
+) -> None:
+    pub = record_and_bundle(keyring, "snapshot")
+    if not with_bundle:
+        pub = Publication(pub.pith_number, pub.record, None)
+    _, summary = render_publication(
+        pub, b"{}", b"{}" if with_bundle else None, make_environment(config, keyring), config
+    )
+    line = record_context(pub, summary, *graph_snapshot(pub), None, config)["prov"].receipt
+    assert f'<span class="prov-label">{label}</span>' in line
+    assert says in line
