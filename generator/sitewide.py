@@ -409,11 +409,19 @@ def sitemap_files(ordered: Sequence[Summary], config: SiteConfig, slugs: Sequenc
     return files
 
 
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+"""Characters XML 1.0 cannot hold at all, not even as references (control
+characters, surrogates, U+FFFE and U+FFFF); JSON strings can."""
+
+
 def xml_escape(text: str) -> str:
     """Text for XML: '&', '<' and '>' as entities, as `xml.sax.saxutils.escape`
-    makes it. That module imports urllib.request, http.client and email, which
-    cost every command about 40 ms before it does anything."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    makes it (that module imports urllib.request, http.client and email, which
+    cost every command about 40 ms before it does anything), and any character
+    XML cannot hold as U+FFFD, so that one signed title with a form feed in it
+    does not make the whole feed or sitemap unreadable."""
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _NOT_XML.sub("\ufffd", text)
 
 
 def newest(summaries: Sequence[Summary], count: int) -> list[Summary]:

@@ -164,6 +164,21 @@ def test_feed_and_sitemap_stay_well_formed(hostile_site: Project) -> None:
     ET.fromstring(hostile_site.read("sitemap.xml"))
 
 
+def test_characters_xml_cannot_hold_become_replacement_characters(project: Project) -> None:
+    """JSON strings may hold control characters; XML 1.0 may not, even as references."""
+    title = "Form\x0cfeed, nul\x00 and \ufffe in a signed title"
+    doc = hostile_record("2201.00042", title=title)
+    doc["paper"]["authors_text"] = "Ada\x01 Lovelace"
+    project.add("control.json", doc)
+    report = project.build(base_url="https://example.org/m/")
+    assert report.published == 1 and not report.rejections, report.rejections
+    atom = "{http://www.w3.org/2005/Atom}"
+    entry = next(ET.fromstring(project.read("feed.xml")).iter(f"{atom}entry"))
+    assert entry.findtext(f"{atom}title") == "Form\ufffdfeed, nul\ufffd and \ufffd in a signed title"
+    assert entry.findtext(f"{atom}summary") == "Ada\ufffd Lovelace"
+    ET.fromstring(project.read("sitemap.xml"))
+
+
 def test_hostile_integrity_endpoint_and_alias_kind_make_no_file(hostile_site: Project) -> None:
     paths = all_paths(hostile_site.site)
     outside_look_ups = [p for p in paths if not p.startswith("api/pith-number/resolve/")]
