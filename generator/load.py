@@ -19,6 +19,7 @@ import json
 import os
 import re
 import stat
+import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -328,7 +329,11 @@ def _decode_strict(raw: bytes, limits: Limits) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise fail(Code.JSON_INVALID, f"line {exc.lineno} column {exc.colno}: {exc.msg.lower()}") from None
     except ValueError as exc:  # e.g. an integer longer than Python's digit limit
-        raise fail(Code.JSON_INVALID, str(exc)) from None
+        message = str(exc)
+        if "integer string conversion" in message:
+            limit = sys.get_int_max_str_digits()
+            message = f"an integer has more than {limit:,} digits, more than any Pith document holds"
+        raise fail(Code.JSON_INVALID, message) from None
     if text[end:].strip(" \t\r\n"):
         raise fail(Code.JSON_TRAILING_DATA, f"unexpected data after the JSON value at character {end}")
     if not isinstance(value, dict):

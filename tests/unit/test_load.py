@@ -116,6 +116,12 @@ def test_messages_say_where() -> None:
     assert "'k' appears twice" in refused(b'{"k": 1, "k": 1}')[2]
 
 
+def test_an_integer_too_long_to_read_is_named_in_the_readers_terms() -> None:
+    code, _, message = refused(b'{"n": ' + b"9" * 10_000 + b"}")
+    assert code == "json.invalid"
+    assert message == "an integer has more than 4,300 digits, more than any Pith document holds"
+
+
 @pytest.mark.parametrize(
     ("raw", "named"),
     [
