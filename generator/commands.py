@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import Rejection
 
+MAX_PORT = 65535
+
 if TYPE_CHECKING:  # (annotations only: a command imports what it runs, when it runs it)
     from .config import SiteConfig
     from .keys import Keyring
@@ -52,6 +54,18 @@ def add_site_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--clean", action="store_true", help="ignore the build cache: a full build")
     parser.add_argument("--quiet", action="store_true", help="print only the summary line and problems")
+
+
+def port_number(text: str) -> int:
+    """`--port`: a TCP port, 0 to 65535 (0 picks a free one); argparse reports anything else
+    as a usage error (exit 2) before the server is started."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= port <= MAX_PORT:
+        raise argparse.ArgumentTypeError(f"{port} is not a port: a port is from 0 to {MAX_PORT}")
+    return port
 
 
 def settings_from(args: argparse.Namespace) -> dict[str, Any]:
@@ -139,6 +153,8 @@ def add_site_commands(commands: Any) -> None:
     serve = commands.add_parser("serve", help="build, preview the site locally and rebuild it on changes")
     add_site_options(serve)
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 picks a free one)")
+    serve.add_argument(
+        "--port", type=port_number, default=8000, help="port (default 8000; 0 picks a free one)"
+    )
     serve.add_argument("--no-watch", dest="watch", action="store_false", help="do not rebuild on changes")
     serve.set_defaults(handler=run_serve)
