@@ -18,17 +18,46 @@ RESERVED_SLUGS = frozenset(
 _SLUG = re.compile(r"[a-z0-9][a-z0-9-]*")
 
 
-def _page_sources(pages_dir: Path) -> Iterator[tuple[str, str, str | None]]:
-    """content/pages/*.md that become pages, as (slug, text, its "# " heading or None)."""
+def _page_files(pages_dir: Path) -> Iterator[tuple[Path, str, str]]:
+    """Every content/pages/*.md entry as (path, slug, why it is not a page, or "")."""
     if not pages_dir.is_dir() or pages_dir.is_symlink():
         return
+    seen: set[str] = set()
     for path in sorted(pages_dir.glob("*.md")):
         slug = path.stem.lower()
-        if not _SLUG.fullmatch(slug) or slug in RESERVED_SLUGS or path.is_symlink():
+        if path.is_symlink():
+            why = "it is a symbolic link, and links are not followed"
+        elif not path.is_file():
+            why = "it is not a regular file"
+        elif not _SLUG.fullmatch(slug):
+            why = "a page name holds only letters, digits and hyphens, and starts with a letter or digit"
+        elif slug in RESERVED_SLUGS:
+            why = f"{slug!r} is a name the site's own pages use"
+        elif slug in seen:
+            why = f"another file in the folder already makes the page {slug!r}"
+        else:
+            why = ""
+            seen.add(slug)
+        yield path, slug, why
+
+
+def _page_sources(pages_dir: Path) -> Iterator[tuple[str, str, str | None]]:
+    """content/pages/*.md that become pages, as (slug, text, its "# " heading or None)."""
+    for path, slug, why in _page_files(pages_dir):
+        if why:
             continue
-        text = path.read_text("utf-8", errors="replace")
+        try:
+            text = path.read_text("utf-8", errors="replace")
+        except OSError:  # (gone or unreadable since the folder was listed: no page, as for any non-page)
+            continue
         heading = next((line[2:].strip() for line in text.splitlines() if line.startswith("# ")), None)
         yield slug, text, heading
+
+
+def skipped_pages(pages_dir: Path) -> list[str]:
+    """A note for each content/pages/*.md that does not become a page, and why:
+    dropping one without a word leaves its author looking for it."""
+    return [f"{path}: not published as a page: {why}" for path, _, why in _page_files(pages_dir) if why]
 
 
 def _title(slug: str, heading: str | None) -> str:

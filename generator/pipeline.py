@@ -57,6 +57,7 @@ from .layout import MANIFEST_PATH
 from .load import document_path
 from .manifest import published_paths, read_published
 from .model import BuildReport
+from .pages import skipped_pages
 from .reconcile import Candidate, Choice, select
 from .sitewide_write import PaperPages, SitewideStage
 from .unchanged import Listed, Look, Unchanged, content_files, file_sha256, look, stat_key
@@ -328,7 +329,8 @@ class _Build:
             self.renewed,
             self.suspect,
         )
-        restore = sitewide.write(summaries, rejections, selection.notes, owned, rendered_numbers)
+        notes = [*selection.notes, *skipped_pages(self.config.content / "pages")]
+        restore = sitewide.write(summaries, rejections, notes, owned, rendered_numbers)
         self.written += sitewide.written
         if restore:  # a page a shared short prefix had replaced must be whole again
             redo = [Choice(n, numbers[n].record, numbers[n].bundle) for n in sorted(restore)]
@@ -339,7 +341,7 @@ class _Build:
         return BuildReport(
             published=len(summaries),
             rejections=tuple(sorted(rejections)),
-            notes=tuple(selection.notes),
+            notes=tuple(notes),
             files_written=self.written,
             seconds=time.monotonic() - started,
             mode="incremental" if self.incremental else "full",

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -159,7 +160,13 @@ def extra_inputs(config: SiteConfig) -> str:
     pages = config.content / "pages"
     if pages.is_dir():
         for page in sorted(pages.glob("*.md")):
-            digest.update(page.name.encode() + b"\0" + hashlib.sha256(page.read_bytes()).digest())
+            # (only what pages.py reads: a folder, a named pipe or a link named *.md is no page)
+            try:
+                regular = stat.S_ISREG(page.lstat().st_mode)
+                data = page.read_bytes() if regular else b"not a page"
+            except OSError:
+                data = b"unreadable"
+            digest.update(page.name.encode() + b"\0" + hashlib.sha256(data).digest())
     return digest.hexdigest()
 
 

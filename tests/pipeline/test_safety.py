@@ -319,6 +319,31 @@ def test_reserved_and_odd_markdown_slugs_are_skipped(project: Project) -> None:
     assert (project.site / "ok-page.html").is_file() and (project.site / "ok-page/index.html").is_file()
     hijacked = [p for p in html_files(project.site) if b"HIJACK" in p.read_bytes()]
     assert hijacked == []
+    skipped = sorted(
+        n.split(":")[0].rsplit("/", 1)[1] for n in report.notes if "not published as a page" in n
+    )
+    assert skipped == ["404.md", "Bad Name.md", "browse.md", "index.md", "pith.md", "report.md", "search.md"]
+    assert "a page name holds only letters, digits and hyphens" in "".join(report.notes)
+
+
+def test_a_folder_or_pipe_named_like_a_page_is_noted_not_read(project: Project) -> None:
+    pages = project.content / "pages"
+    (pages / "folder.md").mkdir(parents=True)
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(pages / "pipe.md")  # (reading it would wait for a writer forever)
+    (pages / "about.md").write_text("# About\n")
+    (pages / "About.md").write_text("# Another About\n")
+    project.add_real(bundle=False)
+    report = project.build()
+    assert report.published == 1 and not report.rejections
+    notes = [n for n in report.notes if "not published as a page" in n]
+    assert any(n.endswith("folder.md: not published as a page: it is not a regular file") for n in notes)
+    duplicate = (
+        "/about.md: not published as a page: another file in the folder already makes the page 'about'"
+    )
+    assert any(n.endswith(duplicate) for n in notes)  # ("About.md" sorts first and is the page)
+    assert len(notes) == (3 if hasattr(os, "mkfifo") else 2)
+    assert project.json("report.json")["notes"] == list(report.notes)
 
 
 # ---------------------------------------------------------------- collisions between documents
