@@ -3,6 +3,9 @@
 Rules:
 - This is the only module that prints to the terminal or picks exit codes:
   0 all good, 1 something was refused, 2 usage or configuration error.
+- A reader that stops reading early (`pith-mirror verify content | head -1`)
+  ends the command quietly with exit 1, as Python's note on SIGPIPE does it:
+  what is left to print goes to /dev/null, and nothing is said on stderr.
 - Bad content never produces a traceback; an unexpected exception is a bug and
   is allowed to surface.
 - Heavy imports happen inside the subcommand that needs them.
@@ -11,7 +14,9 @@ Rules:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -50,7 +55,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         code: int = args.handler(args) if hasattr(args, "handler") else run_verify(args)
+        sys.stdout.flush()  # (a reader that went away is found here, not at exit)
         return code
+    except BrokenPipeError:
+        return reader_went_away()
     except ConfigError as exc:
         print(f"pith-mirror: configuration: {exc.key}: {exc.reason}", file=sys.stderr)
         return EXIT_USAGE
@@ -60,6 +68,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("pith-mirror: stopped", file=sys.stderr)
         return 130
+
+
+def reader_went_away() -> int:
+    """Stdout's reader closed its end: send what is still buffered to /dev/null (Python
+    flushes stdout again at exit, and would fail again) and stop with exit 1, quietly."""
+    with contextlib.suppress(OSError, ValueError):  # (no file behind stdout: nothing to flush at exit)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    return EXIT_REJECTED
 
 
 def load_keys(path: Path | None) -> Any:
