@@ -14,10 +14,12 @@ Rules:
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import hashlib
 import os
 import signal
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
@@ -69,6 +71,7 @@ def init_worker(
         # Ctrl-C is the parent's to handle: it stops the pool; workers must not
         # each print a KeyboardInterrupt traceback.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        _end_with_parent()
         gc.enable()  # forked while the parent defers collection (see pipeline._collection_deferred)
     env = make_environment(config, keyring)
     # every page lists the Markdown pages, record pages too (their titles are in
@@ -82,6 +85,27 @@ def init_worker(
         env=env,
         limits=Limits(max_bytes=config.max_bytes),
     )
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _end_with_parent() -> None:
+    """Have the kernel end this worker when the process that started it ends.
+
+    A killed build (SIGKILL, an out-of-memory kill) cannot stop its pool, and a
+    worker waiting for work never sees the end of its task pipe: the other
+    workers, forked from the same parent, hold it open too. Without this they
+    would wait forever. Linux only; elsewhere the pipe is all there is."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:  # the parent ended before the request was made
+        os._exit(1)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,56 @@
+"""generator/workers.py: a killed build leaves no worker behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+POOL = """
+import concurrent.futures, multiprocessing, os, sys, time
+from generator.workers import _end_with_parent
+pool = concurrent.futures.ProcessPoolExecutor(
+    2, mp_context=multiprocessing.get_context("fork"), initializer=_end_with_parent
+)
+print(*sorted(pool.submit(os.getpid).result() for _ in range(20)), flush=True)
+print(*{p.pid for p in pool._processes.values()}, flush=True)
+time.sleep(60)
+"""
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ")[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="the kernel's parent-death signal is Linux's"
+)
+def test_idle_workers_end_when_their_build_is_killed() -> None:
+    """Idle workers wait on a task pipe their siblings also hold open, so a SIGKILL
+    of the parent, which cannot stop its pool, would leave them waiting forever."""
+    parent = subprocess.Popen([sys.executable, "-c", POOL], stdout=subprocess.PIPE, text=True)
+    workers: list[int] = []
+    try:
+        assert parent.stdout is not None
+        parent.stdout.readline()
+        workers = [int(pid) for pid in parent.stdout.readline().split()]
+        assert len(workers) == 2 and all(alive(pid) for pid in workers)
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait()
+        deadline = time.monotonic() + 10
+        while any(alive(pid) for pid in workers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(alive(pid) for pid in workers)
+    finally:
+        parent.kill()
+        for pid in workers:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
