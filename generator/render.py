@@ -108,7 +108,9 @@ def render_publication(
                 {
                     "derived_by": DERIVED_BY,
                     "pith_number": pub.pith_number,
-                    "provenance": "copied from the signed bundle; each event carries its own signature",
+                    "provenance": "copied from the signed bundle; each event carries its own signature"
+                    if pub.bundle is not None
+                    else "no bundle is published for this number, so it has no events",
                     "event_count": len(primary.doc.events),
                     "events": [e.data for e in primary.doc.events],
                 }

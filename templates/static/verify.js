@@ -531,18 +531,18 @@
     }
 
     // aliases: only those the canonical record determines
+    const wanted = {};
+    for (const kind of Object.keys(SHORT_ALIASES)) wanted[kind] = body.slice(0, SHORT_ALIASES[kind]);
+    const aliasSource = get(canonicalRecord, "source");
+    if (get(aliasSource, "kind") === "arxiv") {
+      const id = String(aliasSource.id);
+      wanted.arxiv = id;
+      wanted.arxiv_version = id + "v" + String(get(aliasSource, "version"));
+      wanted.doi = "10.48550/arxiv." + id;
+    }
     const aliasList = get(record, "aliases") || (bundle ? get(bundle, "source_aliases") : undefined);
     if (Array.isArray(aliasList) && aliasList.length) {
       const aliasStep = step("aliases", "Aliases");
-      const wanted = {};
-      for (const kind of Object.keys(SHORT_ALIASES)) wanted[kind] = body.slice(0, SHORT_ALIASES[kind]);
-      const source = get(canonicalRecord, "source");
-      if (get(source, "kind") === "arxiv") {
-        const id = String(source.id);
-        wanted.arxiv = id;
-        wanted.arxiv_version = id + "v" + String(get(source, "version"));
-        wanted.doi = "10.48550/arxiv." + id;
-      }
       const counts = [];
       const lists = [["the record", get(record, "aliases")], ["the bundle", bundle ? get(bundle, "source_aliases") : undefined]];
       for (const [who, list] of lists) {
@@ -581,8 +581,12 @@
       if (get(state, "state_sha256") !== stateHash) {
         s.fail("state.json declares state_sha256 " + short(get(state, "state_sha256")) + " but hashes to " + short(stateHash));
       }
-      const aliases = get(record, "aliases");
-      const recomputed = merge(get(record, "pith_number"), canonicalRecord, Array.isArray(aliases) ? aliases : [], [], new Map());
+      // the aliases a record document publishes: those the canonical record determines, by kind
+      const listed = get(record, "aliases");
+      const aliases = (Array.isArray(listed) ? listed : [])
+        .filter((a) => isObject(a) && typeof get(a, "alias_kind") === "string" && has(wanted, get(a, "alias_kind")))
+        .sort((a, b) => (a.alias_kind < b.alias_kind ? -1 : a.alias_kind > b.alias_kind ? 1 : 0));
+      const recomputed = merge(get(record, "pith_number"), canonicalRecord, aliases, [], new Map());
       const where = firstDifference(without(state, ["state_sha256", "derived_by"]), recomputed, "");
       if (where !== null) s.fail("state.json differs at " + (where || "/") + " from the state of this record with no events");
       s.passText = "state.json is the state of this record with no events" +

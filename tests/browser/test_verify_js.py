@@ -25,6 +25,7 @@ from generator.canonical import b32
 from generator.keys import default_keyring, keyring_from_json
 from generator.load import Limits, SourceDocument, decode
 from generator.merge import merge, state_sha256
+from generator.parse import parse
 from generator.verify import verify_document
 
 from .conftest import BUNDLE_FILE, PINNED_KEYS_FILE, RECORD_FILE
@@ -60,7 +61,11 @@ def derived_record(bundle: dict[str, Any], derived_by: Any = None) -> dict[str, 
 
 def record_only_state(record: dict[str, Any]) -> dict[str, Any]:
     """The state the mirror publishes for a number with a record document only: the empty merge."""
-    state = merge(record["pith_number"], record["canonical_record"], record.get("aliases", []), [])
+    parsed, _ = parse(factories.source_document(record))
+    assert parsed is not None
+    confirmed, _ = parsed.confirmed_aliases()
+    aliases = sorted(confirmed, key=lambda a: str(a.get("alias_kind")))
+    state = merge(record["pith_number"], record["canonical_record"], aliases, [])
     state["derived_by"] = {"tool": "pith-mirror", "version": "test"}
     state["state_sha256"] = state_sha256(state)
     return state
@@ -142,6 +147,13 @@ def factory_cases() -> dict[str, Case]:
     forged["state"]["state_sha256"] = state_sha256(forged["state"])
     forged_state = factories.sign_bundle(s, forged)
     sigma = factories.record_document(s, title="ΣΑΣ: Über İstanbul and the ǅ digraph  in  2 spaces")
+    # aliases as a record document may list them: out of kind order, and one (an ISBN)
+    # that the canonical record does not determine, which the mirror leaves out
+    odd_aliases = factories.record_document(s)
+    odd_aliases["aliases"] = [
+        {"alias_kind": "isbn", "alias_value": "978-3-16-148410-0", "created_at": factories.CREATED_AT},
+        *reversed(odd_aliases["aliases"]),
+    ]
     attacker_bundle = factories.bundle(factories.ATTACKER)
     impostor_bundle = factories.bundle(factories.IMPOSTOR)
     # Four events, served out of merge order, two of them claiming the same prev_event
@@ -162,6 +174,9 @@ def factory_cases() -> dict[str, Case]:
     return {
         "factory-record": Case(record, steps=RECORD_STEPS, python="record", **common),
         "factory-record-non-ascii-title": Case(sigma, python="record", **common),
+        "factory-record-unordered-and-unconfirmed-aliases-with-its-state": Case(
+            odd_aliases, state=record_only_state(odd_aliases), python="record", **common
+        ),
         "factory-bundle": Case(
             derived_record(bundle), bundle, signed=False, steps=BUNDLE_STEPS, python="bundle", **common
         ),

@@ -180,6 +180,9 @@ def test_a_record_document_cannot_claim_another_papers_look_ups_with_unsigned_al
     page = project.text(f"pith/{body}.html")
     assert "2101.00001" not in page
     assert "3 other alias(es) in the record document&#39;s unsigned part cannot be checked" in page
+    assert project.json(f"api/pith-number/{body}/events.json")["provenance"].startswith(
+        "no bundle is published"
+    )
     state = project.json(f"pith/{body}/state.json")
     assert {a["alias_kind"] for a in state["current"]["source_aliases"]} == {
         "pith_short_8",
