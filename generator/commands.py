@@ -35,7 +35,9 @@ def add_site_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--config", type=Path, metavar="FILE", help="settings file (pith-mirror.toml or pyproject.toml)"
     )
-    parser.add_argument("--jobs", type=int, metavar="N", help="worker processes (default: all cores)")
+    parser.add_argument(
+        "--jobs", type=int, metavar="N", help="worker processes (default: all cores; at most 4 per core)"
+    )
     parser.add_argument("--site-title", metavar="TEXT", help="the mirror's name in page titles")
     parser.add_argument(
         "--primary-url", metavar="URL", help="the primary resolver (default https://pith.science)"

@@ -153,7 +153,14 @@ def apply(config: SiteConfig, settings: dict[str, Any], origin: Path | None = No
 
 
 MIN_MAX_BYTES = 1024
+JOBS_PER_CORE = 4
 _NOT_IN_URLS = frozenset('"<>\\^`{|}')
+
+
+def max_jobs() -> int:
+    """The most worker processes a build may start: more only fight over the cores (and
+    an unbounded number can fork until the machine runs out of processes)."""
+    return JOBS_PER_CORE * (os.cpu_count() or 1)
 
 
 def validate(config: SiteConfig) -> None:
@@ -170,8 +177,12 @@ def validate(config: SiteConfig) -> None:
         )
     if not config.primary_url.startswith(("https://", "http://")):
         raise ConfigError("primary_url", "must be an http(s) URL")
-    if config.jobs < 1:
-        raise ConfigError("jobs", "must be at least 1")
+    if not 1 <= config.jobs <= max_jobs():
+        cores = os.cpu_count() or 1
+        raise ConfigError(
+            "jobs",
+            f"must be from 1 to {max_jobs()} ({JOBS_PER_CORE} worker processes for each of {cores} core(s))",
+        )
     if config.max_bytes < MIN_MAX_BYTES:
         raise ConfigError("max_bytes", f"must be at least {MIN_MAX_BYTES}")
     if config.per_page < 1:

@@ -3,6 +3,7 @@ setting, never a traceback, and nothing started or written."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -33,3 +34,27 @@ def test_serve_refuses_a_port_outside_0_to_65535_as_a_usage_error(
     assert f"argument --port: {port} is not a port: a port is from 0 to 65535" in err
     assert "Traceback" not in err
     assert not site.exists()
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str | int | Path) -> tuple[int, str]:
+    code = main([str(arg) for arg in args])
+    return code, capsys.readouterr().err
+
+
+def test_jobs_beyond_four_per_core_or_below_one_is_refused_with_the_range(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    content, site = project(tmp_path)
+    most = 4 * (os.cpu_count() or 1)
+    sentence = f"pith-mirror: configuration: jobs: must be from 1 to {most} "
+    settings = tmp_path / "pith-mirror.toml"
+    # (one above the bound first: were it accepted, 100000 would fork 100000 workers)
+    for jobs in (most + 1, 0, -3, 100000):
+        code, err = run(capsys, "build", "--jobs", jobs, content, site)
+        assert code == 2 and err.startswith(sentence), err
+        settings.write_text(f"jobs = {jobs}\n")
+        code, err = run(capsys, "build", "--config", settings, content, site)
+        assert code == 2 and err.startswith(sentence), err
+        assert not site.exists()
+    code, err = run(capsys, "build", "--quiet", "--jobs", most, content, site)
+    assert code == 0, err
