@@ -13,6 +13,7 @@ Rules:
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -163,6 +164,21 @@ def max_jobs() -> int:
     return JOBS_PER_CORE * (os.cpu_count() or 1)
 
 
+_HOST_LABEL = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
+
+
+def is_host_name(name: str) -> bool:
+    """A DNS host name, as the CNAME file holds it: dot-separated labels of ASCII
+    letters, digits and inner hyphens, 63 characters each, 253 in all; the last
+    label is not a number (that would be an IP address)."""
+    labels = name.split(".")
+    return (
+        len(name) <= 253
+        and all(_HOST_LABEL.fullmatch(label) for label in labels)
+        and not labels[-1].isdigit()
+    )
+
+
 def validate(config: SiteConfig) -> None:
     parts = urlsplit(config.base_url)
     if parts.scheme not in ("", "http", "https") or (parts.scheme and not parts.netloc):
@@ -187,8 +203,12 @@ def validate(config: SiteConfig) -> None:
         raise ConfigError("max_bytes", f"must be at least {MIN_MAX_BYTES}")
     if config.per_page < 1:
         raise ConfigError("per_page", "must be at least 1")
-    if config.cname is not None and ("/" in config.cname or not config.cname.strip()):
-        raise ConfigError("cname", "must be a bare domain name like mirror.example.org")
+    if config.cname is not None and not is_host_name(config.cname):
+        raise ConfigError(
+            "cname",
+            f"{config.cname!r} is not a domain name: name one like mirror.example.org (letters, digits,"
+            " hyphens and dots only; an international name in its xn-- form)",
+        )
 
 
 def load_config(explicit: Path | None, flags: dict[str, Any], cwd: Path | None = None) -> SiteConfig:

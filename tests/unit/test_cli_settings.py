@@ -3,6 +3,7 @@ setting, never a traceback, and nothing started or written."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -58,3 +59,30 @@ def test_jobs_beyond_four_per_core_or_below_one_is_refused_with_the_range(
         assert not site.exists()
     code, err = run(capsys, "build", "--quiet", "--jobs", most, content, site)
     assert code == 0, err
+
+
+@pytest.mark.parametrize(
+    "cname",
+    [
+        "mirror.example.org\nevil.example",
+        "mirror example.org",
+        " mirror.example.org",
+        "a_b.example.org",
+        "mirror.example.org/",
+        "spiegel.bücher.example",
+        "-mirror.example.org",
+        "192.0.2.1",
+    ],
+)
+def test_a_cname_that_is_not_a_host_name_is_refused_and_no_cname_file_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], cname: str
+) -> None:
+    content, site = project(tmp_path)
+    sentence = f"pith-mirror: configuration: cname: {cname!r} is not a domain name: name one like "
+    code, err = run(capsys, "build", "--jobs", "1", f"--cname={cname}", content, site)
+    assert code == 2 and err.startswith(sentence), err
+    settings = tmp_path / "pith-mirror.toml"
+    settings.write_text(f"cname = {json.dumps(cname)}\n")
+    code, err = run(capsys, "build", "--jobs", "1", "--config", settings, content, site)
+    assert code == 2 and err.startswith(sentence), err
+    assert not site.exists()
