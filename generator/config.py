@@ -179,6 +179,15 @@ def is_host_name(name: str) -> bool:
     )
 
 
+def is_http_url_with_host(url: str) -> bool:
+    """An http:// or https:// URL that names a host (and, if any, a port that is one)."""
+    try:
+        parts = urlsplit(url)
+        return parts.scheme in ("http", "https") and bool(parts.hostname) and (parts.port or 0) >= 0
+    except ValueError:  # e.g. "http://[" or a port out of range
+        return False
+
+
 def validate(config: SiteConfig) -> None:
     parts = urlsplit(config.base_url)
     if parts.scheme not in ("", "http", "https") or (parts.scheme and not parts.netloc):
@@ -191,8 +200,10 @@ def validate(config: SiteConfig) -> None:
         raise ConfigError(
             "base_url", f"{config.base_url!r} holds a character a URL cannot (percent-encode it)"
         )
-    if not config.primary_url.startswith(("https://", "http://")):
-        raise ConfigError("primary_url", "must be an http(s) URL")
+    if not is_http_url_with_host(config.primary_url):
+        raise ConfigError(
+            "primary_url", f"{config.primary_url!r} is not an http(s) URL with a host, like {PRIMARY_URL}"
+        )
     if not 1 <= config.jobs <= max_jobs():
         cores = os.cpu_count() or 1
         raise ConfigError(

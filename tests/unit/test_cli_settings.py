@@ -86,3 +86,30 @@ def test_a_cname_that_is_not_a_host_name_is_refused_and_no_cname_file_is_written
     code, err = run(capsys, "build", "--jobs", "1", "--config", settings, content, site)
     assert code == 2 and err.startswith(sentence), err
     assert not site.exists()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://",
+        "https://",
+        "https://:443/",
+        "https://user@/",
+        "http://[",
+        "https://pith.science:99999",
+        "ftp://pith.science",
+        "pith.science",
+    ],
+)
+def test_a_primary_url_without_an_http_scheme_and_a_host_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], url: str
+) -> None:
+    content, site = project(tmp_path)
+    sentence = f"pith-mirror: configuration: primary_url: {url!r} is not an http(s) URL with a host, like "
+    code, err = run(capsys, "build", "--jobs", "1", "--primary-url", url, content, site)
+    assert code == 2 and err.startswith(sentence), err
+    settings = tmp_path / "pith-mirror.toml"
+    settings.write_text(f"primary_url = {json.dumps(url)}\n")
+    code, err = run(capsys, "build", "--jobs", "1", "--config", settings, content, site)
+    assert code == 2 and err.startswith(sentence), err
+    assert not site.exists()
