@@ -86,6 +86,18 @@ def load_keys(path: Path | None) -> Any:
     return load_keyring(path) if path else default_keyring()
 
 
+def shown_name(name: str) -> str:
+    """A file name as the build shows it: each byte that is not UTF-8 as `\\xNN`, so
+    what is printed (and `--json`) stays UTF-8."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # (the build's code, imported only for such a name)
+        from .pipeline import _shown_name
+
+        return _shown_name(name)
+    return name
+
+
 def run_verify(args: argparse.Namespace) -> int:
     from .config import MIN_MAX_BYTES
     from .examine import examine
@@ -98,9 +110,9 @@ def run_verify(args: argparse.Namespace) -> int:
     targets: list[tuple[Path, str, Path]] = []
     for path in args.paths:
         if path.is_dir():
-            targets.extend((p, (path / name).as_posix(), path) for p, name in discover(path))
+            targets.extend((p, shown_name((path / name).as_posix()), path) for p, name in discover(path))
         elif path.exists() or path.is_symlink():
-            targets.append((path, path.as_posix(), path.parent))
+            targets.append((path, shown_name(path.as_posix()), path.parent))
         else:
             raise ConfigError("paths", f"no such file or folder: {path}")
     results = []

@@ -4,6 +4,7 @@ traceback; configuration problems give exit 2; `--json` has one exact shape."""
 from __future__ import annotations
 
 import json
+import os
 import random
 import subprocess
 import sys
@@ -336,3 +337,28 @@ def test_subprocess_real_documents_and_exit_codes(tmp_path: Path) -> None:
     bad_keys = tmp_path / "keys.json"
     bad_keys.write_text("{")
     assert cli("--keys", bad_keys, CONTENT).returncode == 2
+
+
+def test_subprocess_names_a_file_whose_name_is_not_utf8_as_the_build_does(tmp_path: Path) -> None:
+    """A name with a byte that is not UTF-8 is shown with `\\xNN`: stdout is UTF-8 (JSON)."""
+    record = CONTENT / "GO43K6A5MHLNBUADUVZ3AKFBNI.record.json"
+    folder, single = tmp_path / "content", tmp_path / os.fsdecode(b"single-\xff.json")
+    folder.mkdir()
+    (folder / os.fsdecode(b"caf\xe9-\xff.json")).write_bytes(record.read_bytes())
+    single.write_bytes(b"{")
+    shown = (f"{folder.as_posix()}/caf\\xe9-\\xff.json", f"{tmp_path.as_posix()}/single-\\xff.json")
+
+    def verify(*args: str | Path) -> tuple[str, str]:
+        command = [sys.executable, "-m", "generator", "verify", *map(str, args), folder, single]
+        result = subprocess.run(command, capture_output=True, timeout=120, check=False)
+        assert result.returncode == 1
+        return result.stdout.decode("utf-8"), result.stderr.decode("utf-8")
+
+    out, err = verify("--json")
+    assert "Traceback" not in err
+    report = json.loads(out)
+    assert [(r["path"], r["ok"]) for r in report["results"]] == [(shown[0], True), (shown[1], False)]
+    out, err = verify()
+    assert out.splitlines()[0].endswith(f" {shown[0]}")
+    assert out.splitlines()[1].startswith("REJECTED") and f" {shown[1]}  json.invalid: " in out
+    assert err.startswith(f"{shown[1]}: ")
