@@ -63,7 +63,8 @@ def add_publish_commands(commands: Any) -> None:
 def run_keygen(args: argparse.Namespace) -> int:
     from .publish import generate_mirror_key
 
-    key_id = args.key_id or time.strftime("pith-mirror-%Y-%m", time.gmtime())
+    # (an empty --key-id is refused by generate_mirror_key, not replaced by the default)
+    key_id = time.strftime("pith-mirror-%Y-%m", time.gmtime()) if args.key_id is None else args.key_id
     entry = generate_mirror_key(args.file, key_id)
     print(json.dumps(entry, indent=2, sort_keys=True))
     print(
