@@ -120,6 +120,17 @@ def _check_folders(config: SiteConfig) -> None:
             raise BuildError(
                 str(site), f"the {name} folder is inside the site folder, which a full build replaces"
             )
+    # The cache is neither input nor output: in content/ its files would be read as
+    # documents, in site/ they would be published (and a full build replaces them).
+    cache_path = config.cache_dir.resolve()
+    for name, folder, why in (
+        ("content", content_path, "where its files would be read as documents"),
+        ("site", site_path, "where its files would be published"),
+    ):
+        if cache_path == folder or folder in cache_path.parents:
+            raise BuildError(
+                str(config.cache_dir), f"the cache folder must be outside the {name} folder, {why}"
+            )
     if site.is_dir() and not (site / MANIFEST_PATH).is_file() and any(site.iterdir()):
         raise BuildError(
             str(site),

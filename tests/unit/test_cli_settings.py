@@ -113,3 +113,28 @@ def test_a_primary_url_without_an_http_scheme_and_a_host_is_refused(
     code, err = run(capsys, "build", "--jobs", "1", "--config", settings, content, site)
     assert code == 2 and err.startswith(sentence), err
     assert not site.exists()
+
+
+@pytest.mark.parametrize(
+    ("cache", "folder", "why"),
+    [
+        ("content/cache", "content", "where its files would be read as documents"),
+        ("content", "content", "where its files would be read as documents"),
+        ("site/cache", "site", "where its files would be published"),
+        ("site", "site", "where its files would be published"),
+    ],
+)
+def test_a_cache_folder_inside_the_content_or_site_folder_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], cache: str, folder: str, why: str
+) -> None:
+    content, site = project(tmp_path)
+    settings = tmp_path / "pith-mirror.toml"
+    settings.write_text(f'cache = "{cache}"\njobs = 1\n')
+    before = sorted(tmp_path.rglob("*"))
+    code, err = run(capsys, "build", "--config", settings, content, site)
+    assert code == 2, err
+    assert (
+        err
+        == f"pith-mirror: {tmp_path / cache}: the cache folder must be outside the {folder} folder, {why}\n"
+    )
+    assert sorted(tmp_path.rglob("*")) == before
