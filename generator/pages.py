@@ -57,7 +57,16 @@ def _page_sources(pages_dir: Path) -> Iterator[tuple[str, str, str | None]]:
 def skipped_pages(pages_dir: Path) -> list[str]:
     """A note for each content/pages/*.md that does not become a page, and why:
     dropping one without a word leaves its author looking for it."""
-    return [f"{path}: not published as a page: {why}" for path, _, why in _page_files(pages_dir) if why]
+    notes = []
+    for path, _, why in _page_files(pages_dir):
+        if not why:
+            try:
+                path.open("rb").close()
+            except OSError as exc:
+                why = f"it cannot be read ({exc.strerror or exc})"
+        if why:
+            notes.append(f"{path}: not published as a page: {why}")
+    return notes
 
 
 def _title(slug: str, heading: str | None) -> str:
