@@ -183,14 +183,20 @@ def is_http_url_with_host(url: str) -> bool:
     """An http:// or https:// URL that names a host (and, if any, a port that is one)."""
     try:
         parts = urlsplit(url)
-        return parts.scheme in ("http", "https") and bool(parts.hostname) and (parts.port or 0) >= 0
+        fine = parts.scheme in ("http", "https") and bool(parts.hostname) and (parts.port or 0) >= 0
     except ValueError:  # e.g. "http://[" or a port out of range
         return False
+    return fine and not any(c.isspace() or c in _NOT_IN_URLS or ord(c) < 0x20 for c in url)
 
 
 def validate(config: SiteConfig) -> None:
-    parts = urlsplit(config.base_url)
-    if parts.scheme not in ("", "http", "https") or (parts.scheme and not parts.netloc):
+    try:
+        parts = urlsplit(config.base_url)
+        if parts.scheme:
+            parts.port  # noqa: B018 (raises ValueError for a port that is not one)
+    except ValueError:  # e.g. "http://[" (an unclosed IPv6 bracket) or "http://h:99999"
+        raise ConfigError("base_url", f"{config.base_url!r} is not a path or an http(s) URL") from None
+    if parts.scheme not in ("", "http", "https") or (parts.scheme and not parts.hostname):
         raise ConfigError("base_url", f"{config.base_url!r} is not a path or an http(s) URL")
     if parts.query or parts.fragment:
         raise ConfigError("base_url", "a base URL has no query or fragment")

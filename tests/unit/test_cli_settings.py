@@ -99,6 +99,8 @@ def test_a_cname_that_is_not_a_host_name_is_refused_and_no_cname_file_is_written
         "https://pith.science:99999",
         "ftp://pith.science",
         "pith.science",
+        "http://exa mple",
+        'https://pith.science/"x',
     ],
 )
 def test_a_primary_url_without_an_http_scheme_and_a_host_is_refused(
@@ -138,3 +140,14 @@ def test_a_cache_folder_inside_the_content_or_site_folder_is_refused(
         == f"pith-mirror: {tmp_path / cache}: the cache folder must be outside the {folder} folder, {why}\n"
     )
     assert sorted(tmp_path.rglob("*")) == before
+
+
+@pytest.mark.parametrize("url", ["http://[", "https://mirror.example:99999/", "https://", "https://:80/m/"])
+def test_a_base_url_that_does_not_parse_or_names_no_host_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], url: str
+) -> None:
+    content, site = project(tmp_path)
+    code, err = run(capsys, "build", "--jobs", "1", "--base-url", url, content, site)
+    assert code == 2 and "Traceback" not in err
+    assert err == f"pith-mirror: configuration: base_url: {url!r} is not a path or an http(s) URL\n"
+    assert not site.exists()
