@@ -30,8 +30,8 @@ from urllib.parse import urlsplit
 
 from . import layout
 from .errors import ConfigError
-from .layout import MANIFEST_PATH
-from .manifest import MANIFEST_TYPE, read_published
+from .layout import MANIFEST_PATH, MANIFEST_TYPE
+from .manifest import read_published
 from .model import number_body
 
 FIELDS = ("canonical_sha256", "record_sha256", "bundle_sha256", "state_sha256", "event_count", "key_ids")

@@ -27,6 +27,7 @@ _SAFE_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01
 _ARXIV_ID = re.compile(r"[0-9]{4}\.[0-9]{4,5}|[a-z][a-z-]*(\.[A-Z]{2})?/[0-9]{7}")
 
 MANIFEST_PATH = ".well-known/pith/mirror.json"
+MANIFEST_TYPE = "pith_mirror_record_manifest"
 """The mirror manifest: every number the site publishes, with its hashes."""
 
 RESOLVE_KINDS = ("arxiv", "arxiv_version", "doi", "pith_short_8", "pith_short_12", "pith_short_16")

@@ -25,12 +25,11 @@ from . import __version__, layout
 from .canonical import pretty_json
 from .config import SiteConfig
 from .keys import Keyring
-from .layout import MANIFEST_PATH
+from .layout import MANIFEST_PATH, MANIFEST_TYPE
 from .model import BODY_RE, MERGE_VERSION, number_body
 from .render import OutputFile
 from .view import Summary
 
-MANIFEST_TYPE = "pith_mirror_record_manifest"
 _NUMBER = operator.attrgetter("pith_number")
 
 

@@ -32,7 +32,7 @@ from . import __version__
 from .config import SiteConfig, build_time
 from .errors import BuildError, Code, Rejection
 from .keys import Keyring
-from .layout import MANIFEST_PATH
+from .layout import MANIFEST_PATH, MANIFEST_TYPE
 from .load import discover_names
 from .model import BuildReport
 from .pages import page_titles
@@ -107,6 +107,8 @@ def look(config: SiteConfig, keyring: Keyring, quick: bool) -> Look:
 
 def _check_folders(config: SiteConfig) -> None:
     content, site = config.content, config.site
+    if content.exists() and not content.is_dir():
+        raise BuildError(str(content), "the content path is a file, not a folder of documents")
     if not content.is_dir():
         raise BuildError(str(content), "the content folder does not exist")
     if site.exists() and not site.is_dir():
@@ -131,12 +133,28 @@ def _check_folders(config: SiteConfig) -> None:
             raise BuildError(
                 str(config.cache_dir), f"the cache folder must be outside the {name} folder, {why}"
             )
-    if site.is_dir() and not (site / MANIFEST_PATH).is_file() and any(site.iterdir()):
+    if site.is_dir() and not _built_here(site / MANIFEST_PATH) and any(site.iterdir()):
         raise BuildError(
             str(site),
-            f"the folder holds files but no {MANIFEST_PATH}, so pith-mirror did not build it, and a"
-            " full build replaces the whole folder: name a new or empty folder",
+            f"the folder holds files but no {MANIFEST_PATH} that pith-mirror wrote, so pith-mirror"
+            " did not build it, and a full build replaces the whole folder: name a new or empty folder",
         )
+
+
+def _built_here(manifest: Path) -> bool:
+    """Whether `manifest` begins as pith-mirror writes its manifest (sorted keys, so
+    the generator and the type come first). Its mere presence is not enough: a
+    folder holding any file by that name would otherwise be replaced whole."""
+    try:
+        with manifest.open("rb") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return False
+    return (
+        head.startswith(b"{")
+        and f'"manifest_type": "{MANIFEST_TYPE}"'.encode() in head
+        and b'"tool": "pith-mirror"' in head
+    )
 
 
 def build_key(config: SiteConfig, keyring: Keyring) -> str:

@@ -182,12 +182,24 @@ def test_exit_2_for_a_missing_content_folder(
     assert all_paths(project.root) == before
 
 
+def test_exit_2_for_a_content_path_that_is_a_file(
+    project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(project.root)
+    (project.root / "one.json").write_text("{}")
+    code, _, err = run(["build", "one.json", "out", "--jobs", "1"], capsys)
+    assert code == 2
+    assert "one.json: the content path is a file, not a folder of documents" in err
+    assert not (project.root / "out").exists()
+
+
 @pytest.mark.parametrize(
     ("site", "message"),
     [
         (".", "the content folder is inside the site folder"),
         ("{root}", "the content folder is inside the site folder"),
         ("mydocs", "so pith-mirror did not build it"),
+        ("other-tool", "so pith-mirror did not build it"),
     ],
 )
 def test_exit_2_for_a_site_folder_a_build_would_wipe(
@@ -197,6 +209,11 @@ def test_exit_2_for_a_site_folder_a_build_would_wipe(
     files pith-mirror did not write, is refused before anything is written."""
     (cli.root / "mydocs").mkdir()
     (cli.root / "mydocs" / "thesis.tex").write_text("years of work")
+    # a file by the manifest's name is not enough: pith-mirror did not write this one
+    manifest = cli.root / "other-tool" / ".well-known" / "pith" / "mirror.json"
+    manifest.parent.mkdir(parents=True)
+    manifest.write_text('{"manifest_type": "something else"}')
+    (cli.root / "other-tool" / "index.html").write_text("another site")
     before = tree(cli.root)
     code, _out, err = run(["build", "content", site.format(root=cli.root), "--jobs", "1"], capsys)
     assert code == 2
