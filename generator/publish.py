@@ -137,11 +137,15 @@ def _excluded(relative: str) -> bool:
     return relative in (SUMS_PATH, SIGNATURE_PATH)
 
 
-def site_files(site: Path) -> list[str]:
+_LINK = "is a symbolic link; a published site holds only files"
+
+
+def site_files(site: Path, links: list[str] | None = None) -> list[str]:
     """Every file under site as a sorted relative posix path (hidden ones included).
 
     A symbolic link is a BuildError: hosts refuse them (GitHub Pages rejects
-    an artifact with links) and a checksum of one would describe another file."""
+    an artifact with links) and a checksum of one would describe another file.
+    With `links`, each link's relative path is added there instead, and not followed."""
     if not site.is_dir():
         raise ConfigError("site", f"no such folder: {site}")
     found: list[str] = []
@@ -149,7 +153,12 @@ def site_files(site: Path) -> list[str]:
         here = Path(folder)
         for name in [*dirs, *files]:
             if (here / name).is_symlink():
-                raise BuildError(str(here / name), "is a symbolic link; a published site holds only files")
+                if links is None:
+                    raise BuildError(str(here / name), _LINK)
+                links.append((here / name).relative_to(site).as_posix())
+        if links is not None:
+            dirs[:] = [d for d in dirs if not (here / d).is_symlink()]
+            files = [f for f in files if not (here / f).is_symlink()]
         dirs.sort()
         found.extend((here / name).relative_to(site).as_posix() for name in files)
     return sorted(found)
@@ -213,11 +222,15 @@ def check_sha256sums(site: Path) -> list[str]:
     except OSError as exc:
         return [f"cannot read {SUMS_PATH}: {exc.strerror}"]
     listed, problems = parse_sha256sums(data)
-    present = [r for r in site_files(site) if not _excluded(r)]
+    links: list[str] = []  # (a site that fails the check, not a bad command: reported like any problem)
+    present = [r for r in site_files(site, links) if not _excluded(r)]
+    problems.extend(f"{link}: {_LINK}" for link in sorted(links))
     for relative, expected in sorted(listed.items()):
         target = site / relative
         if ".." in relative.split("/") or relative.startswith("/"):
             problems.append(f"{relative}: listed path leaves the site")
+        elif relative in links or any(relative.startswith(link + "/") for link in links):
+            continue  # (said above)
         elif not target.is_file():
             problems.append(f"{relative}: listed in {SUMS_PATH} but missing")
         elif _site_file_sha256(target) != expected:

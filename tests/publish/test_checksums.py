@@ -120,6 +120,23 @@ def test_symbolic_links_are_refused(tmp_path: Path) -> None:
         sha256sums(site)
 
 
+def test_a_link_put_into_a_checked_site_fails_its_verification_not_the_command(
+    site_copy: Callable[[str], Path],
+) -> None:
+    """verify-site answers 'does not verify' (exit 1) for a site that a link was put
+    into, as for any other change; exit 2 is for a command that cannot run."""
+    site = site_copy("site")
+    assert publish_cli("checksums", site).code == 0
+    (site / "index.html").unlink()
+    (site / "index.html").symlink_to("/etc/hostname")
+    (site / "assets-link").symlink_to(site / "assets", target_is_directory=True)
+    result = publish_cli("verify-site", site)
+    assert result.code == 1, result.err
+    assert "index.html: is a symbolic link; a published site holds only files" in result.out + result.err
+    assert "assets-link: is a symbolic link" in result.out + result.err
+    assert "Traceback" not in result.err
+
+
 def test_checksums_command_writes_the_file(site_copy: Callable[[str], Path]) -> None:
     site = site_copy("site")
     result = publish_cli("checksums", site)
