@@ -147,6 +147,10 @@ def apply(config: SiteConfig, settings: dict[str, Any], origin: Path | None = No
         if name in _PATH_KEYS:
             path = Path(str(value))
             value = (origin.parent / path) if origin is not None and not path.is_absolute() else path
+            if name == "site" and value.name in ("", ".."):
+                # "." or "..": a full build renames the site folder, which needs its real
+                # name, and the default cache goes beside it, not inside
+                value = value.absolute().resolve()
         changes[name] = value
     updated = replace(config, **changes)
     validate(updated)

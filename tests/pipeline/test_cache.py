@@ -144,7 +144,8 @@ def test_a_damaged_companion_file_means_the_cache_is_read(
 
 
 def test_a_cache_for_another_site_is_not_used(built: Project) -> None:
-    (built.site / ".well-known/pith/mirror.json").write_bytes(b"{}")  # not the manifest it wrote
+    manifest = built.site / ".well-known/pith/mirror.json"
+    manifest.write_bytes(manifest.read_bytes() + b" ")  # a pith-mirror manifest, not the one it wrote
     built.add("b.json", record_doc(source_id="2304.00055", title="Added"))
     assert built.build().mode == "full"
 

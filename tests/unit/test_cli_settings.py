@@ -151,3 +151,17 @@ def test_a_base_url_that_does_not_parse_or_names_no_host_is_refused(
     assert code == 2 and "Traceback" not in err
     assert err == f"pith-mirror: configuration: base_url: {url!r} is not a path or an http(s) URL\n"
     assert not site.exists()
+
+
+def test_a_site_named_dot_keeps_its_default_cache_beside_the_folder_not_inside(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    content, _ = project(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    monkeypatch.chdir(out)
+    code, err = run(capsys, "build", "--jobs", "1", "--quiet", content, ".")
+    assert code == 0, err
+    assert (out / "index.html").is_file()
+    assert (tmp_path / ".pith-cache" / "out").is_dir()
+    assert not (out / ".pith-cache").exists()
