@@ -61,6 +61,22 @@ def test_jobs_beyond_four_per_core_or_below_one_is_refused_with_the_range(
     assert code == 0, err
 
 
+def refused_as_flag_and_setting(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], setting: str, value: str, sentence: str
+) -> None:
+    """The same refusal, and nothing built, for a value given as a flag (`--name=value`,
+    since a value may start with '-') and in a settings file."""
+    content, site = project(tmp_path)
+    flag = "--" + setting.replace("_", "-")
+    code, err = run(capsys, "build", "--jobs", "1", f"{flag}={value}", content, site)
+    assert code == 2 and err.startswith(sentence), err
+    settings = tmp_path / "pith-mirror.toml"
+    settings.write_text(f"{setting} = {json.dumps(value)}\n")
+    code, err = run(capsys, "build", "--jobs", "1", "--config", settings, content, site)
+    assert code == 2 and err.startswith(sentence), err
+    assert not site.exists()
+
+
 @pytest.mark.parametrize(
     "cname",
     [
@@ -77,15 +93,8 @@ def test_jobs_beyond_four_per_core_or_below_one_is_refused_with_the_range(
 def test_a_cname_that_is_not_a_host_name_is_refused_and_no_cname_file_is_written(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], cname: str
 ) -> None:
-    content, site = project(tmp_path)
     sentence = f"pith-mirror: configuration: cname: {cname!r} is not a domain name: name one like "
-    code, err = run(capsys, "build", "--jobs", "1", f"--cname={cname}", content, site)
-    assert code == 2 and err.startswith(sentence), err
-    settings = tmp_path / "pith-mirror.toml"
-    settings.write_text(f"cname = {json.dumps(cname)}\n")
-    code, err = run(capsys, "build", "--jobs", "1", "--config", settings, content, site)
-    assert code == 2 and err.startswith(sentence), err
-    assert not site.exists()
+    refused_as_flag_and_setting(tmp_path, capsys, "cname", cname, sentence)
 
 
 @pytest.mark.parametrize(
@@ -106,15 +115,8 @@ def test_a_cname_that_is_not_a_host_name_is_refused_and_no_cname_file_is_written
 def test_a_primary_url_without_an_http_scheme_and_a_host_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], url: str
 ) -> None:
-    content, site = project(tmp_path)
     sentence = f"pith-mirror: configuration: primary_url: {url!r} is not an http(s) URL with a host, like "
-    code, err = run(capsys, "build", "--jobs", "1", "--primary-url", url, content, site)
-    assert code == 2 and err.startswith(sentence), err
-    settings = tmp_path / "pith-mirror.toml"
-    settings.write_text(f"primary_url = {json.dumps(url)}\n")
-    code, err = run(capsys, "build", "--jobs", "1", "--config", settings, content, site)
-    assert code == 2 and err.startswith(sentence), err
-    assert not site.exists()
+    refused_as_flag_and_setting(tmp_path, capsys, "primary_url", url, sentence)
 
 
 @pytest.mark.parametrize(
