@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .errors import BuildError, ConfigError, Rejection
+from .errors import BuildError, Code, ConfigError, Problem, Rejection
 
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
 
@@ -86,22 +86,11 @@ def load_keys(path: Path | None) -> Any:
     return load_keyring(path) if path else default_keyring()
 
 
-def shown_name(name: str) -> str:
-    """A file name as the build shows it: each byte that is not UTF-8 as `\\xNN`, so
-    what is printed (and `--json`) stays UTF-8."""
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:  # (the build's code, imported only for such a name)
-        from .pipeline import _shown_name
-
-        return _shown_name(name)
-    return name
-
-
 def run_verify(args: argparse.Namespace) -> int:
     from .config import MIN_MAX_BYTES
     from .examine import examine
-    from .load import Limits, discover
+    from .load import NOT_UTF8_NAME, Limits, discover, shown_name
+    from .model import Verdict
 
     keyring = load_keys(args.keys)
     if args.max_bytes is not None and args.max_bytes < MIN_MAX_BYTES:
@@ -117,6 +106,9 @@ def run_verify(args: argparse.Namespace) -> int:
             raise ConfigError("paths", f"no such file or folder: {path}")
     results = []
     for file_path, name, root in targets:
+        if shown_name(str(file_path)) != str(file_path):  # refused unread, as the build refuses it
+            results.append(Verdict(name, None, None, (Problem(Code.FILE_UNREADABLE, "", NOT_UTF8_NAME),)))
+            continue
         verdict, _verified, _source = examine(file_path, name, root, keyring, limits)
         results.append(verdict)
     rejected = [v for v in results if not v.ok]

@@ -64,6 +64,21 @@ def is_ignored_name(name: str) -> bool:
     return name.startswith((".", "#")) or name.endswith(_IGNORED_SUFFIXES)
 
 
+NOT_UTF8_NAME = "the file name is not valid UTF-8; rename the file to publish it"
+"""Why a file whose name is not UTF-8 is not read: it could be named in no report,
+cache or page. Like an unreadable file it names no Pith number."""
+
+
+def shown_name(name: str) -> str:
+    """A file name as reports show it: each byte that is not UTF-8 (the file system
+    gives those as lone surrogates) written as `\\xNN`, so what is printed stays UTF-8."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return name
+
+
 def discover(content: Path) -> Iterator[tuple[Path, str]]:
     """Yield (path, name relative to content) for every document, sorted."""
     for path, rel in discover_names(content):

@@ -54,7 +54,7 @@ from .errors import BuildError, Code, Rejection
 from .family import family_paths
 from .keys import Keyring
 from .layout import MANIFEST_PATH
-from .load import document_path
+from .load import NOT_UTF8_NAME, document_path, shown_name
 from .manifest import published_paths, read_published
 from .model import BuildReport
 from .pages import skipped_pages
@@ -368,8 +368,8 @@ class _Build:
         tasks: list[Task] = []
         root = str(content)
         for path, name, known in listed:
-            if not _is_utf8(name):
-                shown = _shown_name(name)
+            shown = shown_name(name)
+            if shown != name:
                 entries[shown] = FileEntry(0, "", None, (_unnameable(shown),), None)
                 continue
             old = previous.get(name)
@@ -579,26 +579,10 @@ class _Build:
         remove_files(self.site, stale)
 
 
-def _is_utf8(name: str) -> bool:
-    """False for a name whose bytes are not UTF-8 (the file system gives them as
-    lone surrogates): it could be named in no report, cache or page."""
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _shown_name(name: str) -> str:
-    """The name with each byte that is not UTF-8 written as `\\xNN`."""
-    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-
-
 def _unnameable(shown: str) -> Rejection:
     """A file the build cannot name is not read: like an unreadable file it names
     no Pith number, so every published number whose documents are missing stays."""
-    message = "the file name is not valid UTF-8; rename the file to publish it"
-    return Rejection(shown, "", Code.FILE_UNREADABLE, message)
+    return Rejection(shown, "", Code.FILE_UNREADABLE, NOT_UTF8_NAME)
 
 
 class _ContentPaths:

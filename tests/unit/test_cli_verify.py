@@ -340,7 +340,8 @@ def test_subprocess_real_documents_and_exit_codes(tmp_path: Path) -> None:
 
 
 def test_subprocess_names_a_file_whose_name_is_not_utf8_as_the_build_does(tmp_path: Path) -> None:
-    """A name with a byte that is not UTF-8 is shown with `\\xNN`: stdout is UTF-8 (JSON)."""
+    """A name with a byte that is not UTF-8 is shown with `\\xNN` (stdout is UTF-8, JSON too),
+    and the file is refused unread, as the build refuses it, however good its document."""
     record = CONTENT / "GO43K6A5MHLNBUADUVZ3AKFBNI.record.json"
     folder, single = tmp_path / "content", tmp_path / os.fsdecode(b"single-\xff.json")
     folder.mkdir()
@@ -357,8 +358,10 @@ def test_subprocess_names_a_file_whose_name_is_not_utf8_as_the_build_does(tmp_pa
     out, err = verify("--json")
     assert "Traceback" not in err
     report = json.loads(out)
-    assert [(r["path"], r["ok"]) for r in report["results"]] == [(shown[0], True), (shown[1], False)]
+    assert [(r["path"], r["ok"]) for r in report["results"]] == [(shown[0], False), (shown[1], False)]
+    unnamed = "file.unreadable: the file name is not valid UTF-8; rename the file to publish it"
+    assert [e["code"] for r in report["results"] for e in r["errors"]] == ["file.unreadable"] * 2
     out, err = verify()
-    assert out.splitlines()[0].endswith(f" {shown[0]}")
-    assert out.splitlines()[1].startswith("REJECTED") and f" {shown[1]}  json.invalid: " in out
-    assert err.startswith(f"{shown[1]}: ")
+    assert all(line.startswith("REJECTED") for line in out.splitlines()[:2])
+    assert f" {shown[0]}  {unnamed}" in out and f" {shown[1]}  {unnamed}" in out
+    assert err.startswith(f"{shown[0]}: ")
