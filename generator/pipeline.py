@@ -132,7 +132,7 @@ def _build(
             config.jobs,
             mp_context=multiprocessing.get_context(method),
             initializer=init_worker,
-            initargs=(config, keyring, staging, family, True),
+            initargs=(config, keyring, staging, family, True, os.getpid() if method == "fork" else None),
         )
         if method == "fork":  # start the workers now, from a small parent (see `_fork_now`)
             _fork_now(pool)

@@ -65,13 +65,20 @@ _WORKER: dict[str, Any] = {}
 
 
 def init_worker(
-    config: SiteConfig, keyring: Keyring, output: Path, family: bool, in_pool: bool = False
+    config: SiteConfig,
+    keyring: Keyring,
+    output: Path,
+    family: bool,
+    in_pool: bool = False,
+    parent: int | None = None,
 ) -> None:
+    """Set up this process to examine and render. `parent`: the build's process id
+    when it forked the worker itself (see `_end_with_parent`)."""
     if in_pool:
         # Ctrl-C is the parent's to handle: it stops the pool; workers must not
         # each print a KeyboardInterrupt traceback.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        _end_with_parent()
+        _end_with_parent(parent)
         gc.enable()  # forked while the parent defers collection (see pipeline._collection_deferred)
     env = make_environment(config, keyring)
     # every page lists the Markdown pages, record pages too (their titles are in
@@ -90,13 +97,18 @@ def init_worker(
 _PR_SET_PDEATHSIG = 1
 
 
-def _end_with_parent() -> None:
+def _end_with_parent(parent: int | None = None) -> None:
     """Have the kernel end this worker when the process that started it ends.
 
     A killed build (SIGKILL, an out-of-memory kill) cannot stop its pool, and a
     worker waiting for work never sees the end of its task pipe: the other
     workers, forked from the same parent, hold it open too. Without this they
-    would wait forever. Linux only; elsewhere the pipe is all there is."""
+    would wait forever. Linux only; elsewhere the pipe is all there is.
+
+    `parent` is the process that forked this one, when known: if it has ended
+    before the request was made, nothing would send the signal, so the worker
+    ends now. (Not "the parent is process 1": in a container the build itself
+    may be process 1, and under a subreaper an orphan is never given to it.)"""
     if not sys.platform.startswith("linux"):
         return
     try:
@@ -104,7 +116,7 @@ def _end_with_parent() -> None:
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
     except (OSError, AttributeError):
         return
-    if os.getppid() == 1:  # the parent ended before the request was made
+    if parent is not None and os.getppid() != parent:
         os._exit(1)
 
 

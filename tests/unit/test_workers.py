@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
 
 import pytest
+
+from generator.workers import _end_with_parent
+
+REPO = Path(__file__).resolve().parents[2]
 
 POOL = """
 import concurrent.futures, multiprocessing, os, sys, time
@@ -54,3 +63,27 @@ def test_idle_workers_end_when_their_build_is_killed() -> None:
         for pid in workers:
             if alive(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+def test_a_worker_whose_parent_is_process_1_works() -> None:
+    """In a container the build itself may be process 1: a worker must not take its
+    parent for gone because the parent's id is 1 (each build here then failed)."""
+    build = [sys.executable, "-m", "generator", "build", "--jobs", "2", "--quiet"]
+    command = ["unshare", "--pid", "--fork", "--mount-proc", *build, str(REPO / "content")]
+    probe = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "true"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip(f"cannot start a process as process 1 here: {probe.stderr.decode().strip()}")
+    with tempfile.TemporaryDirectory() as scratch:
+        done = subprocess.run([*command, f"{scratch}/site"], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert os.path.isfile(f"{scratch}/site/index.html")
+
+
+def test_a_worker_started_after_its_parent_ended_ends_at_once() -> None:
+    """The kernel signals only a parent's end after the request: a worker that finds
+    another parent than the one that forked it ends by itself."""
+    pool = ProcessPoolExecutor(
+        1, mp_context=multiprocessing.get_context("fork"), initializer=_end_with_parent, initargs=(-1,)
+    )
+    with pool, pytest.raises(BrokenProcessPool):
+        pool.submit(os.getpid).result(timeout=30)
