@@ -54,6 +54,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        os.getcwd()
+    except FileNotFoundError:  # e.g. the shell was in a site folder that a full build replaced
+        print("pith-mirror: the current folder no longer exists: change into it again", file=sys.stderr)
+        return EXIT_USAGE
+    try:
         code: int = args.handler(args) if hasattr(args, "handler") else run_verify(args)
         sys.stdout.flush()  # (a reader that went away is found here, not at exit)
         return code
@@ -96,17 +101,19 @@ def run_verify(args: argparse.Namespace) -> int:
     if args.max_bytes is not None and args.max_bytes < MIN_MAX_BYTES:
         raise ConfigError("max_bytes", f"must be at least {MIN_MAX_BYTES}")
     limits = Limits(max_bytes=args.max_bytes) if args.max_bytes is not None else Limits()
-    targets: list[tuple[Path, str, Path]] = []
+    targets: list[tuple[Path, str, Path, str]] = []  # (file, name shown, its folder, the name there)
     for path in args.paths:
         if path.is_dir():
-            targets.extend((p, shown_name((path / name).as_posix()), path) for p, name in discover(path))
+            targets.extend(
+                (p, shown_name((path / name).as_posix()), path, name) for p, name in discover(path)
+            )
         elif path.exists() or path.is_symlink():
-            targets.append((path, shown_name(path.as_posix()), path.parent))
+            targets.append((path, shown_name(path.as_posix()), path.parent, path.name))
         else:
             raise ConfigError("paths", f"no such file or folder: {path}")
     results = []
-    for file_path, name, root in targets:
-        if shown_name(str(file_path)) != str(file_path):  # refused unread, as the build refuses it
+    for file_path, name, root, own_name in targets:
+        if shown_name(own_name) != own_name:  # refused unread, as the build refuses it
             results.append(Verdict(name, None, None, (Problem(Code.FILE_UNREADABLE, "", NOT_UTF8_NAME),)))
             continue
         verdict, _verified, _source = examine(file_path, name, root, keyring, limits)

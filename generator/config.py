@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .errors import ConfigError
-from .load import DEFAULT_MAX_BYTES
+from .load import DEFAULT_MAX_BYTES, shown_name
 
 PRIMARY_URL = "https://pith.science"
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -184,16 +184,47 @@ def is_host_name(name: str) -> bool:
 
 
 def is_http_url_with_host(url: str) -> bool:
-    """An http:// or https:// URL that names a host (and, if any, a port that is one)."""
+    """An http:// or https:// URL that names a host (and, if any, a port that is one),
+    with no query or fragment: pages append "/pith/<number>" to it."""
     try:
         parts = urlsplit(url)
-        fine = parts.scheme in ("http", "https") and bool(parts.hostname) and (parts.port or 0) >= 0
+        port = parts.port
     except ValueError:  # e.g. "http://[" or a port out of range
         return False
-    return fine and not any(c.isspace() or c in _NOT_IN_URLS or ord(c) < 0x20 for c in url)
+    return (
+        parts.scheme in ("http", "https")
+        and bool(parts.hostname)
+        and port != 0
+        and not parts.query
+        and not parts.fragment
+        and _url_characters_ok(url)
+    )
+
+
+MAX_BASE_URL = 2048
+"""Longer is no address a reader types or a host serves; it also bounds how much of
+a site's manifest is read to tell that pith-mirror wrote it (unchanged.py)."""
+
+
+def _url_characters_ok(url: str) -> bool:
+    """Printable ASCII other than what URLs never hold: anything else is written
+    percent-encoded (a host in its xn-- form)."""
+    return all("!" <= c <= "~" and c not in _NOT_IN_URLS for c in url)
 
 
 def validate(config: SiteConfig) -> None:
+    for name in ("base_url", "primary_url", "site_title", "cname"):
+        value = getattr(config, name)
+        if isinstance(value, str) and shown_name(value) != value:
+            raise ConfigError(name, "holds bytes that are not UTF-8")
+    for name in ("content", "site", "templates", "cache", "keys", "mirror_key"):
+        path = getattr(config, name)
+        if path is not None and shown_name(str(path)) != str(path):
+            raise ConfigError(name, f"the path {shown_name(str(path))} is not valid UTF-8; rename it")
+    if len(config.base_url) > MAX_BASE_URL:
+        raise ConfigError(
+            "base_url", f"is {len(config.base_url):,} characters long; at most {MAX_BASE_URL:,}"
+        )
     try:
         parts = urlsplit(config.base_url)
         if parts.scheme:
@@ -206,7 +237,9 @@ def validate(config: SiteConfig) -> None:
         raise ConfigError("base_url", "a base URL has no query or fragment")
     if not parts.scheme and not config.base_url.startswith("/"):
         raise ConfigError("base_url", f"{config.base_url!r} is a relative path: a path starts with '/'")
-    if any(c.isspace() or c in _NOT_IN_URLS or ord(c) < 0x20 for c in config.base_url):
+    if not parts.scheme and parts.netloc:  # "//host/": a link to another host, not a path
+        raise ConfigError("base_url", f"{config.base_url!r} names a host: write it as https://host/...")
+    if not _url_characters_ok(config.base_url):
         raise ConfigError(
             "base_url", f"{config.base_url!r} holds a character a URL cannot (percent-encode it)"
         )

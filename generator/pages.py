@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from html import escape as html_escape
 from pathlib import Path
 
+from .load import is_ignored_name, shown_name
+
 RESERVED_SLUGS = frozenset(
     {"pith", "paper", "api", "browse", "search", "assets", "page", "report", "404", "index", "sitemap"}
 )
@@ -24,8 +26,12 @@ def _page_files(pages_dir: Path) -> Iterator[tuple[Path, str, str]]:
         return
     seen: set[str] = set()
     for path in sorted(pages_dir.glob("*.md")):
+        if is_ignored_name(path.name):  # (an editor's lock or backup file, as content/ skips)
+            continue
         slug = path.stem.lower()
-        if path.is_symlink():
+        if shown_name(path.name) != path.name:
+            why = "the file name is not valid UTF-8"
+        elif path.is_symlink():
             why = "it is a symbolic link, and links are not followed"
         elif not path.is_file():
             why = "it is not a regular file"
@@ -65,7 +71,7 @@ def skipped_pages(pages_dir: Path) -> list[str]:
             except OSError as exc:
                 why = f"it cannot be read ({exc.strerror or exc})"
         if why:
-            notes.append(f"{path}: not published as a page: {why}")
+            notes.append(f"{shown_name(str(path))}: not published as a page: {why}")
     return notes
 
 

@@ -29,7 +29,7 @@ from typing import Any
 import orjson
 
 from . import __version__
-from .config import SiteConfig, build_time
+from .config import MAX_BASE_URL, SiteConfig, build_time
 from .errors import BuildError, Code, Rejection
 from .keys import Keyring
 from .layout import MANIFEST_PATH, MANIFEST_TYPE
@@ -142,12 +142,15 @@ def _check_folders(config: SiteConfig) -> None:
 
 
 def _built_here(manifest: Path) -> bool:
-    """Whether `manifest` begins as pith-mirror writes its manifest (sorted keys, so
-    the generator and the type come first). Its mere presence is not enough: a
-    folder holding any file by that name would otherwise be replaced whole."""
+    """Whether `manifest` is a regular file that begins as pith-mirror writes its
+    manifest (sorted keys: only `base_url`, at most `MAX_BASE_URL` characters, and
+    the generator come before the type). Its mere presence is not enough: a folder
+    holding any file by that name would otherwise be replaced whole."""
     try:
+        if not stat.S_ISREG(manifest.lstat().st_mode):  # (a named pipe would block the read)
+            return False
         with manifest.open("rb") as handle:
-            head = handle.read(4096)
+            head = handle.read(_MANIFEST_HEAD)
     except OSError:
         return False
     return (
@@ -155,6 +158,10 @@ def _built_here(manifest: Path) -> bool:
         and f'"manifest_type": "{MANIFEST_TYPE}"'.encode() in head
         and b'"tool": "pith-mirror"' in head
     )
+
+
+_MANIFEST_HEAD = 16 * MAX_BASE_URL
+"""Room for the longest base URL, each character escaped in JSON (`\\uXXXX`), and the rest."""
 
 
 def build_key(config: SiteConfig, keyring: Keyring) -> str:
@@ -195,7 +202,7 @@ def extra_inputs(config: SiteConfig) -> str:
                 data = page.read_bytes() if regular else b"not a page"
             except OSError:
                 data = b"unreadable"
-            digest.update(page.name.encode() + b"\0" + hashlib.sha256(data).digest())
+            digest.update(os.fsencode(page.name) + b"\0" + hashlib.sha256(data).digest())
     return digest.hexdigest()
 
 

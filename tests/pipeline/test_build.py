@@ -200,6 +200,7 @@ def test_exit_2_for_a_content_path_that_is_a_file(
         ("{root}", "the content folder is inside the site folder"),
         ("mydocs", "so pith-mirror did not build it"),
         ("other-tool", "so pith-mirror did not build it"),
+        ("piped", "so pith-mirror did not build it"),
     ],
 )
 def test_exit_2_for_a_site_folder_a_build_would_wipe(
@@ -214,6 +215,11 @@ def test_exit_2_for_a_site_folder_a_build_would_wipe(
     manifest.parent.mkdir(parents=True)
     manifest.write_text('{"manifest_type": "something else"}')
     (cli.root / "other-tool" / "index.html").write_text("another site")
+    # a named pipe by that name must not be opened: the read would wait for a writer forever
+    piped = cli.root / "piped" / ".well-known" / "pith"
+    piped.mkdir(parents=True)
+    os.mkfifo(piped / "mirror.json")
+    (cli.root / "piped" / "precious.txt").write_text("keep")
     before = tree(cli.root)
     code, _out, err = run(["build", "content", site.format(root=cli.root), "--jobs", "1"], capsys)
     assert code == 2
@@ -556,3 +562,15 @@ def test_the_reported_time_covers_replacing_the_old_site(
     report = build(project.config(), BOTH_KEYS, incremental=False)
     assert report.mode == "full" and [p.name for p in deleted] == [".site.previous"]
     assert report.seconds >= 0.3
+
+
+def test_a_site_built_with_the_longest_base_url_is_still_its_own(
+    cli: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The manifest's base_url comes before the marks that say pith-mirror wrote it:
+    a long one must not make the next build take the site for another tool's."""
+    longest = "https://example.org/" + "a" * (2048 - len("https://example.org/") - 1) + "/"
+    assert len(longest) == 2048
+    for clean in ([], ["--clean"], []):
+        code, _out, err = run(["build", "--jobs", "1", "--quiet", "--base-url", longest, *clean], capsys)
+        assert code == 0, err

@@ -346,6 +346,20 @@ def test_a_folder_or_pipe_named_like_a_page_is_noted_not_read(project: Project) 
     assert project.json("report.json")["notes"] == list(report.notes)
 
 
+def test_a_page_name_that_is_not_utf8_is_noted_and_editor_files_are_not(project: Project) -> None:
+    pages = project.content / "pages"
+    pages.mkdir()
+    (pages / os.fsdecode(b"caf\xe9.md")).write_text("# Caf\n")
+    for name in (".#about.md", ".about.md", "#about.md#"[:-1] + ".md"):
+        (pages / name).write_text("# Not a page\n")
+    project.add_real(bundle=False)
+    report = project.build()
+    assert report.published == 1 and not report.rejections
+    notes = [n for n in report.notes if "not published as a page" in n]
+    assert notes == [f"{pages}/caf\\xe9.md: not published as a page: the file name is not valid UTF-8"]
+    assert project.json("report.json")["notes"] == list(report.notes)
+
+
 # ---------------------------------------------------------------- collisions between documents
 
 

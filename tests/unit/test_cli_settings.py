@@ -110,6 +110,9 @@ def test_a_cname_that_is_not_a_host_name_is_refused_and_no_cname_file_is_written
         "pith.science",
         "http://exa mple",
         'https://pith.science/"x',
+        "https://pith.science/?q=1",
+        "https://pith.science/#top",
+        "https://pith.science:0",
     ],
 )
 def test_a_primary_url_without_an_http_scheme_and_a_host_is_refused(
@@ -167,3 +170,41 @@ def test_a_site_named_dot_keeps_its_default_cache_beside_the_folder_not_inside(
     assert (out / "index.html").is_file()
     assert (tmp_path / ".pith-cache" / "out").is_dir()
     assert not (out / ".pith-cache").exists()
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "says"),
+    [
+        ("base-url", "//evil.example/m/", "names a host: write it as https://host/..."),
+        ("base-url", "/m/\ufffe/", "holds a character a URL cannot (percent-encode it)"),
+        ("base-url", "/spiegel/bücher/", "holds a character a URL cannot (percent-encode it)"),
+        ("base-url", "/" + "a" * 2048, "is 2,049 characters long; at most 2,048"),
+        ("base-url", "https://ex.org/\udcff/", "holds bytes that are not UTF-8"),
+        ("site-title", "Mirror \udcff", "holds bytes that are not UTF-8"),
+        ("primary-url", "https://pith.science/\udcff", "holds bytes that are not UTF-8"),
+    ],
+)
+def test_a_url_or_title_that_pages_could_not_use_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], setting: str, value: str, says: str
+) -> None:
+    """`\\udcff` is how Python gives a command-line byte that is not UTF-8."""
+    content, site = project(tmp_path)
+    code, err = run(capsys, "build", "--jobs", "1", f"--{setting}={value}", content, site)
+    assert code == 2 and "Traceback" not in err
+    assert err.startswith(f"pith-mirror: configuration: {setting.replace('-', '_')}: ") and says in err, err
+    assert not site.exists()
+
+
+def test_a_command_run_from_a_folder_that_is_gone_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full build into "." replaces the folder the shell is in; the next command
+    there used to end in a traceback."""
+    content, _ = project(tmp_path)
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    code, err = run(capsys, "build", "--jobs", "1", content, tmp_path / "site")
+    assert code == 2
+    assert err == "pith-mirror: the current folder no longer exists: change into it again\n"

@@ -365,3 +365,18 @@ def test_subprocess_names_a_file_whose_name_is_not_utf8_as_the_build_does(tmp_pa
     assert all(line.startswith("REJECTED") for line in out.splitlines()[:2])
     assert f" {shown[0]}  {unnamed}" in out and f" {shown[1]}  {unnamed}" in out
     assert err.startswith(f"{shown[0]}: ")
+
+
+def test_a_good_document_in_a_folder_whose_name_is_not_utf8_verifies(tmp_path: Path) -> None:
+    """Only the name within the folder given counts, as in a build: the folder's own
+    name is the user's to choose."""
+    folder = tmp_path / os.fsdecode(b"d\xe9")
+    folder.mkdir()
+    (folder / "ok.json").write_bytes((CONTENT / "GO43K6A5MHLNBUADUVZ3AKFBNI.record.json").read_bytes())
+    command = [sys.executable, "-m", "generator", "verify", "--json", folder]
+    result = subprocess.run(command, capture_output=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout.decode("utf-8"))
+    assert [(r["path"], r["ok"]) for r in report["results"]] == [
+        (f"{tmp_path.as_posix()}/d\\xe9/ok.json", True)
+    ]
