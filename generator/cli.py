@@ -54,11 +54,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        os.getcwd()
-    except FileNotFoundError:  # e.g. the shell was in a site folder that a full build replaced
-        print("pith-mirror: the current folder no longer exists: change into it again", file=sys.stderr)
-        return EXIT_USAGE
-    try:
         code: int = args.handler(args) if hasattr(args, "handler") else run_verify(args)
         sys.stdout.flush()  # (a reader that went away is found here, not at exit)
         return code

@@ -195,8 +195,8 @@ def is_http_url_with_host(url: str) -> bool:
         parts.scheme in ("http", "https")
         and bool(parts.hostname)
         and port != 0
-        and not parts.query
-        and not parts.fragment
+        and "?" not in url
+        and "#" not in url
         and _url_characters_ok(url)
     )
 
@@ -207,9 +207,12 @@ a site's manifest is read to tell that pith-mirror wrote it (unchanged.py)."""
 
 
 def _url_characters_ok(url: str) -> bool:
-    """Printable ASCII other than what URLs never hold: anything else is written
-    percent-encoded (a host in its xn-- form)."""
-    return all("!" <= c <= "~" and c not in _NOT_IN_URLS for c in url)
+    """No white space, controls or characters URLs never hold, and none that XML
+    cannot hold (the feed and sitemaps carry the URL): the rest of Unicode is fine,
+    as browsers percent-encode it."""
+    return all(
+        c not in _NOT_IN_URLS and not c.isspace() and c.isprintable() and c not in "\ufffe\uffff" for c in url
+    )
 
 
 def validate(config: SiteConfig) -> None:
@@ -219,26 +222,30 @@ def validate(config: SiteConfig) -> None:
             raise ConfigError(name, "holds bytes that are not UTF-8")
     for name in ("content", "site", "templates", "cache", "keys", "mirror_key"):
         path = getattr(config, name)
-        if path is not None and shown_name(str(path)) != str(path):
-            raise ConfigError(name, f"the path {shown_name(str(path))} is not valid UTF-8; rename it")
+        whole = None if path is None else str(path.absolute())  # (the current folder's name counts too)
+        if whole is not None and shown_name(whole) != whole:
+            raise ConfigError(name, f"the path {shown_name(whole)} is not valid UTF-8; rename it")
     if len(config.base_url) > MAX_BASE_URL:
         raise ConfigError(
             "base_url", f"is {len(config.base_url):,} characters long; at most {MAX_BASE_URL:,}"
         )
     try:
         parts = urlsplit(config.base_url)
-        if parts.scheme:
-            parts.port  # noqa: B018 (raises ValueError for a port that is not one)
+        port = parts.port if parts.scheme else None
     except ValueError:  # e.g. "http://[" (an unclosed IPv6 bracket) or "http://h:99999"
         raise ConfigError("base_url", f"{config.base_url!r} is not a path or an http(s) URL") from None
-    if parts.scheme not in ("", "http", "https") or (parts.scheme and not parts.hostname):
+    if parts.scheme not in ("", "http", "https") or (parts.scheme and not parts.hostname) or port == 0:
         raise ConfigError("base_url", f"{config.base_url!r} is not a path or an http(s) URL")
-    if parts.query or parts.fragment:
+    if "?" in config.base_url or "#" in config.base_url:  # (an empty one too: links would carry it)
         raise ConfigError("base_url", "a base URL has no query or fragment")
     if not parts.scheme and not config.base_url.startswith("/"):
         raise ConfigError("base_url", f"{config.base_url!r} is a relative path: a path starts with '/'")
     if not parts.scheme and parts.netloc:  # "//host/": a link to another host, not a path
         raise ConfigError("base_url", f"{config.base_url!r} names a host: write it as https://host/...")
+    if config.base_path.startswith("//"):  # "//host/...": browsers read a link to another host
+        raise ConfigError(
+            "base_url", f"{config.base_url!r} has a path starting with '//', which links read as another host"
+        )
     if not _url_characters_ok(config.base_url):
         raise ConfigError(
             "base_url", f"{config.base_url!r} holds a character a URL cannot (percent-encode it)"
@@ -267,7 +274,11 @@ def validate(config: SiteConfig) -> None:
 
 def load_config(explicit: Path | None, flags: dict[str, Any], cwd: Path | None = None) -> SiteConfig:
     config = SiteConfig()
-    found = find_config_file(explicit, cwd or Path.cwd())
+    try:
+        here = cwd or Path.cwd()
+    except FileNotFoundError:  # e.g. the shell was in a site folder that a full build replaced
+        raise ConfigError("current folder", "it no longer exists: change into it again") from None
+    found = find_config_file(explicit, here)
     if found is not None:
         origin, table = found
         config = apply(config, table, origin if origin.is_absolute() else origin.resolve())

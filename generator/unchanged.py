@@ -33,7 +33,7 @@ from .config import MAX_BASE_URL, SiteConfig, build_time
 from .errors import BuildError, Code, Rejection
 from .keys import Keyring
 from .layout import MANIFEST_PATH, MANIFEST_TYPE
-from .load import discover_names
+from .load import discover_names, is_ignored_name
 from .model import BuildReport
 from .pages import page_titles
 from .write import write_atomic
@@ -149,6 +149,9 @@ def _built_here(manifest: Path) -> bool:
     try:
         if not stat.S_ISREG(manifest.lstat().st_mode):  # (a named pipe would block the read)
             return False
+        # ... and it must be the folder's own: a linked .well-known would lend it another site's
+        if any(folder.is_symlink() for folder in (manifest.parent, manifest.parent.parent)):
+            return False
         with manifest.open("rb") as handle:
             head = handle.read(_MANIFEST_HEAD)
     except OSError:
@@ -195,7 +198,7 @@ def extra_inputs(config: SiteConfig) -> str:
     digest = hashlib.sha256(str(build_time()).encode())
     pages = config.content / "pages"
     if pages.is_dir():
-        for page in sorted(pages.glob("*.md")):
+        for page in sorted(p for p in pages.glob("*.md") if not is_ignored_name(p.name)):
             # (only what pages.py reads: a folder, a named pipe or a link named *.md is no page)
             try:
                 regular = stat.S_ISREG(page.lstat().st_mode)

@@ -201,6 +201,7 @@ def test_exit_2_for_a_content_path_that_is_a_file(
         ("mydocs", "so pith-mirror did not build it"),
         ("other-tool", "so pith-mirror did not build it"),
         ("piped", "so pith-mirror did not build it"),
+        ("linked", "so pith-mirror did not build it"),
     ],
 )
 def test_exit_2_for_a_site_folder_a_build_would_wipe(
@@ -220,6 +221,11 @@ def test_exit_2_for_a_site_folder_a_build_would_wipe(
     piped.mkdir(parents=True)
     os.mkfifo(piped / "mirror.json")
     (cli.root / "piped" / "precious.txt").write_text("keep")
+    # nor does a .well-known linked from the site pith-mirror built make a folder its own
+    assert run(["build", "content", "site", "--jobs", "1"], capsys)[0] == 0
+    (cli.root / "linked").mkdir()
+    (cli.root / "linked" / ".well-known").symlink_to(cli.site / ".well-known", target_is_directory=True)
+    (cli.root / "linked" / "thesis.txt").write_text("years of work")
     before = tree(cli.root)
     code, _out, err = run(["build", "content", site.format(root=cli.root), "--jobs", "1"], capsys)
     assert code == 2

@@ -177,7 +177,13 @@ def test_a_site_named_dot_keeps_its_default_cache_beside_the_folder_not_inside(
     [
         ("base-url", "//evil.example/m/", "names a host: write it as https://host/..."),
         ("base-url", "/m/\ufffe/", "holds a character a URL cannot (percent-encode it)"),
-        ("base-url", "/spiegel/bücher/", "holds a character a URL cannot (percent-encode it)"),
+        ("base-url", "/m/\x85/", "holds a character a URL cannot (percent-encode it)"),
+        ("base-url", "https://example.org//evil.example/", "has a path starting with '//'"),
+        ("base-url", "////evil.example/m/", "has a path starting with '//'"),
+        ("base-url", "/m/?", "a base URL has no query or fragment"),
+        ("base-url", "https://example.org:0/m/", "is not a path or an http(s) URL"),
+        ("primary-url", "https://pith.science?", "is not an http(s) URL with a host"),
+        ("primary-url", "https://pith.science/#", "is not an http(s) URL with a host"),
         ("base-url", "/" + "a" * 2048, "is 2,049 characters long; at most 2,048"),
         ("base-url", "https://ex.org/\udcff/", "holds bytes that are not UTF-8"),
         ("site-title", "Mirror \udcff", "holds bytes that are not UTF-8"),
@@ -195,6 +201,30 @@ def test_a_url_or_title_that_pages_could_not_use_is_refused(
     assert not site.exists()
 
 
+def test_a_base_url_with_letters_beyond_ascii_is_kept(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    content, site = project(tmp_path)
+    code, err = run(
+        capsys, "build", "--jobs", "1", "--quiet", "--base-url=https://bücher.example/spiegel/", content, site
+    )
+    assert code == 0, err
+    assert 'href="/spiegel/assets/' in (site / "index.html").read_text()
+    assert "https://bücher.example/spiegel/" in (site / "feed.xml").read_text()
+
+
+def test_a_current_folder_whose_name_is_not_utf8_is_named_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    here = tmp_path / os.fsdecode(b"caf\xe9")
+    here.mkdir()
+    shutil.copytree(CONTENT, here / "content")
+    monkeypatch.chdir(here)
+    code, err = run(capsys, "build", "--jobs", "1")
+    assert code == 2 and "Traceback" not in err
+    assert err.startswith("pith-mirror: configuration: content: the path ") and "caf\\xe9" in err, err
+
+
 def test_a_command_run_from_a_folder_that_is_gone_says_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -207,4 +237,6 @@ def test_a_command_run_from_a_folder_that_is_gone_says_so(
     gone.rmdir()
     code, err = run(capsys, "build", "--jobs", "1", content, tmp_path / "site")
     assert code == 2
-    assert err == "pith-mirror: the current folder no longer exists: change into it again\n"
+    assert err == "pith-mirror: configuration: current folder: it no longer exists: change into it again\n"
+    code, err = run(capsys, "verify", content)  # (a command given whole paths needs no current folder)
+    assert code == 0, err
