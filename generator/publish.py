@@ -151,14 +151,14 @@ def site_files(site: Path, links: list[str] | None = None) -> list[str]:
     found: list[str] = []
     for folder, dirs, files in os.walk(site):
         here = Path(folder)
-        for name in [*dirs, *files]:
-            if (here / name).is_symlink():
-                if links is None:
-                    raise BuildError(str(here / name), _LINK)
-                links.append((here / name).relative_to(site).as_posix())
-        if links is not None:
-            dirs[:] = [d for d in dirs if not (here / d).is_symlink()]
-            files = [f for f in files if not (here / f).is_symlink()]
+        linked = {name for name in [*dirs, *files] if (here / name).is_symlink()}
+        if linked:
+            if links is None:
+                raise BuildError(str(here / min(linked)), _LINK)
+            # listed, and neither walked into nor counted as files
+            links.extend((here / name).relative_to(site).as_posix() for name in linked)
+            dirs[:] = [d for d in dirs if d not in linked]
+            files = [f for f in files if f not in linked]
         dirs.sort()
         found.extend((here / name).relative_to(site).as_posix() for name in files)
     return sorted(found)
