@@ -89,7 +89,7 @@ def load_keys(path: Path | None) -> Any:
 def run_verify(args: argparse.Namespace) -> int:
     from .config import MIN_MAX_BYTES
     from .examine import examine
-    from .load import NOT_UTF8_NAME, Limits, discover, shown_name
+    from .load import NOT_UTF8_NAME, Limits, discover, is_utf8, shown_name
     from .model import Verdict
 
     keyring = load_keys(args.keys)
@@ -108,7 +108,7 @@ def run_verify(args: argparse.Namespace) -> int:
             raise ConfigError("paths", f"no such file or folder: {path}")
     results = []
     for file_path, name, root, own_name in targets:
-        if shown_name(own_name) != own_name:  # refused unread, as the build refuses it
+        if not is_utf8(own_name):  # refused unread, as the build refuses it
             results.append(Verdict(name, None, None, (Problem(Code.FILE_UNREADABLE, "", NOT_UTF8_NAME),)))
             continue
         verdict, _verified, _source = examine(file_path, name, root, keyring, limits)

@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .errors import ConfigError
-from .load import DEFAULT_MAX_BYTES, shown_name
+from .load import DEFAULT_MAX_BYTES, is_utf8, shown_name
 
 PRIMARY_URL = "https://pith.science"
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -208,22 +208,21 @@ a site's manifest is read to tell that pith-mirror wrote it (unchanged.py)."""
 
 def _url_characters_ok(url: str) -> bool:
     """No white space, controls or characters URLs never hold, and none that XML
-    cannot hold (the feed and sitemaps carry the URL): the rest of Unicode is fine,
-    as browsers percent-encode it."""
-    return all(
-        c not in _NOT_IN_URLS and not c.isspace() and c.isprintable() and c not in "\ufffe\uffff" for c in url
-    )
+    cannot hold (the feed and sitemaps carry the URL; `isprintable` is false for
+    those, U+FFFE and U+FFFF included): the rest of Unicode is fine, as browsers
+    percent-encode it."""
+    return all(c not in _NOT_IN_URLS and not c.isspace() and c.isprintable() for c in url)
 
 
 def validate(config: SiteConfig) -> None:
     for name in ("base_url", "primary_url", "site_title", "cname"):
         value = getattr(config, name)
-        if isinstance(value, str) and shown_name(value) != value:
+        if isinstance(value, str) and not is_utf8(value):
             raise ConfigError(name, "holds bytes that are not UTF-8")
     for name in ("content", "site", "templates", "cache", "keys", "mirror_key"):
         path = getattr(config, name)
         whole = None if path is None else str(path.absolute())  # (the current folder's name counts too)
-        if whole is not None and shown_name(whole) != whole:
+        if whole is not None and not is_utf8(whole):
             raise ConfigError(name, f"the path {shown_name(whole)} is not valid UTF-8; rename it")
     if len(config.base_url) > MAX_BASE_URL:
         raise ConfigError(

@@ -69,14 +69,22 @@ NOT_UTF8_NAME = "the file name is not valid UTF-8; rename the file to publish it
 cache or page. Like an unreadable file it names no Pith number."""
 
 
-def shown_name(name: str) -> str:
-    """A file name as reports show it: each byte that is not UTF-8 (the file system
-    gives those as lone surrogates) written as `\\xNN`, so what is printed stays UTF-8."""
+def is_utf8(name: str) -> bool:
+    """False for a name with bytes that are not UTF-8 (the file system gives those as
+    lone surrogates): no report, cache, page or JSON can hold it as it is."""
     try:
         name.encode("utf-8")
     except UnicodeEncodeError:
-        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    return name
+        return False
+    return True
+
+
+def shown_name(name: str) -> str:
+    """A file name as reports show it: each byte that is not UTF-8 (the file system
+    gives those as lone surrogates) written as `\\xNN`, so what is printed stays UTF-8."""
+    if is_utf8(name):
+        return name
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def discover(content: Path) -> Iterator[tuple[Path, str]]:

@@ -54,7 +54,7 @@ from .errors import BuildError, Code, Rejection
 from .family import family_paths
 from .keys import Keyring
 from .layout import MANIFEST_PATH
-from .load import NOT_UTF8_NAME, document_path, shown_name
+from .load import NOT_UTF8_NAME, document_path, is_utf8, shown_name
 from .manifest import published_paths, read_published
 from .model import BuildReport
 from .pages import skipped_pages
@@ -368,8 +368,8 @@ class _Build:
         tasks: list[Task] = []
         root = str(content)
         for path, name, known in listed:
-            shown = shown_name(name)
-            if shown != name:
+            if not is_utf8(name):
+                shown = shown_name(name)
                 entries[shown] = FileEntry(0, "", None, (_unnameable(shown),), None)
                 continue
             old = previous.get(name)
