@@ -11,8 +11,9 @@ import re
 from collections.abc import Iterator
 from html import escape as html_escape
 from pathlib import Path
+from typing import NamedTuple
 
-from .load import is_ignored_name, shown_name
+from .load import is_ignored_name, is_utf8, shown_name
 
 RESERVED_SLUGS = frozenset(
     {"pith", "paper", "api", "browse", "search", "assets", "page", "report", "404", "index", "sitemap"}
@@ -20,20 +21,33 @@ RESERVED_SLUGS = frozenset(
 _SLUG = re.compile(r"[a-z0-9][a-z0-9-]*")
 
 
-def _page_files(pages_dir: Path) -> Iterator[tuple[Path, str, str]]:
-    """Every content/pages/*.md entry as (path, slug, why it is not a page, or "")."""
+class PageFile(NamedTuple):
+    """One content/pages/*.md entry, as every reader of the folder sees it."""
+
+    path: Path
+    slug: str
+    why: str
+    """Why it is not a page ("" when it is one)."""
+    text: str
+    """Its text, read once ("" when it is not a page)."""
+
+
+def page_files(pages_dir: Path) -> Iterator[PageFile]:
+    """Every content/pages/*.md entry but editor files (as content/ skips them), each
+    page read: the navigation, the pages, the notes and the build's check for a change
+    all see one folder the same way."""
     if not pages_dir.is_dir() or pages_dir.is_symlink():
         return
     seen: set[str] = set()
     for path in sorted(pages_dir.glob("*.md")):
-        if is_ignored_name(path.name):  # (an editor's lock or backup file, as content/ skips)
+        if is_ignored_name(path.name):
             continue
-        slug = path.stem.lower()
-        if shown_name(path.name) != path.name:
+        slug, text = path.stem.lower(), ""
+        if not is_utf8(path.name):
             why = "the file name is not valid UTF-8"
         elif path.is_symlink():
             why = "it is a symbolic link, and links are not followed"
-        elif not path.is_file():
+        elif not path.is_file():  # (a folder or a named pipe: never opened)
             why = "it is not a regular file"
         elif not _SLUG.fullmatch(slug):
             why = "a page name holds only letters, digits and hyphens, and starts with a letter or digit"
@@ -42,37 +56,29 @@ def _page_files(pages_dir: Path) -> Iterator[tuple[Path, str, str]]:
         elif slug in seen:
             why = f"another file in the folder already makes the page {slug!r}"
         else:
-            why = ""
-            seen.add(slug)
-        yield path, slug, why
+            try:
+                text, why = path.read_text("utf-8", errors="replace"), ""
+                seen.add(slug)
+            except OSError as exc:
+                why = f"it cannot be read ({exc.strerror or exc})"
+        yield PageFile(path, slug, why, text)
 
 
 def _page_sources(pages_dir: Path) -> Iterator[tuple[str, str, str | None]]:
     """content/pages/*.md that become pages, as (slug, text, its "# " heading or None)."""
-    for path, slug, why in _page_files(pages_dir):
-        if why:
-            continue
-        try:
-            text = path.read_text("utf-8", errors="replace")
-        except OSError:  # (gone or unreadable since the folder was listed: no page, as for any non-page)
-            continue
-        heading = next((line[2:].strip() for line in text.splitlines() if line.startswith("# ")), None)
-        yield slug, text, heading
+    for page in page_files(pages_dir):
+        if not page.why:
+            lines = page.text.splitlines()
+            heading = next((line[2:].strip() for line in lines if line.startswith("# ")), None)
+            yield page.slug, page.text, heading
 
 
 def skipped_pages(pages_dir: Path) -> list[str]:
     """A note for each content/pages/*.md that does not become a page, and why:
     dropping one without a word leaves its author looking for it."""
-    notes = []
-    for path, _, why in _page_files(pages_dir):
-        if not why:
-            try:
-                path.open("rb").close()
-            except OSError as exc:
-                why = f"it cannot be read ({exc.strerror or exc})"
-        if why:
-            notes.append(f"{shown_name(str(path))}: not published as a page: {why}")
-    return notes
+    return [
+        f"{shown_name(str(p.path))}: not published as a page: {p.why}" for p in page_files(pages_dir) if p.why
+    ]
 
 
 def _title(slug: str, heading: str | None) -> str:

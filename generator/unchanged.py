@@ -33,9 +33,9 @@ from .config import MAX_BASE_URL, SiteConfig, build_time
 from .errors import BuildError, Code, Rejection
 from .keys import Keyring
 from .layout import MANIFEST_PATH, MANIFEST_TYPE
-from .load import discover_names, is_ignored_name
+from .load import discover_names
 from .model import BuildReport
-from .pages import page_titles
+from .pages import page_files, page_titles
 from .write import write_atomic
 
 CACHE_FORMAT = 18
@@ -196,16 +196,9 @@ def build_key(config: SiteConfig, keyring: Keyring) -> str:
 def extra_inputs(config: SiteConfig) -> str:
     """Inputs besides the documents: Markdown pages and the build clock."""
     digest = hashlib.sha256(str(build_time()).encode())
-    pages = config.content / "pages"
-    if pages.is_dir():
-        for page in sorted(p for p in pages.glob("*.md") if not is_ignored_name(p.name)):
-            # (only what pages.py reads: a folder, a named pipe or a link named *.md is no page)
-            try:
-                regular = stat.S_ISREG(page.lstat().st_mode)
-                data = page.read_bytes() if regular else b"not a page"
-            except OSError:
-                data = b"unreadable"
-            digest.update(os.fsencode(page.name) + b"\0" + hashlib.sha256(data).digest())
+    for page in page_files(config.content / "pages"):  # (what the build would publish of them)
+        digest.update(os.fsencode(page.path.name) + b"\0" + page.why.encode() + b"\0")
+        digest.update(hashlib.sha256(page.text.encode()).digest())
     return digest.hexdigest()
 
 
