@@ -12,11 +12,11 @@ Rules (the promise: nothing already published is lost or rolled back):
   events the other lacks.
 - Bundles that hold the same events can still differ in other signed fields
   (the resolver re-signs a bundle as a paper's aliases grow): the one with
-  the later signed `built_at` wins. (Between bundles whose events differ,
-  the events decide, whatever their `built_at`: the resolver only ever adds
-  events, so a superset is the newer bundle.) An earlier one is a rollback; when the
+  the later signed `built_at` wins. An earlier one is a rollback; when the
   times are equal or either is missing, they conflict and the published
-  bundle stays.
+  bundle stays. (Between bundles whose events differ, the events decide,
+  whatever their `built_at`: the resolver only ever adds events, so a
+  superset is the newer bundle.)
 - A number whose document was refused this time keeps its published files.
   When some refused file cannot even be tied to a number (garbage, a
   truncated copy), every published number missing from this build is kept:

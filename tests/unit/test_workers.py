@@ -79,9 +79,10 @@ def test_a_worker_whose_parent_is_process_1_works() -> None:
         assert os.path.isfile(f"{scratch}/site/index.html")
 
 
-def test_a_worker_started_after_its_parent_ended_ends_at_once() -> None:
-    """The kernel signals only a parent's end after the request: a worker that finds
-    another parent than the one that forked it ends by itself."""
+def test_a_worker_whose_parent_is_not_the_one_named_ends_at_once() -> None:
+    """The kernel signals only a parent's end after the request, so a worker whose
+    parent already ended (it then has another) must end by itself: here the parent
+    named is one it cannot have."""
     pool = ProcessPoolExecutor(
         1, mp_context=multiprocessing.get_context("fork"), initializer=_end_with_parent, initargs=(-1,)
     )
