@@ -92,6 +92,8 @@ class Summary:
     event_count: int
     key_ids: tuple[str, ...]
     updated_at: str
+    """The newest signed time: the last event's `created_at`, or for a record
+    document (no events) the paper's `submitted_at`; the feed is ordered by it."""
     integrity_path: str | None = None
     """The integrity report file, named by arXiv id and so shared by every
     version of a paper: the site-wide stage publishes the newest version's."""
@@ -488,7 +490,10 @@ def summarize(
     key_ids = sorted(
         {str(doc.receipt.get("key_id"))} | {str(e.data.get("signer", {}).get("key_id")) for e in doc.events}
     )
-    updated = max([e.created_at for e in doc.events] or [str(doc.receipt.get("signed_at", ""))])
+    # (a record document has no events, and its receipt's signed_at is outside what its
+    # signature covers: anyone could set it to put the record first in the feed. Its
+    # only signed time is the paper's submission, in the canonical record.)
+    updated = max([e.created_at for e in doc.events] or [str(metadata["submitted_at"])])
     title, authors = str(paper.get("title", "")), str(paper.get("authors_text", ""))
     source_kind, source_id, source_version = str(source["kind"]), str(source["id"]), int(source["version"])
     alias_pairs = tuple((str(a.get("alias_kind")), str(a.get("alias_value"))) for a in aliases(pub))

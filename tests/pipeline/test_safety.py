@@ -508,3 +508,20 @@ def test_a_file_name_that_is_not_utf8_is_refused_and_the_rest_published(project:
         ]
         assert report.published == 2
         assert "bad\\\\xfe.json" in project.text("report.json")
+
+
+def test_an_unsigned_receipt_time_does_not_put_a_record_first_in_the_feed(project: Project) -> None:
+    """A record document's receipt `signed_at` is outside its signature: the feed
+    orders and dates it by the paper's signed `submitted_at` instead."""
+    newer = f.canonical_record(source_id="2301.00001", submitted_at="2023-01-02T03:04:05Z", title="Newer")
+    older = f.canonical_record(source_id="2101.00002", submitted_at="2021-01-02T03:04:05Z", title="Older")
+    project.add("newer.json", f.record_document(record=newer, title="Newer"))
+    late = {"signed_at": "2099-12-31T23:59:59Z"}
+    project.add("older.json", f.record_document(record=older, title="Older", receipt_overrides=late))
+    report = project.build()
+    assert report.published == 2 and not report.rejections, report.rejections
+    atom = "{http://www.w3.org/2005/Atom}"
+    feed = ET.fromstring(project.read("feed.xml"))
+    entries = [(e.findtext(f"{atom}title"), e.findtext(f"{atom}updated")) for e in feed.iter(f"{atom}entry")]
+    assert entries == [("Newer", "2023-01-02T03:04:05Z"), ("Older", "2021-01-02T03:04:05Z")]
+    assert feed.findtext(f"{atom}updated") == "2023-01-02T03:04:05Z"
