@@ -39,6 +39,7 @@ from dataclasses import replace
 from itertools import pairwise
 from pathlib import Path
 
+from . import layout
 from .cache import (
     BuildCache,
     FileEntry,
@@ -56,7 +57,7 @@ from .keys import Keyring
 from .layout import MANIFEST_PATH
 from .load import NOT_UTF8_NAME, document_path, is_utf8, shown_name
 from .manifest import published_paths, read_published
-from .model import BuildReport
+from .model import BuildReport, number_body
 from .pages import skipped_pages
 from .reconcile import Candidate, Choice, select
 from .sitewide_write import PaperPages, SitewideStage
@@ -299,7 +300,7 @@ class _Build:
                     refused_numbers.add(entry.pith_number)
                 else:
                     unidentified = True
-        paths = _ContentPaths(str(self.config.content.parent))
+        paths = _ContentPaths(str(self.config.content.parent), self.site, entries)
 
         touched = self.touched_numbers(entries, changed, refused_numbers, unidentified)
         published = self.published_documents(candidates, paths, touched)
@@ -537,7 +538,7 @@ class _Build:
         """Render numbers from their chosen documents (verified again in the worker)."""
         done: set[str] = set()
         by_number = {c.pith_number: c for c in choices}
-        items = [(c, {f.file: paths[f.file] for f in c.files}) for c in choices]
+        items = [(c, {f.kind: paths.locate(f) for f in c.files}) for c in choices]
         for result in run_tasks(render_task, items, self.pool, None, "re-rendered"):
             rejections += result.rejections
             self.written += result.written
@@ -590,12 +591,27 @@ class _ContentPaths:
     demand (a build that changed one file needs one path, not 20,000);
     documents read back from the published site are recorded as they are found."""
 
-    def __init__(self, parent: str) -> None:
-        self.parent = parent
+    def __init__(self, parent: str, site: Path, entries: dict[str, FileEntry]) -> None:
+        self.parent, self.site, self.entries = parent, site, entries
         self.site_files: dict[str, str] = {}
-
-    def __getitem__(self, name: str) -> str:
-        return self.site_files.get(name) or os.path.join(self.parent, name)
 
     def __setitem__(self, name: str, path: str) -> None:
         self.site_files[name] = path
+
+    def locate(self, candidate: Candidate) -> str:
+        """Where `candidate`'s bytes are now. A published document is named by the
+        content file it came from, and that file may since hold another document
+        (an older bundle replayed over it, a refused edit) or be gone: the site's
+        own copy, byte for byte what was verified, is then read instead. (The
+        worker checks the bytes' hash either way.)"""
+        if candidate.from_site:
+            found = self.site_files.get(candidate.file)
+            if found is not None:
+                return found
+        else:
+            entry = self.entries.get(candidate.file)
+            if entry is not None and entry.raw_sha256 == candidate.raw_sha256:
+                return os.path.join(self.parent, candidate.file)
+        body = number_body(candidate.pith_number)
+        published = layout.bundle_json(body) if candidate.kind == "bundle" else layout.record_json(body)
+        return str(self.site / published)

@@ -191,12 +191,13 @@ class Rendered:
 
 
 def render_task(item: tuple[Choice, dict[str, str]]) -> Rendered:
-    """Render a contested number from its chosen documents (verified again here)."""
+    """Render a contested number from its chosen documents (verified again here);
+    `paths` says where each one's bytes are, by kind (see pipeline._ContentPaths.locate)."""
     choice, paths = item
     verified: dict[str, Any] = {}
     raws: dict[str, bytes] = {}
     for candidate in choice.files:
-        path = Path(paths[candidate.file])
+        path = Path(paths[candidate.kind])
         _, doc, source = examine(path, candidate.file, path.parent, _WORKER["keyring"], _WORKER["limits"])
         if doc is None or source is None or source.raw_sha256 != candidate.raw_sha256:
             problem = Rejection(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -465,3 +466,61 @@ def test_two_bundles_with_the_same_events_and_no_order_conflict(project: Project
     ]
     assert "cannot tell which is newer" in report.rejections[0].message
     assert [p for p in tree(project.site) if BODY in p] == []
+
+
+# ---------------------------------------------------------------- a published document re-read
+
+
+def record_of_number(authors: str = "A. Author, B. Author") -> dict[str, Any]:
+    doc = f.record_document(record=RECORD, title=TITLE)
+    doc["paper"]["authors_text"] = authors  # (unsigned: the record stays valid)
+    return doc
+
+
+def published_events(project: Project) -> int | None:
+    path = project.site / f"pith/{BODY}/bundle.json"
+    return len(json.loads(path.read_bytes())["events"]) if path.exists() else None
+
+
+@pytest.mark.parametrize("displaced", ["replayed", "deleted"])
+def test_a_published_bundle_whose_file_was_displaced_stays_when_its_number_is_rendered_again(
+    project: Project, bundles: dict[str, bytes], displaced: str
+) -> None:
+    """The number must be rendered again (its record changed) while its content
+    file no longer holds the published bundle: the site's copy is read, so the
+    number stays, and the replayed older bundle is still a rollback after."""
+    project.add("r.json", record_of_number())
+    project.add("b.json", bundles["B"])
+    assert project.build().published == 1
+    if displaced == "replayed":
+        project.add("b.json", bundles["A"])
+    else:
+        project.remove("b.json")
+    project.build()
+    edited = project.add("r.json", record_of_number("Someone Else")).read_bytes()
+    report = project.build()
+    assert report.published == 1, codes(report)
+    assert published_events(project) == 3
+    assert project.read(f"pith/{BODY}.json") == edited
+    project.add("r.json", record_of_number())
+    report = project.build()
+    assert published_events(project) == 3
+    expected = [("content/b.json", Code.BUNDLE_ROLLBACK)] if displaced == "replayed" else []
+    assert codes(report) == expected
+
+
+def test_a_document_kept_from_a_site_that_is_not_beside_content_is_read_from_that_site(
+    project: Project, bundles: dict[str, bytes], tmp_path: Path
+) -> None:
+    site = tmp_path / "elsewhere" / "out"
+    project.add("r.json", record_of_number())
+    project.add("b.json", bundles["B"])
+    assert project.build(site=site).published == 1
+    project.remove("b.json")  # the published bundle is now only on the site
+    shutil.rmtree(site.parent / ".pith-cache")
+    assert project.build(site=site).published == 1  # (no cache: read back from the site)
+    edited = project.add("r.json", record_of_number("Someone Else")).read_bytes()
+    report = project.build(site=site)
+    assert report.published == 1, codes(report)
+    assert len(json.loads((site / f"pith/{BODY}/bundle.json").read_bytes())["events"]) == 3
+    assert (site / f"pith/{BODY}.json").read_bytes() == edited
