@@ -102,6 +102,19 @@ class ParsedDoc:
         confirmed = [a for a in listed if a.get("alias_kind") in checkable]
         return confirmed, len(listed) - len(confirmed)
 
+    def claimed_aliases(self) -> list[tuple[str, str]]:
+        """(kind, value) of every alias the canonical record determines, by kind: the
+        value the record document lists for that kind (verify checked that it agrees),
+        else the record's own. The list is unsigned: leaving a kind out of it must not
+        hand that alias's look-up (an arXiv id, a DOI) to another version's number."""
+        listed: dict[str, str] = {}
+        for alias in self.confirmed_aliases()[0]:
+            value = alias.get("alias_value")
+            if isinstance(value, str):
+                listed.setdefault(str(alias.get("alias_kind")), value)
+        derived = derivable_aliases(self.canonical_record, self.body)
+        return sorted((kind, listed.get(kind, value)) for kind, value in derived.items())
+
 
 @dataclass(frozen=True, slots=True)
 class Provenance:

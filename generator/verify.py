@@ -444,7 +444,9 @@ class _Checker:
 
 _RECORD_SIGNED = Provenance("verified", "in the canonical record, signed by the resolver's receipt")
 _TITLE_CHECKED = Provenance("verified", "matches title_canon_sha256 in the signed canonical record")
-_ALIASES_CHECKED = Provenance("verified", "each alias checked against the signed canonical record")
+_ALIASES_CHECKED = Provenance(
+    "verified", "each alias determined by the signed canonical record, and checked against it where listed"
+)
 _UNSIGNED = Provenance("unsigned", "from the record document's unsigned part; shown, not verified")
 _ALIASES_SIGNED = Provenance("signed", "covered by the bundle signature and checked against the record")
 _STATE_MERGED = Provenance("verified", "derived from the signed events by this mirror's merge")

@@ -501,7 +501,11 @@ def summarize(
     updated = max([e.created_at for e in doc.events] or [str(metadata["submitted_at"])])
     title, authors = str(paper.get("title", "")), str(paper.get("authors_text", ""))
     source_kind, source_id, source_version = str(source["kind"]), str(source["id"]), int(source["version"])
-    alias_pairs = tuple((str(a.get("alias_kind")), str(a.get("alias_value"))) for a in aliases(pub))
+    if pub.bundle is not None:
+        alias_pairs = tuple((str(a.get("alias_kind")), str(a.get("alias_value"))) for a in aliases(pub))
+    else:  # (a record document's list is unsigned: its canonical record decides the claims)
+        assert pub.record is not None
+        alias_pairs = tuple(pub.record.doc.claimed_aliases())
     lookup_paths = tuple(resolve_json(kind, value) for kind, value in alias_pairs)
     values: dict[str, Any] = {
         "pith_number": pub.pith_number,

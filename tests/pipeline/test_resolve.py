@@ -189,3 +189,29 @@ def test_a_record_document_cannot_claim_another_papers_look_ups_with_unsigned_al
         "pith_short_12",
         "pith_short_16",
     }
+
+
+@pytest.mark.parametrize("listed", ["none", "pith only"])
+def test_leaving_aliases_out_of_a_record_document_does_not_move_their_look_ups(
+    project: Project, listed: str
+) -> None:
+    """The canonical record of version 2 determines its arXiv, version and DOI
+    aliases; taking them out of its unsigned list must not hand the shared arXiv
+    and DOI look-ups to version 1, nor drop version 2's own."""
+    v1 = record_doc(source_id="2101.00001", version=1, submitted_at="2021-01-02T03:04:05Z")
+    v2 = record_doc(source_id="2101.00001", version=2, submitted_at="2021-02-02T03:04:05Z")
+    v2["aliases"] = [a for a in v2["aliases"] if listed != "none" and a["alias_kind"].startswith("pith")]
+    project.add("v1.json", v1)
+    project.add("v2.json", v2)
+    report = project.build()
+    assert report.published == 2 and not report.rejections, report.rejections
+    for kind, value in (
+        ("arxiv", "2101.00001"),
+        ("arxiv_version", "2101.00001v2"),
+        ("doi", "10.48550/arxiv.2101.00001"),
+    ):
+        assert project.json(expected_resolve_path(kind, value))["pith_number"] == v2["pith_number"]
+    assert (
+        project.json(expected_resolve_path("arxiv_version", "2101.00001v1"))["pith_number"]
+        == (v1["pith_number"])
+    )
