@@ -10,6 +10,7 @@ Rules:
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass
 from types import CodeType
@@ -154,3 +155,20 @@ def render_template(env: Environment, name: str, context: dict[str, Any]) -> str
     except TemplateError as exc:
         where = getattr(exc, "filename", None) or name
         raise BuildError(str(where), f"template error: {exc}") from None
+    except (ArithmeticError, LookupError, TypeError, ValueError, AttributeError, RecursionError) as exc:
+        # A template can fail at run time the ways Python can: {{ 1 // 0 }},
+        # {{ 1 + "a" }}, a base that extends itself, a stray byte that is not
+        # UTF-8 (ValueError). Jinja has rewritten the traceback to point into
+        # the template: name its line, as for a syntax error.
+        raise BuildError(
+            _template_line(exc) or name, f"template error: {type(exc).__name__}: {exc}"
+        ) from None
+
+
+def _template_line(exc: BaseException) -> str | None:
+    """ "file:line" of the innermost template frame of `exc`'s traceback, if any."""
+    found = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if frame.filename.endswith((".html", ".htm", ".xml", ".txt")):
+            found = f"{frame.filename}:{frame.lineno}"
+    return found

@@ -432,6 +432,42 @@ def test_template_render_error_in_a_site_wide_page_is_a_build_error(
     assert not project.staging.exists()
 
 
+@pytest.mark.parametrize(
+    ("name", "edit", "shown"),
+    [
+        pytest.param("record.html", ("{{ number }}", "{{ 1 // 0 }}"), "ZeroDivisionError", id="divide"),
+        pytest.param(
+            "404.html", ("{% block main %}", '{% block main %}{{ 1 + "a" }}'), "TypeError", id="add"
+        ),
+        pytest.param(
+            "base.html", ("<!doctype html>", '{% extends "base.html" %}'), "RecursionError", id="loop"
+        ),
+    ],
+)
+def test_a_template_that_fails_while_rendering_is_a_build_error(
+    cli: Project, capsys: pytest.CaptureFixture[str], name: str, edit: tuple[str, str], shown: str
+) -> None:
+    assert run(["build", "--jobs", "1"], capsys)[0] == 0
+    before = tree(cli.site)
+    broken_templates(cli.root, name, edit=edit)
+    (cli.root / "pith-mirror.toml").write_text('templates = "tpl"\njobs = 1\n')
+    code, _, err = run(["build"], capsys)
+    assert code == 2
+    assert name in err and shown in err and "Traceback" not in err, err
+    assert tree(cli.site) == before
+
+
+def test_a_template_that_is_not_utf8_is_a_build_error(
+    cli: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    templates = broken_templates(cli.root, "paper.html")
+    (templates / "paper.html").write_bytes(b"\xff" + (templates / "paper.html").read_bytes())
+    (cli.root / "pith-mirror.toml").write_text('templates = "tpl"\njobs = 1\n')
+    code, _, err = run(["build"], capsys)
+    assert code == 2
+    assert "paper.html" in err and "Traceback" not in err, err
+
+
 def make_many(project: Project, count: int) -> None:
     for i in range(count):
         project.add(f"many/{i:03d}.json", record_doc(source_id=f"2112.{i:05d}", title=f"Paper number {i}"))
