@@ -616,3 +616,30 @@ def test_a_site_built_with_the_longest_base_url_is_still_its_own(
     for clean in ([], ["--clean"], []):
         code, _out, err = run(["build", "--jobs", "1", "--quiet", "--base-url", longest, *clean], capsys)
         assert code == 0, err
+
+
+@pytest.mark.parametrize(
+    ("flag", "name", "text"),
+    [
+        pytest.param("--keys", "keys.json", None, id="keys"),
+        pytest.param("--mirror-key", "mirror-key.json", None, id="mirror-key"),
+        pytest.param("--config", "settings.toml", "jobs = 1\n", id="settings"),
+    ],
+)
+def test_an_input_file_inside_the_site_folder_is_refused_and_kept(
+    cli: Project, capsys: pytest.CaptureFixture[str], flag: str, name: str, text: str | None
+) -> None:
+    """A full build replaces the site folder whole: a keys, key or settings file
+    there would be deleted (and a private key published before that)."""
+    assert run(["build", "--jobs", "1"], capsys)[0] == 0
+    inside = cli.site / name
+    if flag == "--mirror-key":
+        assert run(["keygen", str(inside)], capsys)[0] == 0
+    elif flag == "--keys":
+        inside.write_bytes(cli.write_keys().read_bytes())
+    else:
+        inside.write_text(text or "")
+    kept = inside.read_bytes()
+    code, _, err = run(["build", "--jobs", "1", "--clean", flag, str(inside)], capsys)
+    assert code in (1, 2) and "inside the site folder" in err and "Traceback" not in err, err
+    assert inside.read_bytes() == kept
