@@ -113,6 +113,12 @@ def _check_folders(config: SiteConfig) -> None:
         raise BuildError(str(content), "the content folder does not exist")
     if site.exists() and not site.is_dir():
         raise BuildError(str(site), "the site path exists and is not a folder")
+    if site.is_symlink():  # (a full build renames the site folder: it would replace the link)
+        raise BuildError(
+            str(site),
+            "the site folder is a symbolic link, which a full build would replace with a folder:"
+            " name the folder it points to instead",
+        )
     site_path, content_path = site.resolve(), content.resolve()
     if site_path == content_path or content_path in site_path.parents:
         raise BuildError(str(site), "the site folder must not be inside the content folder")

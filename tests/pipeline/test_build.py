@@ -643,3 +643,15 @@ def test_an_input_file_inside_the_site_folder_is_refused_and_kept(
     code, _, err = run(["build", "--jobs", "1", "--clean", flag, str(inside)], capsys)
     assert code in (1, 2) and "inside the site folder" in err and "Traceback" not in err, err
     assert inside.read_bytes() == kept
+
+
+def test_a_site_folder_that_is_a_link_is_refused_and_left_as_it_is(
+    cli: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(["build", "--jobs", "1", "content", "real"], capsys)[0] == 0
+    before = tree(cli.root / "real")
+    (cli.root / "linked").symlink_to("real")
+    code, _, err = run(["build", "--jobs", "1", "--clean", "content", "linked"], capsys)
+    assert code == 2 and "symbolic link" in err and "Traceback" not in err, err
+    assert (cli.root / "linked").is_symlink() and tree(cli.root / "real") == before
+    assert not (cli.root / ".linked.previous").exists()
