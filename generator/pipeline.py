@@ -567,8 +567,12 @@ class _Build:
         A number's paths hold its full body, so only another number's paper
         page (a shared 8-character prefix) can be among the stale paths and
         still be owned: those few are checked against every number."""
+        moved: set[str] = set()
         for number in sorted(accepted):
             for path in numbers[number].paths:
+                if path in moved:  # a paper page two accepted numbers share (their prefix's
+                    continue  # list page, which the site-wide stage writes after this)
+                moved.add(path)
                 target = self.site / path
                 target.parent.mkdir(parents=True, exist_ok=True)
                 os.replace(self.staging / path, target)

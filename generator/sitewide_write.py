@@ -16,6 +16,7 @@ Rules:
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -92,7 +93,7 @@ class SitewideStage:
         context = _context_inputs(rejections, notes, self.extra)
         inputs = _sitewide_inputs(summaries, context)
         self.new_cache.sitewide_inputs, self.new_cache.context_inputs = inputs, context
-        if self.cache is not None and self.cache.sitewide_inputs == inputs:
+        if self.cache is not None and self.cache.sitewide_inputs == inputs and not self.relisted_prefix():
             self.new_cache.sitewide = self.cache.sitewide  # nothing any site-wide page shows changed
             if self.keeps_manifest:  # made now, so the first change does not wait for them
                 for summary in summaries:
@@ -247,6 +248,20 @@ class SitewideStage:
             return False
         return all(same_listing(old[n].summary, new[n].summary) for n in self.renewed)
 
+    def relisted_prefix(self) -> bool:
+        """Whether a number rendered again with its summary unchanged (its file
+        renamed, say) shares its 8-character prefix with another: its own paper
+        page then went in over the prefix's list page, which must be written again
+        although nothing any site-wide page shows changed."""
+        if self.cache is None:
+            return False
+        old, new = self.cache.numbers, self.new_cache.numbers
+        same = [n for n in self.renewed if n in old and old[n].summary.digest == new[n].summary.digest]
+        if not same:
+            return False
+        heads = Counter(number_body(n)[:8] for n in new)
+        return any(heads[number_body(n)[:8]] > 1 for n in same)
+
     def affected_family_paths(self, summaries: list[Summary]) -> set[str]:
         """Family paths to compute here: in a full build, those more than one
         record claims and those of discarded renders (workers wrote the rest);
@@ -259,6 +274,9 @@ class SitewideStage:
         for number in self.renewed:
             before, after = old.get(number), new[number]
             if before is not None and before.summary.digest == after.summary.digest:
+                # rendered again all the same (say its file was renamed): its own paper
+                # page went in over the list page of a prefix it shares, if it does
+                paths.update(layout.page_paths(layout.paper_page(after.summary.body)))
                 continue
             paths.update(family_paths(after.summary))
             if before is not None:

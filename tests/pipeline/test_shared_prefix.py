@@ -89,3 +89,35 @@ def test_the_record_s_own_pages_come_back_when_the_other_leaves(
     assert p.text(f"paper/{PREFIX}.html") == alone  # restored, not left as a list of one
     assert p.text(f"paper/{PREFIX}/index.html") == alone
     assert_same_as_fresh(p, tmp_path / "fresh-alone")
+
+
+def test_both_records_of_a_shared_prefix_changed_in_one_rebuild(
+    tmp_path: Path, numbers: tuple[str, str]
+) -> None:
+    """Both list the shared paper page among their own files: it is moved into
+    the site once, then written as the list."""
+    p = Project(tmp_path / "both-changed")
+    docs = [record_doc(source_id=SOURCE, title=title) for title in TITLES]
+    for i, doc in enumerate(docs):
+        p.add(f"{i}.json", doc)
+    assert p.build().published == 2
+    for i, doc in enumerate(docs):
+        doc["paper"]["authors_text"] = f"Changed {i}"  # (unsigned: both stay valid)
+        p.add(f"{i}.json", doc)
+    report = p.build()
+    assert report.mode == "incremental" and report.published == 2, report
+    assert "2 records share the short form" in p.text(f"paper/{PREFIX}.html")
+    assert_same_as_fresh(p, tmp_path / "fresh")
+
+
+def test_a_renamed_record_of_a_shared_prefix_keeps_the_list(tmp_path: Path, numbers: tuple[str, str]) -> None:
+    """Renamed, a record is rendered again with nothing any site-wide page shows
+    changed; its own paper page must not stay over the prefix's list."""
+    p = Project(tmp_path / "renamed")
+    for i, title in enumerate(TITLES):
+        p.add(f"{i}.json", record_doc(source_id=SOURCE, title=title))
+    assert p.build().published == 2
+    (p.content / "1.json").rename(p.content / "renamed.json")
+    assert p.build().mode == "incremental"
+    assert "2 records share the short form" in p.text(f"paper/{PREFIX}.html")
+    assert_same_as_fresh(p, tmp_path / "fresh")
