@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .errors import ConfigError
-from .load import DEFAULT_MAX_BYTES, is_utf8, shown_name
+from .load import DEFAULT_MAX_BYTES, _read_at_most, is_utf8, shown_name
 
 PRIMARY_URL = "https://pith.science"
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -118,17 +118,59 @@ def find_config_file(explicit: Path | None, cwd: Path) -> tuple[Path, dict[str, 
     return None
 
 
-def _read_table(path: Path, in_pyproject: bool) -> dict[str, Any]:
+MAX_SETTINGS_FILE = 1024 * 1024
+"""The largest settings or keys file read, in bytes: a real one is a few hundred;
+a bound keeps `--config /dev/zero` (or a huge file) from filling memory."""
+
+
+def read_settings_file(path: Path, setting: str) -> bytes:
+    """A settings or keys file's bytes, refusing what is no regular file or larger than
+    MAX_SETTINGS_FILE: a device (/dev/zero) would be read without end and a named pipe
+    would wait for a writer forever, so neither is read at all."""
     try:
-        data = tomllib.loads(path.read_text("utf-8"))
+        raw = _read_at_most(path, MAX_SETTINGS_FILE + 1)
     except OSError as exc:
-        raise ConfigError("config", f"cannot read {path}: {exc.strerror}") from None
+        raise ConfigError(setting, f"cannot read {shown_name(str(path))}: {exc.strerror}") from None
+    if len(raw) > MAX_SETTINGS_FILE:
+        raise ConfigError(
+            setting,
+            f"{shown_name(str(path))} is larger than {MAX_SETTINGS_FILE:,} bytes, far more than any"
+            " settings or keys file holds",
+        )
+    return raw
+
+
+def _read_table(path: Path, in_pyproject: bool) -> dict[str, Any]:
+    """The settings in a file: all of it, or only `[tool.pith-mirror]` of a pyproject.toml
+    (none when it has no such table). A `tool` or `tool.pith-mirror` that is there but
+    no table (`tool = 5`, or the easy slip `[[tool.pith-mirror]]`) is refused: ignoring it
+    would build with the defaults while the user believes their settings apply."""
+    raw = read_settings_file(path, "config")
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError("config", f"{path} is not valid TOML: {exc}") from None
-    if in_pyproject:
-        table = data.get("tool", {}).get("pith-mirror", {})
-        return table if isinstance(table, dict) else {}
-    return data
+        raise ConfigError("config", f"{shown_name(str(path))} is not valid TOML: {exc}") from None
+    if not in_pyproject:
+        return data
+    tool = data.get("tool", {})
+    if not isinstance(tool, dict):
+        raise ConfigError(
+            "tool", f"in {shown_name(str(path))}: expected a table, found {_toml_type_name(tool)}"
+        )
+    table = tool.get("pith-mirror", {})
+    if isinstance(table, list) and table and all(isinstance(item, dict) for item in table):
+        raise ConfigError(
+            "tool.pith-mirror",
+            f"in {shown_name(str(path))}: found an array of tables ([[tool.pith-mirror]]);"
+            " write one table, [tool.pith-mirror]",
+        )
+    if not isinstance(table, dict):
+        raise ConfigError(
+            "tool.pith-mirror",
+            f"in {shown_name(str(path))}: expected a table ([tool.pith-mirror]),"
+            f" found {_toml_type_name(table)}",
+        )
+    return table
 
 
 def apply(config: SiteConfig, settings: dict[str, Any], origin: Path | None = None) -> SiteConfig:
@@ -221,6 +263,8 @@ def validate(config: SiteConfig) -> None:
             raise ConfigError(name, "holds bytes that are not UTF-8")
     for name in ("content", "site", "templates", "cache", "keys", "mirror_key"):
         path = getattr(config, name)
+        if path is not None and "\0" in str(path):  # (every system call would refuse it, unexplained)
+            raise ConfigError(name, "the path holds a NUL character (\\u0000), which no file name can")
         whole = None if path is None else str(path.absolute())  # (the current folder's name counts too)
         if whole is not None and not is_utf8(whole):
             raise ConfigError(name, f"the path {shown_name(whole)} is not valid UTF-8; rename it")
@@ -281,12 +325,34 @@ def load_config(explicit: Path | None, flags: dict[str, Any], cwd: Path | None =
     if found is not None:
         origin, table = found
         config = apply(config, table, origin if origin.is_absolute() else origin.resolve())
+    build_time()  # (a bad SOURCE_DATE_EPOCH is refused now, before anything is built or written)
     return apply(config, flags)
 
 
+LAST_EPOCH = 253402300799
+"""9999-12-31T23:59:59Z: the last time a four-digit year (and so every date the site shows) can hold."""
+
+
 def build_time() -> str | None:
-    """The only clock a build reads: SOURCE_DATE_EPOCH, for reproducible output."""
+    """The only clock a build reads: SOURCE_DATE_EPOCH, for reproducible output.
+
+    Unset or empty, there is none. Anything else must be a whole number of seconds in
+    ASCII digits up to LAST_EPOCH; other values are refused rather than ignored (as the
+    reproducible-builds specification asks), since the user meant to fix the time.
+    (`str.isdigit` alone would let through "²", which `int` refuses.)"""
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    if epoch is None or not epoch.isdigit():
+    if not epoch:
         return None
-    return datetime.fromtimestamp(int(epoch), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    shown = repr(epoch) if len(epoch) <= 30 else repr(epoch[:30]) + "..."
+    if not (epoch.isascii() and epoch.isdigit()):
+        raise ConfigError(
+            "SOURCE_DATE_EPOCH",
+            f"{shown} is not a whole number of seconds since 1970 (ASCII digits only)",
+        )
+    seconds = epoch.lstrip("0") or "0"  # (leading zeros could pass int()'s 4,300-digit limit)
+    if len(seconds) > len(str(LAST_EPOCH)) or int(seconds) > LAST_EPOCH:
+        raise ConfigError(
+            "SOURCE_DATE_EPOCH",
+            f"{shown} is later than 9999-12-31T23:59:59Z ({LAST_EPOCH}), the last time a date here can hold",
+        )
+    return datetime.fromtimestamp(int(seconds), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -240,3 +240,115 @@ def test_a_command_run_from_a_folder_that_is_gone_says_so(
     assert err == "pith-mirror: configuration: current folder: it no longer exists: change into it again\n"
     code, err = run(capsys, "verify", content)  # (a command given whole paths needs no current folder)
     assert code == 0, err
+
+
+@pytest.mark.parametrize("setting", ["content", "site", "templates", "cache", "keys", "mirror_key"])
+def test_a_path_setting_holding_a_nul_is_refused_naming_the_setting(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], setting: str
+) -> None:
+    """No file name holds NUL: the first system call used to fail with "embedded null byte"."""
+    content, site = project(tmp_path)
+    settings = tmp_path / "pith-mirror.toml"
+    settings.write_text(f'{setting} = "a\\u0000b"\n')
+    code, err = run(capsys, "build", "--jobs", "1", "--config", settings, content, site)
+    assert code == 2, err
+    assert err == (
+        f"pith-mirror: configuration: {setting}: "
+        "the path holds a NUL character (\\u0000), which no file name can\n"
+    )
+    assert not site.exists()
+
+
+@pytest.mark.parametrize(
+    ("toml", "key", "says"),
+    [
+        ("tool = 5\n", "tool", "expected a table, found an integer"),
+        (
+            "[[tool.pith-mirror]]\njobs = 1\n",
+            "tool.pith-mirror",
+            "found an array of tables ([[tool.pith-mirror]]); write one table, [tool.pith-mirror]",
+        ),
+        (
+            '[tool]\npith-mirror = "x"\n',
+            "tool.pith-mirror",
+            "expected a table ([tool.pith-mirror]), found a string",
+        ),
+        (
+            "[tool]\npith-mirror = []\n",
+            "tool.pith-mirror",
+            "expected a table ([tool.pith-mirror]), found an array",
+        ),
+    ],
+)
+def test_a_pyproject_whose_tool_table_is_no_table_is_refused_not_ignored(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    toml: str,
+    key: str,
+    says: str,
+) -> None:
+    """Ignoring `[[tool.pith-mirror]]` would build with the defaults while the user
+    believes their settings apply; `tool = 5` used to end in an AttributeError."""
+    content, site = project(tmp_path)
+    (tmp_path / "pyproject.toml").write_text(toml)
+    monkeypatch.chdir(tmp_path)
+    code, err = run(capsys, "build", "--jobs", "1", content, site)
+    assert code == 2, err
+    assert err == f"pith-mirror: configuration: {key}: in {tmp_path / 'pyproject.toml'}: {says}\n"
+    assert not site.exists()
+
+
+@pytest.mark.parametrize("special", ["fifo", "device", "large"])
+def test_a_settings_file_that_is_no_regular_file_or_too_large_is_refused_unread(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], special: str
+) -> None:
+    """A named pipe used to wait for a writer forever, and /dev/zero to fill memory."""
+    content, site = project(tmp_path)
+    settings = tmp_path / "pith-mirror.toml"
+    if special == "fifo":
+        os.mkfifo(settings)
+    elif special == "large":
+        settings.write_text("# padding\n" * 110_000)
+    else:
+        settings = Path("/dev/zero")
+    code, err = run(capsys, "build", "--jobs", "1", "--config", settings, content, site)
+    assert code == 2, err
+    why = "is larger than 1,048,576 bytes" if special == "large" else "not a regular file"
+    assert err.startswith("pith-mirror: configuration: config: ") and why in err and str(settings) in err, err
+    assert not site.exists()
+
+
+def test_a_keys_setting_naming_a_device_is_refused_unread(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    content, site = project(tmp_path)
+    settings = tmp_path / "pith-mirror.toml"
+    settings.write_text('keys = "/dev/zero"\n')
+    code, err = run(capsys, "build", "--jobs", "1", "--config", settings, content, site)
+    assert code == 2, err
+    assert err == "pith-mirror: configuration: keys: cannot read /dev/zero: not a regular file\n"
+    assert not site.exists()
+
+
+@pytest.mark.parametrize(
+    ("epoch", "says"),
+    [
+        ("99999999999999999999", "is later than 9999-12-31T23:59:59Z"),
+        ("253402300800", "is later than 9999-12-31T23:59:59Z"),
+        ("9" * 5000, "is later than 9999-12-31T23:59:59Z"),
+        ("\u00b2", "is not a whole number of seconds since 1970"),
+        ("-1", "is not a whole number of seconds since 1970"),
+        ("1.5", "is not a whole number of seconds since 1970"),
+    ],
+)
+def test_a_source_date_epoch_that_is_no_time_a_page_can_show_is_refused_before_building(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, epoch: str, says: str
+) -> None:
+    """These used to end in OverflowError, "year 10000 is out of range" or int()'s ValueError."""
+    content, site = project(tmp_path)
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", epoch)
+    code, err = run(capsys, "build", "--jobs", "1", content, site)
+    assert code == 2, err
+    assert err.startswith("pith-mirror: configuration: SOURCE_DATE_EPOCH: ") and says in err, err
+    assert not site.exists()
