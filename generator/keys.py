@@ -25,7 +25,9 @@ from nacl.exceptions import BadSignatureError
 from nacl.signing import VerifyKey
 
 from .canonical import b32
-from .errors import ConfigError
+from .config import read_settings_file
+from .errors import ConfigError, pointer
+from .load import DEFAULT_MAX_DEPTH, is_utf8, shown_name
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,14 +113,18 @@ def default_keyring() -> Keyring:
 
 
 def load_keyring(path: Path) -> Keyring:
-    """Read a keys file; any problem is a ConfigError naming the file."""
+    """Read a keys file; any problem is a ConfigError naming the file.
+
+    It is read like a settings file (a regular file of at most a megabyte), and JSON
+    nested past Python's recursion limit is "not valid JSON" like any other breakage."""
+    raw = read_settings_file(path, "keys")
     try:
-        data = json.loads(path.read_bytes())
-    except OSError as exc:
-        raise ConfigError("keys", f"cannot read {path}: {exc.strerror}") from None
+        data = json.loads(raw)
+    except RecursionError:
+        raise ConfigError("keys", f"{shown_name(str(path))} is not valid JSON: it nests too deeply") from None
     except (ValueError, UnicodeDecodeError) as exc:
-        raise ConfigError("keys", f"{path} is not valid JSON: {exc}") from None
-    return keyring_from_json(data, str(path))
+        raise ConfigError("keys", f"{shown_name(str(path))} is not valid JSON: {exc}") from None
+    return keyring_from_json(data, shown_name(str(path)))
 
 
 def keyring_from_json(data: Any, source: str) -> Keyring:
@@ -137,6 +143,7 @@ def keyring_from_json(data: Any, source: str) -> Keyring:
 def _parse_entry(entry: Any, where: str) -> PinnedKey:
     if not isinstance(entry, dict):
         raise ConfigError("keys", f"{where} is not a key object")
+    _check_entry_values(entry, where)
     key_id = entry.get("key_id")
     if not isinstance(key_id, str) or not key_id:
         raise ConfigError("keys", f"{where} has no key_id")
@@ -158,3 +165,31 @@ def _parse_entry(entry: Any, where: str) -> PinnedKey:
         if name in entry and entry[name] != actual:
             raise ConfigError("keys", f"{where} ({key_id}) {name} is not the key's own: {actual}")
     return key
+
+
+def _check_entry_values(entry: dict[str, Any], where: str) -> None:
+    """Refuse a key object that could not be written out again: the entry is republished
+    (/pith-signing-key.json) and its key_id hashed into cache keys, and a string holding
+    a lone surrogate (a `\\ud800` escape) has no UTF-8 form, while nesting deeper than
+    a document may is no key's and only risks the writer's recursion limit. Checked
+    without recursion, since the value may nest as deep as the JSON decoder allowed."""
+    stack: list[tuple[Any, int, tuple[str | int, ...]]] = [(entry, 1, ())]
+    while stack:
+        node, depth, path = stack.pop()
+        at = f"{where} at {pointer(*path)}" if path else where
+        if isinstance(node, str):
+            if not is_utf8(node):
+                raise ConfigError("keys", f"{at} holds a lone surrogate (\\ud800-\\udfff), not valid Unicode")
+            continue
+        if depth > DEFAULT_MAX_DEPTH and isinstance(node, dict | list):
+            raise ConfigError("keys", f"{at} nests deeper than {DEFAULT_MAX_DEPTH} levels")
+        if isinstance(node, dict):
+            for key, child in node.items():
+                if not is_utf8(key):
+                    raise ConfigError(
+                        "keys",
+                        f"{at} has a member name with a lone surrogate (\\ud800-\\udfff), not valid Unicode",
+                    )
+                stack.append((child, depth + 1, (*path, key)))
+        elif isinstance(node, list):
+            stack.extend((child, depth + 1, (*path, index)) for index, child in enumerate(node))

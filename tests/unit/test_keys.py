@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import factories as f
 import pytest
 
 from generator.canonical import sha256
+from generator.cli import main
 from generator.errors import ConfigError
 from generator.keys import (
     decode_signature,
@@ -21,6 +23,7 @@ from generator.keys import (
 )
 
 KEY = f.TEST_SIGNER
+REPO = Path(__file__).resolve().parents[2]
 
 
 def minimal(signer: f.Signer = KEY) -> dict[str, Any]:
@@ -146,6 +149,70 @@ def test_load_keyring_failures_name_the_file(tmp_path: Path, content: bytes | No
 def test_load_keyring_from_a_folder_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot read"):
         load_keyring(tmp_path)
+
+
+@pytest.mark.parametrize("special", ["fifo", "device", "large"])
+def test_a_keys_file_that_is_no_regular_file_or_too_large_is_refused_unread(
+    tmp_path: Path, special: str
+) -> None:
+    """A named pipe used to wait for a writer forever, and /dev/zero to fill memory."""
+    path = tmp_path / "keys.json"
+    if special == "fifo":
+        os.mkfifo(path)
+    elif special == "large":
+        path.write_text(json.dumps(minimal()) + " " * 1024 * 1024)
+    else:
+        path = Path("/dev/zero")
+    with pytest.raises(ConfigError) as info:
+        load_keyring(path)
+    assert info.value.key == "keys"
+    why = "is larger than 1,048,576 bytes" if special == "large" else "cannot read"
+    assert why in info.value.reason and str(path) in info.value.reason
+
+
+def test_a_keys_file_nested_past_the_recursion_limit_is_not_valid_json(tmp_path: Path) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100_000)
+    with pytest.raises(ConfigError) as info:
+        load_keyring(path)
+    assert info.value.reason == f"{path} is not valid JSON: it nests too deeply"
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ('{"key_id": "\\ud800", "public_key_b64": "x"}', "keys.json[0] at /key_id holds a lone surrogate"),
+        (
+            '[{"key_id": "k", "public_key_b64": "x", "notes": ["ok", "\\udfff"]}]',
+            "keys.json[0] at /notes/1 holds a lone surrogate",
+        ),
+        ('{"key_id": "k", "\\ud800": 1}', "keys.json[0] has a member name with a lone surrogate"),
+        ('{"key_id": "k", "x": ' + "[" * 70 + "]" * 70 + "}", "keys.json[0] at /x/0/0/0/0/0/0/0/0/0/0/0/0"),
+    ],
+    ids=["key-id", "other-field", "member-name", "too-deep"],
+)
+def test_a_key_entry_that_cannot_be_written_out_again_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str, says: str
+) -> None:
+    """The entry is republished and its key id hashed: a lone surrogate used to end in a
+    UnicodeEncodeError there."""
+    (tmp_path / "keys.json").write_text(text)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError) as info:
+        load_keyring(Path("keys.json"))
+    assert info.value.reason.startswith(says), info.value.reason
+
+
+def test_verify_with_a_keys_file_that_is_a_named_pipe_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    keys = tmp_path / "keys"
+    os.mkfifo(keys)
+    assert main(["verify", str(REPO / "content"), "--keys", str(keys)]) == 2
+    assert (
+        capsys.readouterr().err
+        == f"pith-mirror: configuration: keys: cannot read {keys}: not a regular file\n"
+    )
 
 
 # ---------------------------------------------------------------- signatures
