@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .errors import BuildError, Code, ConfigError, Problem, Rejection
+from .errors import BuildError, Code, ConfigError, Problem, Rejection, printable
 
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
 
@@ -144,7 +144,7 @@ def run_verify(args: argparse.Namespace) -> int:
         for v in results:
             word = "verified" if v.ok else "REJECTED"
             first = "" if v.ok else f"  {v.problems[0].code.value}: {v.problems[0].message}"
-            print(f"{word:<9} {v.kind or '?':<7} {v.pith_number or '-':<38} {v.file}{first}")
+            print(f"{word:<9} {v.kind or '?':<7} {v.pith_number or '-':<38} {printable(v.file)}{first}")
         for v in rejected:
             for line in sorted(Rejection(v.file, p.pointer, p.code, p.message) for p in v.problems):
                 print(line.line(), file=sys.stderr)

@@ -150,10 +150,21 @@ class Rejection:
         """`file: pointer: code: message`, the pointer left out when it is the whole
         document: "" shown as "/" would read as the pointer to a member named ""."""
         where = f"{self.pointer}: " if self.pointer else ""
-        return f"{self.file}: {where}{self.code.value}: {self.message}"
+        return printable(f"{self.file}: {where}{self.code.value}: {self.message}")
 
     def as_json(self) -> dict[str, str]:
         return {"code": self.code.value, "pointer": self.pointer, "message": self.message}
+
+
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))}
+"""Control characters as `\\xNN`: a file name or a document's key may hold a newline
+(which would print a second, made-up report line) or an escape sequence (which a
+terminal would obey)."""
+
+
+def printable(text: str) -> str:
+    """`text` with its control characters written as `\\xNN`, for one line of a report."""
+    return text.translate(_CONTROLS)
 
 
 class RejectionError(Exception):

@@ -380,3 +380,21 @@ def test_a_good_document_in_a_folder_whose_name_is_not_utf8_verifies(tmp_path: P
     assert [(r["path"], r["ok"]) for r in report["results"]] == [
         (f"{tmp_path.as_posix()}/d\\xe9/ok.json", True)
     ]
+
+
+def test_a_name_or_key_with_control_characters_prints_as_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A file name holding a newline would otherwise print a second, made-up line,
+    and an escape sequence would reach the terminal."""
+    doc = f.record_document()
+    doc["canonical_record"]["\x1b[2J"] = "extra"  # (breaks the canonical hash)
+    (tmp_path / "a\nfake: ok.json").write_bytes(f.to_bytes(doc))
+    assert main(["verify", str(tmp_path)]) == 1
+    out, err = capsys.readouterr()
+    lines = (out + err).splitlines()
+    assert [line for line in lines if "fake" in line] == [
+        line for line in lines if "a\\x0afake: ok.json" in line
+    ]
+    assert any("/a\\x0afake: ok.json: " in line for line in lines), lines
+    assert not any("\x1b" in line for line in lines)
