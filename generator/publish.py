@@ -3,6 +3,9 @@
 Rules:
 - Library only: nothing here prints; problems are `ConfigError` (a setting or
   key file) or `BuildError` (I/O), or returned as sentences for the CLI.
+- Every file is untrusted: it is read only if it is a regular file (a named
+  pipe would block, a device never end), up to a size limit, and JSON nested
+  too deep for the decoder is invalid JSON like any other.
 - Everything returned is deterministic: same site, same bytes.
 
 `_headers` (Netlify, Cloudflare Pages):
@@ -42,9 +45,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+import errno
 import hashlib
 import json
 import os
+import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,10 +59,10 @@ from nacl.exceptions import BadSignatureError
 from nacl.signing import SigningKey, VerifyKey
 
 from .canonical import b32, canonical_digest, pretty_json
-from .errors import BuildError, ConfigError
-from .keys import Keyring, decode_signature, keyring_from_json
+from .errors import BuildError, ConfigError, pointer
+from .keys import Keyring, PinnedKey, decode_signature, keyring_from_json
 from .layout import MANIFEST_PATH
-from .unchanged import file_sha256
+from .load import NOT_UTF8_NAME, _read_at_most, is_utf8, shown_name
 
 SUMS_PATH = "SHA256SUMS"
 SIGNATURE_PATH = ".well-known/pith/mirror.sig.json"
@@ -71,6 +76,11 @@ REVALIDATE = "public, max-age=0, must-revalidate"
 SHORT = "public, max-age=300, must-revalidate"
 MEDIUM = "public, max-age=3600"
 ANY_ORIGIN = "*"
+
+KEY_FILE_LIMIT = 1024 * 1024
+"""A key, trust or signature file is under a kilobyte; this is far above any real one."""
+SITE_FILE_LIMIT = 1024 * 1024 * 1024
+"""SHA256SUMS and the manifest take about 2 kB a record: room for far more records than a site holds."""
 
 Headers = tuple[tuple[str, str], ...]
 
@@ -130,6 +140,52 @@ def headers_file(base_path: str) -> bytes:
     return "".join(lines).rstrip("\n").encode("utf-8") + b"\n"
 
 
+# ---------------------------------------------------------------- reading untrusted files
+
+
+_NOT_REGULAR = (
+    (stat.S_ISFIFO, "a named pipe"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a device"),
+    (stat.S_ISBLK, "a device"),
+    (stat.S_ISDIR, "a folder"),
+)
+
+
+def _not_regular(mode: int) -> str | None:
+    """What a file of this mode is, when it is not a regular file ("a named pipe")."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((name for test, name in _NOT_REGULAR if test(mode)), "not a regular file")
+
+
+def read_regular(path: Path, limit: int) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes; OSError (its strerror
+    a sentence) for anything else. Reads as `load` reads documents: opened without
+    blocking, so a named pipe is refused instead of waiting for a writer forever
+    (and first looked at, as a socket cannot even be opened)."""
+    kind = _not_regular(os.stat(path).st_mode)
+    if kind is not None:
+        raise OSError(errno.EINVAL, f"it is {kind}, not a regular file")
+    raw = _read_at_most(path, limit + 1)
+    if len(raw) > limit:
+        raise OSError(errno.EFBIG, f"larger than {limit} bytes")
+    return raw
+
+
+def parse_json(data: bytes) -> Any:
+    """`json.loads`, or a ValueError whose text completes "FILE is ...".
+
+    The decoder reports a document nested past Python's recursion limit
+    (`[[[[...`) as RecursionError; to a reader it is invalid JSON like any other."""
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise ValueError("not valid JSON: it nests too deeply") from None
+    except ValueError:  # (UnicodeDecodeError is one)
+        raise ValueError("not valid JSON") from None
+
+
 # ---------------------------------------------------------------- checksums
 
 
@@ -165,11 +221,32 @@ def site_files(site: Path, links: list[str] | None = None) -> list[str]:
 
 
 def _site_file_sha256(path: Path) -> str:
-    """`file_sha256` of a file of the site, which must be readable: BuildError if not."""
+    """SHA-256 of a file of the site, which must be a readable regular file: BuildError if not.
+
+    Looked at, then opened without blocking and looked at again (it may have been
+    replaced) before reading: a named pipe would wait for a writer forever, a
+    device never end, a socket cannot be opened, and none is a file a host serves."""
+
+    def refuse(mode: int) -> None:
+        kind = _not_regular(mode)
+        if kind is not None:
+            raise BuildError(str(path), f"is {kind}; a published site holds only regular files")
+
     try:
-        return file_sha256(path)
+        refuse(os.stat(path).st_mode)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
         raise BuildError(str(path), f"cannot read: {exc.strerror}") from None
+    try:
+        refuse(os.fstat(fd).st_mode)
+        digest = hashlib.sha256()
+        while block := os.read(fd, 1 << 20):
+            digest.update(block)
+        return digest.hexdigest()
+    except OSError as exc:
+        raise BuildError(str(path), f"cannot read: {exc.strerror}") from None
+    finally:
+        os.close(fd)
 
 
 def _sums_name(relative: str) -> tuple[str, str]:
@@ -186,6 +263,8 @@ def sha256sums(site: Path) -> bytes:
     for relative in site_files(site):
         if _excluded(relative):
             continue
+        if not is_utf8(relative):  # (SHA256SUMS is UTF-8, and the build refuses such names too)
+            raise BuildError(shown_name(str(site / relative)), NOT_UTF8_NAME)
         prefix, name = _sums_name(relative)
         lines.append(f"{prefix}{_site_file_sha256(site / relative)}  {name}\n")
     return "".join(lines).encode("utf-8")
@@ -216,7 +295,7 @@ def check_sha256sums(site: Path) -> list[str]:
     """Problems with site/SHA256SUMS: unreadable, a file missing or changed, a file not listed."""
     path = site / SUMS_PATH
     try:
-        data = path.read_bytes()
+        data = read_regular(path, SITE_FILE_LIMIT)
     except FileNotFoundError:
         return [f"{SUMS_PATH} is missing (run: pith-mirror checksums SITE)"]
     except OSError as exc:
@@ -235,7 +314,8 @@ def check_sha256sums(site: Path) -> list[str]:
             problems.append(f"{relative}: listed in {SUMS_PATH} but missing")
         elif _site_file_sha256(target) != expected:
             problems.append(f"{relative}: content differs from {SUMS_PATH}")
-    problems.extend(f"{r}: present but not listed in {SUMS_PATH}" for r in present if r not in listed)
+    unlisted = (shown_name(r) for r in present if r not in listed)
+    problems.extend(f"{r}: present but not listed in {SUMS_PATH}" for r in unlisted)
     return problems
 
 
@@ -303,11 +383,11 @@ def generate_mirror_key(path: Path, key_id: str) -> dict[str, Any]:
 def load_mirror_key(path: Path) -> MirrorKey:
     """Read a private key file written by `generate_mirror_key`; any problem is a ConfigError."""
     try:
-        data = json.loads(path.read_bytes())
+        data = parse_json(read_regular(path, KEY_FILE_LIMIT))
     except OSError as exc:
         raise ConfigError("mirror_key", f"cannot read {path}: {exc.strerror}") from None
-    except (ValueError, UnicodeDecodeError):
-        raise ConfigError("mirror_key", f"{path} is not valid JSON") from None
+    except ValueError as exc:
+        raise ConfigError("mirror_key", f"{path} is {exc}") from None
     if not isinstance(data, dict) or "private_key_seed_b64" not in data:
         raise ConfigError("mirror_key", f"{path} is not a private key file (no private_key_seed_b64)")
     key_id = data.get("key_id")
@@ -315,8 +395,9 @@ def load_mirror_key(path: Path) -> MirrorKey:
         raise ConfigError("mirror_key", f"{path} has no key_id")
     if data.get("algorithm", "ed25519") != "ed25519":
         raise ConfigError("mirror_key", f"{path} is not an ed25519 key")
-    try:
-        seed = base64.b64decode(str(data["private_key_seed_b64"]), validate=True)
+    seed_b64 = data["private_key_seed_b64"]
+    try:  # (not str() of any value: printing a deeply nested one overflows the stack)
+        seed = base64.b64decode(seed_b64, validate=True) if isinstance(seed_b64, str) else b""
     except (binascii.Error, ValueError):
         seed = b""
     if len(seed) != 32:
@@ -362,54 +443,119 @@ def trusted_keys(source: Any) -> Keyring:
     return keyring_from_json(entries, "trusted mirror keys")
 
 
+@dataclass(frozen=True, slots=True)
+class SignatureCheck:
+    """What checking the mirror signature found, from one reading of the file."""
+
+    problems: list[str]
+    """Empty: it verifies, and covers these files."""
+    key: PinnedKey | None
+    """The key the signature names, when it is a usable key."""
+    covers_sums: bool
+
+
+_HEX64 = frozenset("0123456789abcdef")
+
+
+def _hex_problem(document: Mapping[str, Any], name: str, *, nullable: bool) -> str | None:
+    """Why the field `name` is not a sha256 in hex (None when it is, or is an allowed null)."""
+    where = f"{SIGNATURE_PATH}: {pointer(name)}: {name}"
+    if name not in document:
+        return f"{where} is missing"
+    value = document[name]
+    if value is None and nullable:
+        return None
+    if not isinstance(value, str) or len(value) != 64 or not set(value) <= _HEX64:
+        return f"{where} is not a sha256 in lowercase hex" + (" or null" if nullable else "")
+    return None
+
+
+def _absent(path: Path) -> str:
+    """Why a file that is not a regular file cannot be checked: "missing", or what it is instead."""
+    try:
+        kind = _not_regular(path.stat().st_mode)
+    except (OSError, ValueError):
+        return "missing"
+    return f"{kind}, not a regular file" if kind else "missing"
+
+
+def _key_problems(named: Mapping[str, Any], key: PinnedKey) -> list[str]:
+    """Fields of the signature's key object that are missing or not this key's own.
+
+    `sign_manifest` writes every field of the key's public entry; a reader shown
+    the file (or `verify-site`'s summary) relies on them, so none may be left out."""
+    problems = []
+    for name, value in public_entry(key.key_id, key.public_key).items():
+        where = f"{SIGNATURE_PATH}: {pointer('key', name)}: {name}"
+        if name not in named:
+            problems.append(f"{where} is missing")
+        elif named[name] != value:
+            problems.append(f"{where} is not the key's own ({value})")
+    return problems
+
+
 def verify_manifest_signature(
     site: Path, trusted: Keyring | Iterable[Any] | Mapping[str, Any] | None
 ) -> list[str]:
     """Problems with the site's mirror signature (empty: it verifies, and covers these files)."""
+    return check_manifest_signature(site, trusted).problems
+
+
+def check_manifest_signature(
+    site: Path, trusted: Keyring | Iterable[Any] | Mapping[str, Any] | None
+) -> SignatureCheck:
+    """`verify_manifest_signature`, with the key it names: a caller reporting who signed
+    reads it here rather than from the file again (which may have changed, or lack fields)."""
     path = site / SIGNATURE_PATH
     try:
-        document = json.loads(path.read_bytes())
+        document = parse_json(read_regular(path, KEY_FILE_LIMIT))
     except FileNotFoundError:
-        return [f"{SIGNATURE_PATH} is missing (sign with: pith-mirror checksums SITE --mirror-key FILE)"]
+        return SignatureCheck(
+            [f"{SIGNATURE_PATH} is missing (sign with: pith-mirror checksums SITE --mirror-key FILE)"],
+            None,
+            False,
+        )
     except OSError as exc:
-        return [f"cannot read {SIGNATURE_PATH}: {exc.strerror}"]
-    except (ValueError, UnicodeDecodeError):
-        return [f"{SIGNATURE_PATH} is not valid JSON"]
+        return SignatureCheck([f"cannot read {SIGNATURE_PATH}: {exc.strerror}"], None, False)
+    except ValueError as exc:
+        return SignatureCheck([f"{SIGNATURE_PATH} is {exc}"], None, False)
     if not isinstance(document, dict):
-        return [f"{SIGNATURE_PATH} is not a JSON object"]
+        return SignatureCheck([f"{SIGNATURE_PATH} is not a JSON object"], None, False)
     problems: list[str] = []
     if document.get("signature_type") != SIGNATURE_TYPE:
         problems.append(f"signature_type is not {SIGNATURE_TYPE!r}")
     if document.get("signed_message") != SIGNED_MESSAGE:
         problems.append(f"signed_message is not {SIGNED_MESSAGE!r}")
     if not isinstance(document.get("key"), dict):
-        return [*problems, "the signature names no key object"]
+        return SignatureCheck([*problems, "the signature names no key object"], None, False)
     try:
         key = keyring_from_json(document["key"], f"{SIGNATURE_PATH} key").keys[0]
     except ConfigError as exc:
-        return [*problems, f"the signing key is unusable: {exc.reason}"]
+        return SignatureCheck([*problems, f"the signing key is unusable: {exc.reason}"], None, False)
+    problems.extend(_key_problems(document["key"], key))
 
-    manifest_sha256 = document.get("manifest_sha256")
-    sums_sha256 = document.get("sha256sums_sha256")
+    bad_manifest = _hex_problem(document, "manifest_sha256", nullable=False)
+    bad_sums = _hex_problem(document, "sha256sums_sha256", nullable=True)
+    problems.extend(p for p in (bad_manifest, bad_sums) if p is not None)
+    manifest_sha256: str = document["manifest_sha256"] if bad_manifest is None else ""
+    sums_sha256: str | None = document["sha256sums_sha256"] if bad_sums is None else None
     manifest = site / MANIFEST_PATH
     actual_manifest = _site_file_sha256(manifest) if manifest.is_file() else None
     if actual_manifest is None:
-        problems.append(f"{MANIFEST_PATH} is missing")
-    elif manifest_sha256 != actual_manifest:
+        problems.append(f"{MANIFEST_PATH} is {_absent(manifest)}")
+    elif manifest_sha256 != actual_manifest and bad_manifest is None:
         problems.append(f"{MANIFEST_PATH} is not the manifest that was signed (sha256 differs)")
     if sums_sha256 is not None:
         sums = site / SUMS_PATH
         if not sums.is_file():
-            problems.append(f"{SUMS_PATH} is missing but the signature covers one")
+            problems.append(f"{SUMS_PATH} is {_absent(sums)}, but the signature covers one")
         elif _site_file_sha256(sums) != sums_sha256:
             problems.append(f"{SUMS_PATH} is not the one that was signed (sha256 differs)")
 
     signature = decode_signature(document.get("signature_b64"))
-    if not isinstance(manifest_sha256, str) or not (sums_sha256 is None or isinstance(sums_sha256, str)):
-        problems.append("manifest_sha256 / sha256sums_sha256 are not hex strings")
-    elif signature is None:
+    if signature is None:
         problems.append("signature_b64 is not 64 bytes of standard base64")
-    else:
+    elif bad_manifest is None and bad_sums is None:  # (else no message to check it against)
         try:
             VerifyKey(key.public_key).verify(_signed_digest(manifest_sha256, sums_sha256), signature)
         except (BadSignatureError, ValueError):
@@ -422,4 +568,4 @@ def verify_manifest_signature(
             problems.append(
                 f"signed by {key.key_id} ({key.fingerprint_hex}), which is not a trusted mirror key"
             )
-    return problems
+    return SignatureCheck(problems, key, isinstance(sums_sha256, str))

@@ -126,8 +126,10 @@ def run_checksums(args: argparse.Namespace) -> int:
     from .layout import MANIFEST_PATH
     from .publish import (
         SIGNATURE_PATH,
+        SITE_FILE_LIMIT,
         SUMS_PATH,
         load_mirror_key,
+        read_regular,
         sha256sums,
         sign_manifest,
         verify_manifest_signature,
@@ -142,7 +144,11 @@ def run_checksums(args: argparse.Namespace) -> int:
     _write_atomic(site / SUMS_PATH, sums)
     print(f"wrote {site / SUMS_PATH} ({len(sums.splitlines())} files)")
     if key is not None:
-        _write_atomic(site / SIGNATURE_PATH, sign_manifest(manifest.read_bytes(), sums, key))
+        try:
+            manifest_bytes = read_regular(manifest, SITE_FILE_LIMIT)
+        except OSError as exc:
+            raise BuildError(str(manifest), f"cannot read: {exc.strerror}") from None
+        _write_atomic(site / SIGNATURE_PATH, sign_manifest(manifest_bytes, sums, key))
         entry = key.public_entry
         print(f"signed {MANIFEST_PATH} and {SUMS_PATH} with {key.key_id} ({entry['fingerprint_sha256_hex']})")
     elif (site / SIGNATURE_PATH).exists() and verify_manifest_signature(site, None):
@@ -160,21 +166,21 @@ def run_checksums(args: argparse.Namespace) -> int:
 def load_trust(path: Path) -> list[dict[str, Any]]:
     """Public entries from a key file of `keygen`, a public entry, or a list of them."""
     from .keys import keyring_from_json
-    from .publish import load_mirror_key
+    from .publish import KEY_FILE_LIMIT, load_mirror_key, parse_json, read_regular
 
     try:
-        data = json.loads(path.read_bytes())
+        data = parse_json(read_regular(path, KEY_FILE_LIMIT))
     except OSError as exc:
         raise ConfigError("trust", f"cannot read {path}: {exc.strerror}") from None
-    except (ValueError, UnicodeDecodeError):
-        raise ConfigError("trust", f"{path} is not valid JSON") from None
+    except ValueError as exc:
+        raise ConfigError("trust", f"{path} is {exc}") from None
     if isinstance(data, dict) and "private_key_seed_b64" in data:
         return [load_mirror_key(path).public_entry]
     return [dict(k.entry) for k in keyring_from_json(data, str(path)).keys]
 
 
 def run_verify_site(args: argparse.Namespace) -> int:
-    from .publish import SIGNATURE_PATH, check_sha256sums, verify_manifest_signature
+    from .publish import SIGNATURE_PATH, check_manifest_signature, check_sha256sums
 
     site: Path = args.site
     if not site.is_dir():
@@ -182,22 +188,22 @@ def run_verify_site(args: argparse.Namespace) -> int:
     trusted = load_trust(args.trust) if args.trust else None
     problems = check_sha256sums(site)
     signed = (site / SIGNATURE_PATH).exists()
-    if signed or trusted is not None:
-        problems += verify_manifest_signature(site, trusted)
+    signature = check_manifest_signature(site, trusted) if signed or trusted is not None else None
+    if signature is not None:
+        problems += signature.problems
     for problem in problems:
         print(f"FAILED: {problem}", file=sys.stderr)
     if problems:
         print(f"{site}: does NOT verify ({len(problems)} problem(s))")
         return EXIT_DIFFERENT
-    if not signed:
+    if signature is None or signature.key is None:
         print(f"{site}: every file matches SHA256SUMS (the manifest is not signed)")
     else:
-        document = json.loads((site / SIGNATURE_PATH).read_bytes())
-        key = document["key"]
+        key = signature.key  # (as verified: the file is not read again, nor its claims believed)
         how = "a trusted key" if trusted is not None else "its own key (pass --trust to require yours)"
-        covers = "" if document.get("sha256sums_sha256") else " (SHA256SUMS is not covered by the signature)"
+        covers = "" if signature.covers_sums else " (SHA256SUMS is not covered by the signature)"
         print(
-            f"{site}: every file matches SHA256SUMS; manifest signed by {key['key_id']} "
-            f"({key['fingerprint_sha256_hex']}), {how}{covers}"
+            f"{site}: every file matches SHA256SUMS; manifest signed by {key.key_id} "
+            f"({key.fingerprint_hex}), {how}{covers}"
         )
     return EXIT_OK
