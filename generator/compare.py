@@ -2,8 +2,10 @@
 
 Rules:
 - A site is a folder, or the http(s) URL of a site's base (the folder that
-  holds `.well-known/`). URLs are fetched with urllib, with a timeout and a
-  size limit; nothing else is contacted.
+  holds `.well-known/`). URLs are fetched with urllib, with a size limit and a
+  time limit for each whole file (a socket timeout alone bounds one read, so a
+  server sending a byte a second would never time out); nothing else is
+  contacted. A bad URL or an answer that is not HTTP is a ConfigError.
 - Each site's `.well-known/pith/mirror.json` is read as the build reads it
   (`generator.manifest.read_published`); a site without a readable manifest
   is a ConfigError (nothing to compare).
@@ -18,8 +20,9 @@ Rules:
 from __future__ import annotations
 
 import hashlib
-import json
+import http.client
 import tempfile
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
@@ -29,14 +32,17 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from . import layout
-from .errors import ConfigError
+from .errors import ConfigError, pointer
 from .layout import MANIFEST_PATH, MANIFEST_TYPE
+from .load import _read_at_most
 from .manifest import read_published
 from .model import number_body
+from .publish import parse_json
 
 FIELDS = ("canonical_sha256", "record_sha256", "bundle_sha256", "state_sha256", "event_count", "key_ids")
 FETCH_TIMEOUT = 30.0
 FETCH_LIMIT = 64 * 1024 * 1024
+FETCH_CHUNK = 64 * 1024
 LIES = "file differs from its manifest entry"
 
 
@@ -91,9 +97,13 @@ class FolderSource:
     def read(self, relative: str) -> bytes | None:
         path = self.root / relative
         try:
-            return path.read_bytes() if path.is_file() else None
+            # (read without blocking: a named pipe put there since is_file is refused, not waited on)
+            data = _read_at_most(path, FETCH_LIMIT + 1) if path.is_file() else None
         except OSError:
             return None
+        if data is not None and len(data) > FETCH_LIMIT:
+            raise ConfigError("site", f"{path} is larger than {FETCH_LIMIT} bytes")
+        return data
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,29 +114,61 @@ class UrlSource:
     def read(self, relative: str) -> bytes | None:
         url = self.base + relative
         request = urllib.request.Request(url, headers={"User-Agent": "pith-mirror compare"})
+        deadline = time.monotonic() + FETCH_TIMEOUT
         try:
             with urllib.request.urlopen(request, timeout=FETCH_TIMEOUT) as response:
-                data: bytes = response.read(FETCH_LIMIT + 1)
+                return _read_body(response, url, deadline)
         except urllib.error.HTTPError as exc:
             if exc.code in (404, 410):
                 return None
             raise ConfigError("site", f"{url}: HTTP {exc.code}") from None
-        except (urllib.error.URLError, OSError, ValueError) as exc:
+        except (http.client.InvalidURL, ValueError) as exc:
+            raise ConfigError("site", f"{url} is not a valid URL ({exc})") from None
+        except http.client.HTTPException as exc:  # a bad status line, too many headers, a cut-off body
+            why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            raise ConfigError("site", f"cannot fetch {url}: the answer is not valid HTTP ({why})") from None
+        except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise ConfigError("site", f"cannot fetch {url}: {reason}") from None
-        if len(data) > FETCH_LIMIT:
+
+
+def _read_body(response: http.client.HTTPResponse, url: str, deadline: float) -> bytes:
+    """The whole body, within FETCH_LIMIT bytes and by `deadline`.
+
+    `read1` returns what one read of the socket gives, so the deadline is
+    checked every time anything arrives, however slowly it trickles in."""
+    chunks: list[bytes] = []
+    size = 0
+    while chunk := response.read1(FETCH_CHUNK):
+        size += len(chunk)
+        if size > FETCH_LIMIT:
             raise ConfigError("site", f"{url} is larger than {FETCH_LIMIT} bytes")
-        return data
+        if time.monotonic() > deadline:
+            raise ConfigError("site", f"{url} took longer than {FETCH_TIMEOUT:g} seconds to arrive")
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def open_site(where: str | Path) -> Source:
     """A folder path or an http(s) URL of a site's base."""
     text = str(where)
-    parts = urlsplit(text)
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 (checked only when read: a bad port is a bad URL)
+    except ValueError as exc:
+        if not text.lower().startswith(("http:", "https:")):
+            return _folder(where)
+        raise ConfigError("site", f"{text} is not a valid URL ({exc})") from None
     if parts.scheme in ("http", "https") and parts.netloc:
+        if any(c.isspace() or not c.isprintable() for c in text):  # (urllib would refuse it later)
+            raise ConfigError("site", f"{text!r} is not a valid URL (it holds a space or control character)")
         if parts.query or parts.fragment:
             raise ConfigError("site", f"{text}: a site URL has no query or fragment")
         return UrlSource(text if text.endswith("/") else text + "/", text)
+    return _folder(where)
+
+
+def _folder(where: str | Path) -> FolderSource:
     root = Path(where)
     if not root.is_dir():
         raise ConfigError("site", f"no such folder: {root}")
@@ -139,13 +181,17 @@ def read_manifest(source: Source) -> dict[str, dict[str, Any]]:
     if data is None:
         raise ConfigError("site", f"{source.label} has no {MANIFEST_PATH} (is it a pith-mirror site?)")
     try:
-        parsed = json.loads(data)
-    except (ValueError, UnicodeDecodeError):
-        raise ConfigError("site", f"{source.label}: {MANIFEST_PATH} is not valid JSON") from None
+        parsed = parse_json(data)
+    except ValueError as exc:
+        raise ConfigError("site", f"{source.label}: {MANIFEST_PATH} is {exc}") from None
     if not isinstance(parsed, dict) or parsed.get("manifest_type") != MANIFEST_TYPE:
         raise ConfigError("site", f"{source.label}: {MANIFEST_PATH} is not a {MANIFEST_TYPE}")
-    if isinstance(source, FolderSource):
-        return read_published(source.root)
+    if not isinstance(parsed.get("records", []), list):
+        # (the build reads such a manifest as listing nothing; a comparison would then lie)
+        raise ConfigError(
+            "site", f"{source.label}: {MANIFEST_PATH}: {pointer('records')}: records is not a list"
+        )
+    # The bytes just checked, not the file read again (it may have changed since).
     with tempfile.TemporaryDirectory(prefix="pith-compare-") as tmp:
         target = Path(tmp) / MANIFEST_PATH
         target.parent.mkdir(parents=True)
@@ -189,9 +235,9 @@ def check_files(source: Source, published: Mapping[str, Mapping[str, Any]]) -> l
             lie(state_path, "missing")
             continue
         try:
-            state = json.loads(state_bytes)
-        except (ValueError, UnicodeDecodeError):
-            lie(state_path, "not valid JSON")
+            state = parse_json(state_bytes)
+        except ValueError as exc:
+            lie(state_path, str(exc))
             continue
         if not isinstance(state, dict):
             lie(state_path, "not a JSON object")

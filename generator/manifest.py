@@ -194,15 +194,21 @@ def _head(count: int, config: SiteConfig, generated_at: str | None) -> bytes | N
 
 
 def read_published(site: Path) -> dict[str, dict[str, Any]]:
-    """Numbers the site at `site` publishes, from its manifest ({} if none or unreadable)."""
+    """Numbers the site at `site` publishes, from its manifest ({} if none or unreadable).
+
+    A manifest nested too deep to decode, or whose `records` is not a list, is
+    unreadable too: it comes from a site folder, which anyone may have edited."""
     try:
         data = json.loads((site / MANIFEST_PATH).read_bytes())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
     if not isinstance(data, dict) or data.get("manifest_type") != MANIFEST_TYPE:
         return {}
+    records = data.get("records", [])
+    if not isinstance(records, list):
+        return {}
     published: dict[str, dict[str, Any]] = {}
-    for entry in data.get("records", []):
+    for entry in records:
         number = entry.get("pith_number") if isinstance(entry, dict) else None
         if isinstance(number, str) and BODY_RE.fullmatch(number.rsplit(":", 1)[-1]):
             published[number] = entry

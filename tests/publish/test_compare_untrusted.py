@@ -1,0 +1,174 @@
+"""`compare` against sites and servers that misbehave: a clear error, never a traceback.
+
+The servers are real sockets on 127.0.0.1, answering every request with the
+same bytes, so each way an answer can be broken is exactly the one tested.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from generator import compare
+from generator.cli import main
+from generator.layout import MANIFEST_PATH
+from generator.manifest import read_published
+
+from .conftest import RECORD_BODY
+
+DEEP = b"[" * 100_000
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str]:
+    """The real CLI in this process: exit code and stderr."""
+    code = main([str(a) for a in argv])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return code, err
+
+
+@contextlib.contextmanager
+def raw_server(answer: Callable[[socket.socket], None]) -> Iterator[str]:
+    """A server on 127.0.0.1 that reads each request's head and calls `answer`; yields its URL."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.05)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            with conn, contextlib.suppress(OSError):
+                conn.settimeout(5)
+                head = b""
+                while b"\r\n\r\n" not in head and (chunk := conn.recv(4096)):
+                    head += chunk
+                answer(conn)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}/"
+    finally:
+        stop.set()
+        thread.join(10)
+        listener.close()
+
+
+def sends(data: bytes) -> Callable[[socket.socket], None]:
+    return lambda conn: conn.sendall(data)
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        (b"GARBAGE\r\n\r\n", "BadStatusLine"),
+        (b"HTTP/1.1 200 OK\r\n" + b"X-A: b\r\n" * 101 + b"\r\n", "more than 100 headers"),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab", "IncompleteRead"),
+    ],
+    ids=["bad-status-line", "too-many-headers", "cut-off-chunk"],
+)
+def test_an_answer_that_is_not_http(
+    built_site: Path, capsys: pytest.CaptureFixture[str], answer: bytes, said: str
+) -> None:
+    with raw_server(sends(answer)) as url:
+        code, err = run(capsys, "compare", built_site, url)
+    assert code == 2
+    assert f"cannot fetch {url}{MANIFEST_PATH}: the answer is not valid HTTP" in err
+    assert said in err
+
+
+def test_a_server_that_trickles_is_given_up_on(
+    built_site: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each byte comes well within the socket timeout; the whole file does not come in time."""
+    monkeypatch.setattr(compare, "FETCH_TIMEOUT", 0.5)
+
+    def trickle(conn: socket.socket) -> None:
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 40\r\n\r\n")
+        for _ in range(40):
+            conn.sendall(b" ")
+            time.sleep(0.05)
+
+    started = time.monotonic()
+    with raw_server(trickle) as url:
+        code, err = run(capsys, "compare", built_site, url)
+    assert code == 2
+    assert f"{url}{MANIFEST_PATH} took longer than 0.5 seconds to arrive" in err
+    assert time.monotonic() - started < 1.9
+
+
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("http://[x", "http://[x is not a valid URL"),
+        ("https://a b/", "'https://a b/' is not a valid URL (it holds a space"),
+        ("http://a:99999/", "http://a:99999/ is not a valid URL"),
+    ],
+)
+def test_a_url_that_is_not_one(
+    built_site: Path, capsys: pytest.CaptureFixture[str], url: str, said: str
+) -> None:
+    code, err = run(capsys, "compare", built_site, url)
+    assert code == 2 and said in err
+
+
+@pytest.fixture
+def two_sites(built_site: Path, tmp_path: Path) -> tuple[Path, Path]:
+    return (
+        Path(shutil.copytree(built_site, tmp_path / "a", symlinks=True)),
+        Path(shutil.copytree(built_site, tmp_path / "b", symlinks=True)),
+    )
+
+
+def test_a_manifest_nested_too_deep(two_sites: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    a, b = two_sites
+    (a / MANIFEST_PATH).write_bytes(DEEP)
+    code, err = run(capsys, "compare", a, b)
+    assert code == 2 and f"{MANIFEST_PATH} is not valid JSON: it nests too deeply" in err
+
+
+def test_a_state_file_nested_too_deep(
+    two_sites: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, b = two_sites
+    (a / "pith" / RECORD_BODY / "state.json").write_bytes(DEEP)
+    code = main(["compare", str(a), str(b)])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert f"pith/{RECORD_BODY}/state.json: {compare.LIES} (not valid JSON: it nests too deeply)" in out
+
+
+def test_a_manifest_whose_records_are_not_a_list(
+    two_sites: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, b = two_sites
+    manifest = json.loads((a / MANIFEST_PATH).read_bytes())
+    manifest["records"] = 5
+    (a / MANIFEST_PATH).write_text(json.dumps(manifest))
+    code, err = run(capsys, "compare", a, b)
+    assert code == 2 and f"{MANIFEST_PATH}: /records: records is not a list" in err
+
+
+@pytest.mark.parametrize("records", [5, "x", {"pith_number": "x"}])
+def test_the_build_reads_a_manifest_of_the_wrong_shape_as_unreadable(
+    built_site: Path, tmp_path: Path, records: object
+) -> None:
+    """`read_published` (the build's own reading) lists nothing, as for a missing manifest."""
+    manifest = json.loads((built_site / MANIFEST_PATH).read_bytes())
+    assert read_published(built_site)  # (the real one lists its records)
+    (tmp_path / MANIFEST_PATH).parent.mkdir(parents=True)
+    (tmp_path / MANIFEST_PATH).write_text(json.dumps({**manifest, "records": records}))
+    assert read_published(tmp_path) == {}
+    (tmp_path / MANIFEST_PATH).write_bytes(DEEP)
+    assert read_published(tmp_path) == {}
