@@ -34,7 +34,7 @@ from urllib.parse import urlsplit
 from . import layout
 from .errors import ConfigError, pointer
 from .layout import MANIFEST_PATH, MANIFEST_TYPE
-from .load import _read_at_most
+from .load import read_at_most
 from .manifest import read_published
 from .model import number_body
 from .publish import parse_json
@@ -98,7 +98,7 @@ class FolderSource:
         path = self.root / relative
         try:
             # (read without blocking: a named pipe put there since is_file is refused, not waited on)
-            data = _read_at_most(path, FETCH_LIMIT + 1) if path.is_file() else None
+            data = read_at_most(path, FETCH_LIMIT + 1) if path.is_file() else None
         except OSError:
             return None
         if data is not None and len(data) > FETCH_LIMIT:

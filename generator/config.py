@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .errors import ConfigError
-from .load import DEFAULT_MAX_BYTES, _read_at_most, is_utf8, shown_name
+from .load import DEFAULT_MAX_BYTES, is_utf8, read_at_most, shown_name
 
 PRIMARY_URL = "https://pith.science"
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -128,7 +128,7 @@ def read_settings_file(path: Path, setting: str) -> bytes:
     MAX_SETTINGS_FILE: a device (/dev/zero) would be read without end and a named pipe
     would wait for a writer forever, so neither is read at all."""
     try:
-        raw = _read_at_most(path, MAX_SETTINGS_FILE + 1)
+        raw = read_at_most(path, MAX_SETTINGS_FILE + 1)
     except OSError as exc:
         raise ConfigError(setting, f"cannot read {shown_name(str(path))}: {exc.strerror}") from None
     if len(raw) > MAX_SETTINGS_FILE:

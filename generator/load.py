@@ -159,7 +159,7 @@ def read_bytes(path: Path, content: Path, limits: Limits) -> bytes:
                 Problem(Code.FILE_OUTSIDE_CONTENT, "", "symbolic link points outside the content folder")
             )
     try:
-        raw = _read_at_most(path, limits.max_bytes + 1)
+        raw = read_at_most(path, limits.max_bytes + 1)
     except OSError as exc:
         raise RejectionError(Problem(Code.FILE_UNREADABLE, "", f"cannot read: {exc.strerror}")) from None
     if len(raw) > limits.max_bytes:
@@ -173,7 +173,7 @@ def read_bytes(path: Path, content: Path, limits: Limits) -> bytes:
     return raw
 
 
-def _read_at_most(path: Path, cap: int) -> bytes:
+def read_at_most(path: Path, cap: int) -> bytes:
     """The file's first `cap` bytes, or all of it if shorter.
 
     Asking for the whole cap would allocate it (4 MiB) for every file: ask for

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import errno
 import hashlib
 import json
@@ -62,7 +63,7 @@ from .canonical import b32, canonical_digest, pretty_json
 from .errors import BuildError, ConfigError, pointer
 from .keys import Keyring, PinnedKey, decode_signature, keyring_from_json
 from .layout import MANIFEST_PATH
-from .load import NOT_UTF8_NAME, _read_at_most, is_utf8, shown_name
+from .load import NOT_UTF8_NAME, is_utf8, read_at_most, shown_name
 
 SUMS_PATH = "SHA256SUMS"
 SIGNATURE_PATH = ".well-known/pith/mirror.sig.json"
@@ -167,7 +168,7 @@ def read_regular(path: Path, limit: int) -> bytes:
     kind = _not_regular(os.stat(path).st_mode)
     if kind is not None:
         raise OSError(errno.EINVAL, f"it is {kind}, not a regular file")
-    raw = _read_at_most(path, limit + 1)
+    raw = read_at_most(path, limit + 1)
     if len(raw) > limit:
         raise OSError(errno.EFBIG, f"larger than {limit} bytes")
     return raw
@@ -356,6 +357,8 @@ def generate_mirror_key(path: Path, key_id: str) -> dict[str, Any]:
     """Write a new private key file (mode 0600, never over an existing file); return its public entry."""
     if not isinstance(key_id, str) or not key_id.strip() or any(c.isspace() for c in key_id):
         raise ConfigError("key_id", "must be a non-empty name without spaces")
+    if not is_utf8(key_id) or not key_id.isprintable():
+        raise ConfigError("key_id", "holds bytes that are not UTF-8, or characters that cannot be printed")
     key = MirrorKey(key_id, SigningKey.generate())
     entry = key.public_entry
     document = {
@@ -365,6 +368,7 @@ def generate_mirror_key(path: Path, key_id: str) -> dict[str, Any]:
         "public_key_b64": entry["public_key_b64"],
         "fingerprint_sha256_hex": entry["fingerprint_sha256_hex"],
     }
+    data = pretty_json(document)  # (made before the file is: a failure leaves no empty key file)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
@@ -374,9 +378,13 @@ def generate_mirror_key(path: Path, key_id: str) -> dict[str, Any]:
     try:
         os.fchmod(fd, 0o600)  # whatever the umask
         with os.fdopen(fd, "wb") as handle:
-            handle.write(pretty_json(document))
-    except OSError as exc:
-        raise ConfigError("mirror_key", f"cannot write {path}: {exc.strerror}") from None
+            handle.write(data)
+    except BaseException as exc:  # (a full disk, Ctrl-C: no half-written key left to refuse a retry)
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        if isinstance(exc, OSError):
+            raise ConfigError("mirror_key", f"cannot write {path}: {exc.strerror}") from None
+        raise
     return entry
 
 
