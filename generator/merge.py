@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .canonical import canonical_digest
+from .canonical import canonical_digest, canonical_json
 from .errors import pointer
 from .model import MERGE_VERSION
 
@@ -142,5 +142,6 @@ def _diff(a: Any, b: Any, path: tuple[str | int, ...], found: list[str], limit: 
     elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
         for index, (x, y) in enumerate(zip(a, b, strict=True)):
             _diff(x, y, (*path, index), found, limit)
-    elif type(a) is not type(b) or a != b:
+    elif type(a) is not type(b) or a != b or canonical_json(a) != canonical_json(b):
+        # (the last for what == calls equal but the canonical form does not: -0.0 and 0.0)
         found.append(pointer(*path))

@@ -404,7 +404,8 @@ class _Checker:
         if isinstance(source, dict):
             for field in ("kind", "id", "version"):
                 name = f"source_{field}"
-                if name in payload and payload[name] != source.get(field):
+                # (as canonical bytes: Python's == takes true and 1.0 for 1)
+                if name in payload and canonical_json(payload[name]) != canonical_json(source.get(field)):
                     self.fail(
                         Code.EVENT_PAYLOAD_MISMATCH,
                         (*path, name),
@@ -432,7 +433,9 @@ class _Checker:
         if served_hash == recomputed["state_sha256"]:
             return  # byte-identical to the recomputed state: nothing differs
         expected = {k: v for k, v in recomputed.items() if k != "state_sha256"}
-        for where in differences(body, expected, ("state",)):
+        # (the hashes differ, so the canonical bytes do: should no member show it, the
+        # state as a whole is reported, never passed)
+        for where in differences(body, expected, ("state",)) or [pointer("state")]:
             self.problems.append(
                 Problem(
                     Code.STATE_MISMATCH,

@@ -985,3 +985,28 @@ def test_every_problem_has_a_known_code_and_a_pointer_into_the_document() -> Non
         assert isinstance(problem.code, Code)
         assert problem.pointer.startswith("/")
         assert problem.message
+
+
+def test_a_served_state_with_minus_zero_where_the_events_give_zero_is_a_mismatch() -> None:
+    """Python's == calls -0.0 and 0.0 equal; their canonical bytes differ, and so must
+    the verdict (the in-browser check compares canonical bytes)."""
+    record = f.canonical_record(title="Negative zero paper", source_id="2101.00077")
+    record["metadata"]["score"] = 0.0
+    doc = f.bundle(record=record, title="Negative zero paper")
+    doc["state"]["current"]["canonical_record"]["metadata"]["score"] = -0.0
+    doc["state"]["state_sha256"] = state_sha256(doc["state"])
+    pointer = "/state/current/canonical_record/metadata/score"
+    assert check(f.sign_bundle(f.TEST_SIGNER, doc)) == {("state.mismatch", pointer)}
+
+
+@pytest.mark.parametrize("version", [True, 1.0])
+def test_a_record_created_source_version_equal_only_to_python_is_a_mismatch(version: Any) -> None:
+    record = f.canonical_record(title="Source version paper", source_id="2101.00099")
+    event = f.record_created_event(f.TEST_SIGNER, record)
+    event["payload"]["source_version"] = version
+    events = [
+        f.seal_event(f.TEST_SIGNER, event),
+        f.graph_snapshot_event(f.TEST_SIGNER, record, "Source version"),
+    ]
+    doc = f.bundle(record=record, title="Source version paper", events=events)
+    assert ("event.payload_mismatch", "/events/0/payload/source_version") in check(doc)
