@@ -292,6 +292,8 @@ class Rebuilder:
         self.rebuild_counter = Counter()
         self.last_report: BuildReport | None = None
         self._listeners: list[Callable[[Setup], None]] = []
+        self._untold: Setup | None = None
+        """Settings read again but not yet built with: the listeners still follow the last."""
         self._setup = load()
         self._reload = False
         self._scope = Scope(self._setup)
@@ -515,7 +517,9 @@ class Rebuilder:
             if self._reload:
                 self._apply(self._load())
             self._sync_watches()  # the settings or the folders themselves may have changed
-            return self._build(self._setup.config, self._setup.keyring)
+            report = self._build(self._setup.config, self._setup.keyring)
+            self._tell()
+            return report
         except ConfigError as exc:
             self._reload = True  # read the settings again next time, whatever changes
             self._say(
@@ -534,11 +538,20 @@ class Rebuilder:
         return None
 
     def _apply(self, setup: Setup) -> None:
-        """Use freshly read settings: new scope, new watches, tell the listeners."""
+        """Use freshly read settings: new scope and watches now; the listeners are told
+        once a build with them completes (`_tell`)."""
         self._setup, self._reload = setup, False
         self._scope = Scope(setup)
-        for listener in self._listeners:
-            listener(setup)
+        self._untold = setup
+
+    def _tell(self) -> None:
+        """Tell the listeners of settings a build has just completed with. Not before:
+        the server would follow SITE to a folder the build refused (any folder, /etc)
+        and stop serving the last good site."""
+        setup, self._untold = self._untold, None
+        if setup is not None:
+            for listener in self._listeners:
+                listener(setup)
 
     def _sync_watches(self) -> None:
         """Watch exactly the folders the settings name, as they are now on disk.

@@ -465,3 +465,27 @@ def test_a_folder_moved_in_is_listed_whole(workspace: Workspace, preview: Callab
     os.rename(outside, workspace.content / "incoming")
     poll(lambda: client.status(BUNDLE_PAGE) == 200)
     assert "changed without an event" not in workspace.out.text()
+
+
+def test_the_server_follows_a_new_site_folder_only_once_a_build_there_completes(
+    workspace: Workspace, preview: Callable[..., Preview]
+) -> None:
+    """Settings naming a folder the build refuses (it holds other files) must not move
+    the server there: it would serve that folder, whatever it is, in place of the site."""
+    settings = workspace.root / "pith-mirror.toml"
+    settings.write_text('content = "content"\nsite = "site"\ntemplates = "templates"\njobs = 1\n')
+    workspace.add(SEED_RECORD)
+    running = preview(load=lambda: load_setup(settings, {}, cwd=workspace.root))
+    rebuilder, client = running.rebuilder, running.client
+    assert rebuilder is not None and client.status(RECORD_PAGE) == 200
+    other = workspace.root / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("private notes")
+    edit(settings, 'site = "site"', 'site = "other"')
+    poll(lambda: "build failed:" in workspace.err.text())
+    assert client.status("/notes.txt") == 404
+    assert client.status(RECORD_PAGE) == 200
+    generation = rebuilder.generation
+    edit(settings, 'site = "other"', 'site = "fresh"')
+    assert rebuilder.wait_for_generation(generation + 1, TIMEOUT)
+    poll(lambda: client.status(RECORD_PAGE) == 200 and running.server.site == workspace.root / "fresh")
