@@ -225,12 +225,23 @@ class PreviewHandler(BaseHTTPRequestHandler):
         """Successful requests are not logged: live reload polls twice a second."""
 
     def _answer(self, send_body: bool) -> None:
-        path = urlsplit(self.path).path
+        try:
+            path = urlsplit(self.path).path
+        except ValueError:  # e.g. "GET http://[/": not a URL at all
+            self._send(
+                HTTPStatus.BAD_REQUEST,
+                "text/plain; charset=utf-8",
+                _reason(HTTPStatus.BAD_REQUEST),
+                send_body,
+            )
+            return
         if path.startswith(INTERNAL):
             self._internal(path[len(INTERNAL) :], send_body)
             return
-        lookup = resolve(self.server.site, path, self.server.base_path)
-        if lookup.status == HTTPStatus.OK and lookup.file is not None:
+        for _ in range(2):  # (a full build swapped SITE between finding the file and reading it: again)
+            lookup = resolve(self.server.site, path, self.server.base_path)
+            if lookup.status != HTTPStatus.OK or lookup.file is None:
+                break
             data = read_inside(lookup.file)
             if data is not None:
                 self._send(HTTPStatus.OK, content_type(lookup.file), data, send_body)

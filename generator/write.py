@@ -2,9 +2,9 @@
 
 Rules:
 - A full build writes into a fresh staging folder beside SITE and swaps it in
-  with renames at the very end; a build that fails or is killed leaves the
-  previous SITE whole. A swap interrupted between its two renames is undone
-  by the next build (`recover`).
+  at the very end (one atomic exchange on Linux, else two renames); a build
+  that fails or is killed leaves the previous SITE whole. A swap interrupted
+  part-way is undone or finished by the next build (`recover`).
 - Incremental builds write into SITE itself, each file through a temporary
   name and a rename, so a reader never sees half a file.
 - Every path is relative and made of safe segments; nothing is written outside
@@ -18,9 +18,12 @@ Rules:
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
 import os
 import re
 import shutil
+import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
@@ -62,15 +65,44 @@ def prepare_staging(site: Path) -> Path:
 
 
 def swap_in(staging: Path, site: Path) -> None:
-    """Replace SITE by the staging folder: two renames, then clean up."""
+    """Replace SITE by the staging folder, then remove the old one.
+
+    Where the system can exchange two names in one step (Linux), it does: with two
+    renames there is a moment with no SITE at all, and a web server reading the
+    folder answers "not found" for pages that exist before and after."""
     previous = previous_path(site)
     if site.exists():
         if not site.is_dir():
             raise BuildError(str(site), "the site path exists and is not a folder")
-        os.rename(site, previous)
-    os.rename(staging, site)
+        if _exchange(staging, site):  # (the old site is now at the staging path)
+            os.rename(staging, previous)
+        else:
+            os.rename(site, previous)
+            os.rename(staging, site)
+    else:
+        os.rename(staging, site)
     if previous.exists():
         remove_tree(previous)
+
+
+_AT_FDCWD, _RENAME_EXCHANGE = -100, 2
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap the names `a` and `b` atomically (Linux's renameat2 with RENAME_EXCHANGE);
+    False where the system or the file system cannot, and the caller renames twice."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):  # (a C library older than glibc 2.28)
+        return False
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP):
+        return False
+    raise OSError(code, os.strerror(code), str(b))
 
 
 _BY_FD = (

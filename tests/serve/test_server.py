@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 from collections.abc import Callable
 from pathlib import Path
 
@@ -244,3 +245,11 @@ def test_resolve_order_and_refusals(tmp_path: Path) -> None:
     assert resolve(site, "/c").status == 404
     assert resolve(site, "/%2e%2e/x").status == 403
     assert resolve(site, "/%ff").status == 400
+
+
+def test_a_request_target_that_is_no_url_gets_400(served: Preview) -> None:
+    host, port = served.server.server_address[:2]
+    with socket.create_connection((str(host), int(port)), timeout=10) as connection:
+        connection.sendall(b"GET http://[/ HTTP/1.0\r\n\r\n")
+        reply = connection.recv(1000)
+    assert reply.startswith(b"HTTP/1.0 400 ") or reply.startswith(b"HTTP/1.1 400 "), reply

@@ -4,6 +4,7 @@ written through a file another path shares."""
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -158,3 +159,26 @@ def test_remove_tree_refuses_a_link_in_the_trees_place(tmp_path: Path) -> None:
     with pytest.raises(OSError):
         remove_tree(tmp_path / "site")
     assert (outside / "b" / "c" / "f.json").read_bytes() == b"x"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="one-step exchange is Linux's renameat2")
+def test_swapping_a_site_in_never_leaves_its_name_empty(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A web server reading SITE while a full build swaps it in must find a site, the
+    old or the new, at every moment: never a missing folder."""
+    site, staging = tmp_path / "site", tmp_path / ".site.staging"
+    for folder, text in ((site, "old"), (staging, "new")):
+        folder.mkdir()
+        (folder / "index.html").write_text(text)
+    renames = []
+    real_rename = os.rename
+
+    def watched(source: object, target: object) -> None:
+        renames.append(site.is_dir())
+        real_rename(source, target)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(write.os, "rename", watched)
+    write.swap_in(staging, site)
+    assert all(renames) and (site / "index.html").read_text() == "new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]
