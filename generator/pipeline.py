@@ -53,6 +53,7 @@ from .cache import (
 from .config import SiteConfig
 from .errors import BuildError, Code, Rejection
 from .family import family_paths
+from .journal import Journal, undo
 from .keys import Keyring
 from .layout import MANIFEST_PATH
 from .load import NOT_UTF8_NAME, document_path, is_utf8, shown_name
@@ -117,6 +118,7 @@ def _build(
         return seen.report
     started, key, extra, site = seen.started, seen.key, seen.extra, config.site
     cache = warm_cache_for(warm, key, site) if incremental else None
+    undo(site)  # (a killed incremental build's changes are taken back first)
     staging = prepare_staging(site)
     if incremental and cache is None:
         cache = load_cache(config.cache_dir, key, site)
@@ -137,8 +139,12 @@ def _build(
         )
         if method == "fork":  # start the workers now, from a small parent (see `_fork_now`)
             _fork_now(pool)
+    journal = None
     try:
+        if cache is not None:  # (an incremental build changes SITE file by file: all or none)
+            journal = Journal(site)
         run = _Build(config, keyring, staging, pool, progress, cache, key, extra)
+        run.journal = journal
         run.keeps_manifest = warm is not None
         run.listed = seen.listed
         if hints is not None and warm is not None and cache is not None and cache is warm.cache:
@@ -150,11 +156,15 @@ def _build(
             swap_in(staging, site)
         else:
             remove_tree(staging)
-            finish_publication(site, config)
+            finish_publication(site, config, journal)
+        if journal is not None:
+            journal.commit()
     except BaseException:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
         shutil.rmtree(staging, ignore_errors=True)
+        if journal is not None:
+            journal.rollback()
         raise
     if pool is not None:
         pool.shutdown()
@@ -222,11 +232,13 @@ def _collection_deferred() -> Iterator[None]:
             gc.enable()
 
 
-def finish_publication(root: Path, config: SiteConfig) -> None:
+def finish_publication(root: Path, config: SiteConfig, journal: Journal | None = None) -> None:
     """Last: SHA256SUMS of the whole tree and the operator's signature, when asked;
     otherwise remove any left by an earlier `pith-mirror checksums` (they would be stale)."""
     from .publish import SIGNATURE_PATH, SUMS_PATH, load_mirror_key, sha256sums, sign_manifest
 
+    if journal is not None:
+        journal.before([SUMS_PATH, SIGNATURE_PATH])
     sums_path, signature_path = root / SUMS_PATH, root / SIGNATURE_PATH
     if not config.checksums:
         sums_path.unlink(missing_ok=True)
@@ -282,6 +294,8 @@ class _Build:
         """Numbers given a new entry by this build; every other keeps the cache's object."""
         self.keeps_manifest = False
         """Keep each number's manifest lines on its entry, for the next build (warm)."""
+        self.journal: Journal | None = None
+        """An incremental build's record of what it changes in SITE (see journal.py)."""
         self.listed: Listed | None = None
         """(path, name, stat) of every input, when the check for no change listed them."""
 
@@ -329,6 +343,7 @@ class _Build:
             self.keeps_manifest,
             self.renewed,
             self.suspect,
+            self.journal,
         )
         notes = [*selection.notes, *skipped_pages(self.config.content / "pages")]
         restore = sitewide.write(summaries, rejections, notes, owned, rendered_numbers)
@@ -573,6 +588,8 @@ class _Build:
                 if path in moved:  # a paper page two accepted numbers share (their prefix's
                     continue  # list page, which the site-wide stage writes after this)
                 moved.add(path)
+                if self.journal is not None:
+                    self.journal.before(path)
                 target = self.site / path
                 target.parent.mkdir(parents=True, exist_ok=True)
                 os.replace(self.staging / path, target)
@@ -581,6 +598,8 @@ class _Build:
         stale -= {p for n in accepted for p in numbers[n].paths}
         owned = PaperPages(numbers, accepted)
         stale = {p for p in stale if p not in owned}
+        if self.journal is not None:
+            self.journal.before(stale)
         remove_files(self.site, stale)
 
 

@@ -28,6 +28,7 @@ from .cache import BuildCache, NumberEntry
 from .config import SiteConfig, build_time
 from .errors import BuildError, Rejection
 from .family import family_paths, record_family_files, shared_family_paths
+from .journal import Journal
 from .keys import Keyring
 from .layout import MANIFEST_PATH
 from .manifest import indented_entry, manifest_files, stream_manifest, whole_manifest
@@ -62,6 +63,8 @@ class SitewideStage:
     """Numbers given a new entry by this build."""
     suspect: set[str]
     """Family paths written by renders then discarded: recomputed or removed."""
+    journal: Journal | None = None
+    """An incremental build's record of what it changes in SITE (see journal.py)."""
     written: int = 0
 
     @property
@@ -199,12 +202,17 @@ class SitewideStage:
             remove_files(self.staging, {p for p in affected - set(shared) if p not in owned})
             return set()
         for file in changed:
+            if self.journal is not None:
+                self.journal.before(file.path)
             target = self.site / file.path
             target.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(target, file.data)
         self.written += len(changed)
         gone = (set(previous) - set(fixed) - set(record)) | (affected - set(shared))
-        remove_files(self.site, {p for p in gone if p not in owned})
+        removed = {p for p in gone if p not in owned}
+        if self.journal is not None:
+            self.journal.before(removed)
+        remove_files(self.site, removed)
         return {owned[p] for p in gone if p in owned and owned[p] not in fresh}
 
     def stream_manifest_into(

@@ -31,6 +31,7 @@ import orjson
 from . import __version__
 from .config import MAX_BASE_URL, SiteConfig, build_time
 from .errors import BuildError, Code, Rejection
+from .journal import undo_path
 from .keys import Keyring
 from .layout import MANIFEST_PATH, MANIFEST_TYPE
 from .load import discover_names
@@ -87,7 +88,8 @@ def look(config: SiteConfig, keyring: Keyring, quick: bool) -> Look:
 
             load_mirror_key(config.mirror_key)
         key, extra = build_key(config, keyring), extra_inputs(config)
-        if not quick:
+        # (a build killed while it changed SITE left its journal: a build must undo it)
+        if not quick or undo_path(config.site).exists():
             return Look(started, key, extra, None, None)
         last, listed = _last_if_unchanged(config, key, extra)
     except OSError as exc:  # e.g. an unreadable template

@@ -18,10 +18,12 @@ import pytest
 from sitekit import (
     BOTH_KEYS,
     BUNDLE_BODY,
+    REAL_BUNDLE,
     RECORD_BODY,
     REPO,
     Project,
     all_paths,
+    assert_same_as_fresh,
     record_doc,
     tree,
 )
@@ -655,3 +657,73 @@ def test_a_site_folder_that_is_a_link_is_refused_and_left_as_it_is(
     assert code == 2 and "symbolic link" in err and "Traceback" not in err, err
     assert (cli.root / "linked").is_symlink() and tree(cli.root / "real") == before
     assert not (cli.root / ".linked.previous").exists()
+
+
+# ---------------------------------------------------------------- an incremental build: all or none
+
+
+def _fail_after(monkeypatch: pytest.MonkeyPatch, module: Any, name: str, calls: int) -> None:
+    """Make `module.name` raise ENOSPC from its `calls`-th call on, like a full disk."""
+    real = getattr(module, name)
+    count = [0]
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        count[0] += 1
+        if count[0] >= calls:
+            raise OSError(28, "No space left on device")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, failing)
+
+
+@pytest.mark.parametrize(
+    ("module", "name", "calls"),
+    [
+        pytest.param("pipeline", "os.replace", 3, id="record-files"),
+        pytest.param("sitewide_write", "write_atomic", 2, id="site-wide"),
+    ],
+)
+def test_an_incremental_build_that_fails_part_way_leaves_the_site_as_it_was(
+    project: Project, monkeypatch: pytest.MonkeyPatch, module: str, name: str, calls: int
+) -> None:
+    """Files already replaced are put back, new ones removed: the site is the last
+    build's, manifest and pages alike, and the next build completes the change."""
+    import importlib
+
+    project.add_real(bundle=False)
+    project.build()
+    before = tree(project.site)
+    project.add_real()  # the bundle arrives: a new number, and most site-wide pages change
+    target = importlib.import_module(f"generator.{module}")
+    owner = target.os if name == "os.replace" else target
+    _fail_after(monkeypatch, owner, name.rsplit(".", 1)[-1], calls)
+    with pytest.raises(BuildError, match="No space left"):
+        project.build()
+    assert tree(project.site) == before
+    assert not (project.root / ".site.undo").exists()
+    monkeypatch.undo()
+    assert project.build().mode == "incremental"
+    assert_same_as_fresh(project, project.root.parent / f"{project.root.name}-fresh")
+
+
+def test_a_killed_incremental_build_is_undone_by_the_next_build(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Killed, a build cannot put the site back itself: its journal stays, and the next
+    build, even one with nothing changed since the last complete one, undoes it."""
+    from generator.journal import Journal
+
+    project.add_real(bundle=False)
+    project.build()
+    before = tree(project.site)
+    project.add_real()
+    monkeypatch.setattr(Journal, "rollback", lambda self: None)  # (as if killed: no rollback)
+    _fail_after(monkeypatch, sys.modules["generator.sitewide_write"], "write_atomic", 2)
+    with pytest.raises(BuildError):
+        project.build()
+    assert tree(project.site) != before and (project.root / ".site.undo").is_dir()
+    monkeypatch.undo()
+    project.remove(REAL_BUNDLE.name)  # content as the last complete build saw it
+    project.build()
+    assert tree(project.site) == before
+    assert not (project.root / ".site.undo").exists()

@@ -1,0 +1,89 @@
+"""An incremental build's undo journal: all of its changes to SITE, or none.
+
+A full build swaps a whole new site in at once. An incremental one changes SITE
+file by file (per-record files, then site-wide pages, the manifest last), so a
+build that fails part-way (a full disk, a kill) would leave a mix: some records
+new, the manifest old. Before each file is replaced or removed, its old inode is
+hard-linked into `.<SITE>.undo/files/` (a link, not a copy: the old bytes stay
+whatever replaces the name), and each path that did not exist is listed in
+`.<SITE>.undo/created`. A failure puts SITE back from them (`Journal.rollback`);
+a build killed before it could is put back by the next one (`undo`, through
+`write.recover`). A build that completes deletes the journal.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TextIO
+
+from .write import is_plain_relative, remove_files, remove_tree
+
+_UNDO = ".{name}.undo"
+_CREATED = "created"
+_FILES = "files"
+
+
+def undo_path(site: Path) -> Path:
+    return site.parent / _UNDO.format(name=site.name)
+
+
+class Journal:
+    """Records what one incremental build changes in SITE, before it changes it."""
+
+    def __init__(self, site: Path) -> None:
+        self.site = site
+        self.folder = undo_path(site)
+        self.folder.mkdir()  # (`undo` ran first: a journal left by a killed build is gone)
+        self.touched: set[str] = set()
+        self._created: TextIO = open(  # noqa: SIM115 (kept open for the build's length)
+            self.folder / _CREATED, "w", encoding="utf-8", errors="surrogateescape"
+        )
+
+    def before(self, paths: str | set[str] | list[str]) -> None:
+        """Call before replacing or removing each of `paths` (relative to SITE)."""
+        for path in [paths] if isinstance(paths, str) else sorted(paths):
+            if path in self.touched or not is_plain_relative(path):
+                continue
+            self.touched.add(path)
+            target = self.site / path
+            if os.path.lexists(target):
+                kept = self.folder / _FILES / path
+                kept.parent.mkdir(parents=True, exist_ok=True)
+                os.link(target, kept, follow_symlinks=False)
+            else:
+                self._created.write(path + "\n")
+                self._created.flush()  # (on disk before the file is: a kill leaves no stray)
+
+    def commit(self) -> None:
+        """The build completed: forget the old files."""
+        self._created.close()
+        remove_tree(self.folder)
+
+    def rollback(self) -> None:
+        """The build failed: put every file it changed back as it was."""
+        self._created.close()
+        undo(self.site)
+
+
+def undo(site: Path) -> None:
+    """Put SITE back as it was before the incremental build that left its journal,
+    then delete the journal (nothing to do without one)."""
+    folder = undo_path(site)
+    if not folder.is_dir():
+        return
+    created = folder / _CREATED
+    if created.is_file():
+        names = created.read_text("utf-8", errors="surrogateescape").splitlines()
+        remove_files(site, {name for name in names if name and is_plain_relative(name)})
+    kept_root = folder / _FILES
+    for dirpath, _dirnames, filenames in os.walk(kept_root):
+        for filename in filenames:
+            kept = Path(dirpath) / filename
+            path = kept.relative_to(kept_root).as_posix()
+            if not is_plain_relative(path):
+                continue
+            target = site / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(kept, target)
+    remove_tree(folder)
