@@ -34,13 +34,13 @@ import orjson
 
 from .config import SiteConfig
 from .errors import Code, Rejection
+from .files import file_sha256
 from .layout import MANIFEST_PATH, number_paths
 from .reconcile import Candidate, packed_event_ids
 from .unchanged import (
     CACHE_FORMAT,
     QUICK_FILE,
     Unchanged,
-    file_sha256,
     pack_stat,
     save_unchanged,
     stat_key,

@@ -33,11 +33,10 @@ from urllib.parse import urlsplit
 
 from . import layout
 from .errors import ConfigError, pointer
+from .files import parse_json, read_at_most
 from .layout import MANIFEST_PATH, MANIFEST_TYPE
-from .load import read_at_most
 from .manifest import read_published
 from .model import number_body
-from .publish import parse_json
 
 FIELDS = ("canonical_sha256", "record_sha256", "bundle_sha256", "state_sha256", "event_count", "key_ids")
 FETCH_TIMEOUT = 30.0

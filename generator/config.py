@@ -12,6 +12,7 @@ Rules:
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import tomllib
@@ -22,7 +23,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .errors import ConfigError
-from .load import DEFAULT_MAX_BYTES, is_utf8, read_at_most, shown_name
+from .files import read_regular
+from .load import DEFAULT_MAX_BYTES, is_utf8, shown_name
 
 PRIMARY_URL = "https://pith.science"
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -128,16 +130,15 @@ def read_settings_file(path: Path, setting: str) -> bytes:
     MAX_SETTINGS_FILE: a device (/dev/zero) would be read without end and a named pipe
     would wait for a writer forever, so neither is read at all."""
     try:
-        raw = read_at_most(path, MAX_SETTINGS_FILE + 1)
+        return read_regular(path, MAX_SETTINGS_FILE)
     except OSError as exc:
+        if exc.errno == errno.EFBIG:
+            raise ConfigError(
+                setting,
+                f"{shown_name(str(path))} is larger than {MAX_SETTINGS_FILE:,} bytes, far more than any"
+                " settings or keys file holds",
+            ) from None
         raise ConfigError(setting, f"cannot read {shown_name(str(path))}: {exc.strerror}") from None
-    if len(raw) > MAX_SETTINGS_FILE:
-        raise ConfigError(
-            setting,
-            f"{shown_name(str(path))} is larger than {MAX_SETTINGS_FILE:,} bytes, far more than any"
-            " settings or keys file holds",
-        )
-    return raw
 
 
 def _read_table(path: Path, in_pyproject: bool) -> dict[str, Any]:

@@ -13,12 +13,10 @@ Rules:
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
 import os
 import re
-import stat
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -29,6 +27,7 @@ import orjson
 
 from .canonical import JsonFloat
 from .errors import Code, Problem, RejectionError, pointer
+from .files import read_at_most
 
 DEFAULT_MAX_BYTES = 4 * 1024 * 1024
 """A real bundle is about 15 KB; 4 MiB leaves room for years of events."""
@@ -171,39 +170,6 @@ def read_bytes(path: Path, content: Path, limits: Limits) -> bytes:
             )
         )
     return raw
-
-
-def read_at_most(path: Path, cap: int) -> bytes:
-    """The file's first `cap` bytes, or all of it if shorter.
-
-    Asking for the whole cap would allocate it (4 MiB) for every file: ask for
-    the size the file has, and one byte more to notice a file that grew
-    meanwhile. Each document is read once, whole, so a plain descriptor is
-    enough; a buffered file object would only add its own set-up."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # (a named pipe must not block)
-    try:
-        status = os.fstat(fd)
-        if not stat.S_ISREG(status.st_mode):
-            raise OSError(errno.EINVAL, "not a regular file")
-        asked = min(status.st_size + 1, cap)
-        raw = _read_fully(fd, asked)
-        if len(raw) == asked < cap:
-            raw += _read_fully(fd, cap - asked)
-    finally:
-        os.close(fd)
-    return raw
-
-
-def _read_fully(fd: int, size: int) -> bytes:
-    """`size` bytes, fewer only at the end of the file (a single read may return less)."""
-    chunks: list[bytes] = []
-    while size > 0:
-        chunk = os.read(fd, size)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size -= len(chunk)
-    return b"".join(chunks)
 
 
 class _DuplicateKey(Exception):

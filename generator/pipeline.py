@@ -53,6 +53,7 @@ from .cache import (
 from .config import SiteConfig
 from .errors import BuildError, Code, Rejection
 from .family import family_paths
+from .files import file_sha256
 from .journal import Journal, undo
 from .keys import Keyring
 from .layout import MANIFEST_PATH
@@ -62,7 +63,7 @@ from .model import BuildReport, number_body
 from .pages import skipped_pages
 from .reconcile import Candidate, Choice, select
 from .sitewide_write import PaperPages, SitewideStage
-from .unchanged import Listed, Look, Unchanged, content_files, file_sha256, look, stat_key
+from .unchanged import Listed, Look, Unchanged, content_files, look, stat_key
 from .workers import (
     Examined,
     Progress,

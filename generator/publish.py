@@ -46,11 +46,8 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
-import errno
 import hashlib
-import json
 import os
-import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,9 +58,10 @@ from nacl.signing import SigningKey, VerifyKey
 
 from .canonical import b32, canonical_digest, pretty_json
 from .errors import BuildError, ConfigError, pointer
+from .files import NotRegularFile, file_sha256, not_regular, parse_json, read_regular
 from .keys import Keyring, PinnedKey, decode_signature, keyring_from_json
 from .layout import MANIFEST_PATH
-from .load import NOT_UTF8_NAME, is_utf8, read_at_most, shown_name
+from .load import NOT_UTF8_NAME, is_utf8, shown_name
 
 SUMS_PATH = "SHA256SUMS"
 SIGNATURE_PATH = ".well-known/pith/mirror.sig.json"
@@ -141,52 +139,6 @@ def headers_file(base_path: str) -> bytes:
     return "".join(lines).rstrip("\n").encode("utf-8") + b"\n"
 
 
-# ---------------------------------------------------------------- reading untrusted files
-
-
-_NOT_REGULAR = (
-    (stat.S_ISFIFO, "a named pipe"),
-    (stat.S_ISSOCK, "a socket"),
-    (stat.S_ISCHR, "a device"),
-    (stat.S_ISBLK, "a device"),
-    (stat.S_ISDIR, "a folder"),
-)
-
-
-def _not_regular(mode: int) -> str | None:
-    """What a file of this mode is, when it is not a regular file ("a named pipe")."""
-    if stat.S_ISREG(mode):
-        return None
-    return next((name for test, name in _NOT_REGULAR if test(mode)), "not a regular file")
-
-
-def read_regular(path: Path, limit: int) -> bytes:
-    """The bytes of a regular file of at most `limit` bytes; OSError (its strerror
-    a sentence) for anything else. Reads as `load` reads documents: opened without
-    blocking, so a named pipe is refused instead of waiting for a writer forever
-    (and first looked at, as a socket cannot even be opened)."""
-    kind = _not_regular(os.stat(path).st_mode)
-    if kind is not None:
-        raise OSError(errno.EINVAL, f"it is {kind}, not a regular file")
-    raw = read_at_most(path, limit + 1)
-    if len(raw) > limit:
-        raise OSError(errno.EFBIG, f"larger than {limit} bytes")
-    return raw
-
-
-def parse_json(data: bytes) -> Any:
-    """`json.loads`, or a ValueError whose text completes "FILE is ...".
-
-    The decoder reports a document nested past Python's recursion limit
-    (`[[[[...`) as RecursionError; to a reader it is invalid JSON like any other."""
-    try:
-        return json.loads(data)
-    except RecursionError:
-        raise ValueError("not valid JSON: it nests too deeply") from None
-    except ValueError:  # (UnicodeDecodeError is one)
-        raise ValueError("not valid JSON") from None
-
-
 # ---------------------------------------------------------------- checksums
 
 
@@ -222,32 +174,15 @@ def site_files(site: Path, links: list[str] | None = None) -> list[str]:
 
 
 def _site_file_sha256(path: Path) -> str:
-    """SHA-256 of a file of the site, which must be a readable regular file: BuildError if not.
-
-    Looked at, then opened without blocking and looked at again (it may have been
-    replaced) before reading: a named pipe would wait for a writer forever, a
-    device never end, a socket cannot be opened, and none is a file a host serves."""
-
-    def refuse(mode: int) -> None:
-        kind = _not_regular(mode)
-        if kind is not None:
-            raise BuildError(str(path), f"is {kind}; a published site holds only regular files")
-
+    """SHA-256 of a file of the site, which must be a readable regular file: BuildError if not
+    (a named pipe would wait for a writer forever, a device never end, and none is a file a
+    host serves)."""
     try:
-        refuse(os.stat(path).st_mode)
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        return file_sha256(path)
+    except NotRegularFile as exc:
+        raise BuildError(str(path), f"is {exc.kind}; a published site holds only regular files") from None
     except OSError as exc:
         raise BuildError(str(path), f"cannot read: {exc.strerror}") from None
-    try:
-        refuse(os.fstat(fd).st_mode)
-        digest = hashlib.sha256()
-        while block := os.read(fd, 1 << 20):
-            digest.update(block)
-        return digest.hexdigest()
-    except OSError as exc:
-        raise BuildError(str(path), f"cannot read: {exc.strerror}") from None
-    finally:
-        os.close(fd)
 
 
 def _sums_name(relative: str) -> tuple[str, str]:
@@ -481,7 +416,7 @@ def _hex_problem(document: Mapping[str, Any], name: str, *, nullable: bool) -> s
 def _absent(path: Path) -> str:
     """Why a file that is not a regular file cannot be checked: "missing", or what it is instead."""
     try:
-        kind = _not_regular(path.stat().st_mode)
+        kind = not_regular(path.stat().st_mode)
     except (OSError, ValueError):
         return "missing"
     return f"{kind}, not a regular file" if kind else "missing"

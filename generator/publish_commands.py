@@ -123,13 +123,13 @@ def _write_atomic(path: Path, data: bytes) -> None:
 
 
 def run_checksums(args: argparse.Namespace) -> int:
+    from .files import read_regular
     from .layout import MANIFEST_PATH
     from .publish import (
         SIGNATURE_PATH,
         SITE_FILE_LIMIT,
         SUMS_PATH,
         load_mirror_key,
-        read_regular,
         sha256sums,
         sign_manifest,
         verify_manifest_signature,
@@ -165,8 +165,9 @@ def run_checksums(args: argparse.Namespace) -> int:
 
 def load_trust(path: Path) -> list[dict[str, Any]]:
     """Public entries from a key file of `keygen`, a public entry, or a list of them."""
+    from .files import parse_json, read_regular
     from .keys import keyring_from_json
-    from .publish import KEY_FILE_LIMIT, load_mirror_key, parse_json, read_regular
+    from .publish import KEY_FILE_LIMIT, load_mirror_key
 
     try:
         data = parse_json(read_regular(path, KEY_FILE_LIMIT))

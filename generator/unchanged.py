@@ -31,6 +31,7 @@ import orjson
 from . import __version__
 from .config import MAX_BASE_URL, SiteConfig, build_time
 from .errors import BuildError, Code, Rejection
+from .files import file_sha256
 from .journal import undo_path
 from .keys import Keyring
 from .layout import MANIFEST_PATH, MANIFEST_TYPE
@@ -253,16 +254,6 @@ def unpack_stat(stat: int) -> list[int]:
     """[size, modification time, inode], as the cache files keep them."""
     mtime_ns = (stat >> 64) & _U64
     return [stat & _U64, mtime_ns - (1 << 64) if mtime_ns >> 63 else mtime_ns, stat >> 128]
-
-
-def file_sha256(path: Path) -> str:
-    """SHA-256 of a file, read in blocks (the manifest alone is about 2 kB a
-    record); OSError when it cannot be read, for the caller to say what that means."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while block := handle.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _last_if_unchanged(config: SiteConfig, key: str, extra: str) -> tuple[Unchanged | None, Listed | None]:

@@ -727,3 +727,19 @@ def test_a_killed_incremental_build_is_undone_by_the_next_build(
     project.build()
     assert tree(project.site) == before
     assert not (project.root / ".site.undo").exists()
+
+
+def test_a_document_replaced_by_a_named_pipe_is_refused_without_waiting(project: Project) -> None:
+    """An incremental build hashes a known document whose stat changed: a named pipe
+    in its place was opened to be hashed, and the build waited for a writer forever."""
+    project.add_real()
+    command = [sys.executable, "-m", "generator", "build", "content", "site", "--jobs", "1", "--quiet"]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    assert subprocess.run(command, cwd=project.root, env=env, timeout=120).returncode == 0
+    pipe = project.content / REAL_BUNDLE.name
+    pipe.unlink()
+    os.mkfifo(pipe)
+    result = subprocess.run(command, cwd=project.root, env=env, timeout=60, capture_output=True, text=True)
+    assert result.returncode == 1, result.stderr
+    assert f"{REAL_BUNDLE.name}: file.unreadable: cannot read: it is a named pipe" in result.stderr
+    assert "incremental" in result.stdout

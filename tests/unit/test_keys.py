@@ -211,7 +211,7 @@ def test_verify_with_a_keys_file_that_is_a_named_pipe_says_so(
     assert main(["verify", str(REPO / "content"), "--keys", str(keys)]) == 2
     assert (
         capsys.readouterr().err
-        == f"pith-mirror: configuration: keys: cannot read {keys}: not a regular file\n"
+        == f"pith-mirror: configuration: keys: cannot read {keys}: it is a named pipe, not a regular file\n"
     )
 
 
