@@ -7,7 +7,7 @@ Rules:
   server sending a byte a second would never time out); nothing else is
   contacted. A bad URL or an answer that is not HTTP is a ConfigError.
 - Each site's `.well-known/pith/mirror.json` is read as the build reads it
-  (`generator.manifest.read_published`); a site without a readable manifest
+  (`generator.manifest.published_entries`); a site without a readable manifest
   is a ConfigError (nothing to compare).
 - A manifest is trusted only as far as the files agree with it: for every
   number listed, the record JSON and the bundle (both copies) must exist with
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import http.client
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -35,7 +34,7 @@ from . import layout
 from .errors import ConfigError, pointer
 from .files import parse_json, read_at_most
 from .layout import MANIFEST_PATH, MANIFEST_TYPE
-from .manifest import read_published
+from .manifest import published_entries
 from .model import number_body
 
 FIELDS = ("canonical_sha256", "record_sha256", "bundle_sha256", "state_sha256", "event_count", "key_ids")
@@ -190,12 +189,7 @@ def read_manifest(source: Source) -> dict[str, dict[str, Any]]:
         raise ConfigError(
             "site", f"{source.label}: {MANIFEST_PATH}: {pointer('records')}: records is not a list"
         )
-    # The bytes just checked, not the file read again (it may have changed since).
-    with tempfile.TemporaryDirectory(prefix="pith-compare-") as tmp:
-        target = Path(tmp) / MANIFEST_PATH
-        target.parent.mkdir(parents=True)
-        target.write_bytes(data)
-        return read_published(Path(tmp))
+    return published_entries(parsed)  # (as the build reads a manifest: `read_published`)
 
 
 def _sha256(data: bytes) -> str:

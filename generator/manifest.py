@@ -202,6 +202,11 @@ def read_published(site: Path) -> dict[str, dict[str, Any]]:
         data = json.loads((site / MANIFEST_PATH).read_bytes())
     except (OSError, ValueError, RecursionError):
         return {}
+    return published_entries(data)
+
+
+def published_entries(data: Any) -> dict[str, dict[str, Any]]:
+    """The numbers a decoded manifest lists, each with its entry ({} if it is no manifest)."""
     if not isinstance(data, dict) or data.get("manifest_type") != MANIFEST_TYPE:
         return {}
     records = data.get("records", [])
