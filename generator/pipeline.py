@@ -318,7 +318,7 @@ class _Build:
         paths = _ContentPaths(str(self.config.content.parent), self.site, entries)
 
         touched = self.touched_numbers(entries, changed, refused_numbers, unidentified)
-        published = self.published_documents(candidates, paths, touched)
+        published = self.published_documents(candidates, touched)
         if touched is not None:
             candidates = [c for c in candidates if c.pith_number in touched]
         selection = select(candidates, published, refused_numbers, unidentified)
@@ -457,7 +457,7 @@ class _Build:
 
     # What the site already publishes, to refuse rollbacks and keep what stays.
     def published_documents(
-        self, candidates: list[Candidate], paths: _ContentPaths, touched: set[str] | None
+        self, candidates: list[Candidate], touched: set[str] | None
     ) -> dict[str, tuple[Candidate | None, Candidate | None]]:
         """(record, bundle) the site publishes for each number to decide (all, or `touched`)."""
         if self.cache is not None:
@@ -480,10 +480,8 @@ class _Build:
             for path, name, _kind in published_paths(self.site, number, entry):
                 tasks.append(Task(str(path), name, str(path.parent), from_site=True, render=False))
         old: dict[str, tuple[Candidate | None, Candidate | None]] = {}
-        examined = run_tasks(examine_task, tasks, self.pool, None, "published")
-        for task, result in zip(tasks, examined, strict=True):
+        for result in run_tasks(examine_task, tasks, self.pool, None, "published"):
             candidate = result.entry.candidate
-            paths[task.name] = task.path
             if candidate is None or (candidate.kind == "record" and result.derived):
                 continue
             record, bundle = old.get(candidate.pith_number, (None, None))
@@ -612,27 +610,19 @@ def _unnameable(shown: str) -> Rejection:
 
 class _ContentPaths:
     """Where each document a build names lives: content files are joined on
-    demand (a build that changed one file needs one path, not 20,000);
-    documents read back from the published site are recorded as they are found."""
+    demand (a build that changed one file needs one path, not 20,000), and a
+    published document no content file holds any more is the site's own copy."""
 
     def __init__(self, parent: str, site: Path, entries: dict[str, FileEntry]) -> None:
         self.parent, self.site, self.entries = parent, site, entries
-        self.site_files: dict[str, str] = {}
-
-    def __setitem__(self, name: str, path: str) -> None:
-        self.site_files[name] = path
 
     def locate(self, candidate: Candidate) -> str:
         """Where `candidate`'s bytes are now. A published document is named by the
         content file it came from, and that file may since hold another document
-        (an older bundle replayed over it, a refused edit) or be gone: the site's
-        own copy, byte for byte what was verified, is then read instead. (The
-        worker checks the bytes' hash either way.)"""
-        if candidate.from_site:
-            found = self.site_files.get(candidate.file)
-            if found is not None:
-                return found
-        else:
+        (an older bundle replayed over it, a refused edit) or be gone; one read
+        back from the site is there still. The site's own copy, byte for byte what
+        was verified, is then read. (The worker checks the bytes' hash either way.)"""
+        if not candidate.from_site:
             entry = self.entries.get(candidate.file)
             if entry is not None and entry.raw_sha256 == candidate.raw_sha256:
                 return os.path.join(self.parent, candidate.file)
