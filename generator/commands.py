@@ -102,12 +102,9 @@ def summary_line(report: Any) -> str:
 def run_build(args: argparse.Namespace) -> int:
     from .cli import EXIT_OK, EXIT_REJECTED, load_keys
     from .config import load_config
-    from .errors import ConfigError
-    from .unchanged import INSIDE_SITE, inside_site, look
+    from .unchanged import look
 
     config = load_config(args.config, settings_from(args))
-    if args.config is not None and inside_site(config, args.config):
-        raise ConfigError(str(args.config), f"the settings file {INSIDE_SITE}")
     keyring = load_keys(config.keys)
     # First ask whether anything changed: when nothing did, the answer is the
     # whole build, and the code that renders a site is never imported.

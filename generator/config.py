@@ -316,6 +316,15 @@ def validate(config: SiteConfig) -> None:
         )
 
 
+def _inside_site(config: SiteConfig, path: Path) -> bool:
+    """Whether the input file `path` is inside the site folder, which a full build
+    replaces whole (and publishes what is in it)."""
+    return config.site.resolve() in path.resolve().parents
+
+
+_INSIDE_SITE = "is inside the site folder, which a full build replaces and publishes: move it out"
+
+
 def load_config(explicit: Path | None, flags: dict[str, Any], cwd: Path | None = None) -> SiteConfig:
     config = SiteConfig()
     try:
@@ -327,7 +336,17 @@ def load_config(explicit: Path | None, flags: dict[str, Any], cwd: Path | None =
         origin, table = found
         config = apply(config, table, origin if origin.is_absolute() else origin.resolve())
     build_time()  # (a bad SOURCE_DATE_EPOCH is refused now, before anything is built or written)
-    return apply(config, flags)
+    config = apply(config, flags)
+    # A full build replaces SITE whole: a keys or settings file there would be deleted
+    # by the next one, and a mirror key published first.
+    for name, path in (
+        ("settings file", explicit),
+        ("keys file", config.keys),
+        ("mirror key", config.mirror_key),
+    ):
+        if path is not None and _inside_site(config, path):
+            raise ConfigError(str(path), f"the {name} {_INSIDE_SITE}")
+    return config
 
 
 LAST_EPOCH = 253402300799

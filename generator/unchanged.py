@@ -131,11 +131,6 @@ def _check_folders(config: SiteConfig) -> None:
             raise BuildError(
                 str(site), f"the {name} folder is inside the site folder, which a full build replaces"
             )
-    # ... nor may any other input: a keys or settings file there would be deleted by
-    # the next full build, and a mirror key published first.
-    for name, path in (("keys file", config.keys), ("mirror key", config.mirror_key)):
-        if path is not None and inside_site(config, path):
-            raise BuildError(str(path), f"the {name} {INSIDE_SITE}")
     # The cache is neither input nor output: in content/ its files would be read as
     # documents, in site/ they would be published (and a full build replaces them).
     cache_path = config.cache_dir.resolve()
@@ -153,15 +148,6 @@ def _check_folders(config: SiteConfig) -> None:
             f"the folder holds files but no {MANIFEST_PATH} that pith-mirror wrote, so pith-mirror"
             " did not build it, and a full build replaces the whole folder: name a new or empty folder",
         )
-
-
-def inside_site(config: SiteConfig, path: Path) -> bool:
-    """Whether the input file `path` is inside the site folder, which a full build
-    replaces whole (and publishes what is in it)."""
-    return config.site.resolve() in path.resolve().parents
-
-
-INSIDE_SITE = "is inside the site folder, which a full build replaces and publishes: move it out"
 
 
 def _built_here(manifest: Path) -> bool:

@@ -67,7 +67,6 @@ from .errors import BuildError, ConfigError, Rejection
 from .keys import Keyring
 from .load import is_ignored_name
 from .model import BuildReport
-from .unchanged import INSIDE_SITE, inside_site
 
 BuildFn = Callable[[SiteConfig, Keyring], BuildReport]
 
@@ -127,8 +126,6 @@ def load_setup(explicit: Path | None, flags: dict[str, Any], cwd: Path | None = 
 
     here = cwd or Path.cwd()
     config = load_config(explicit, flags, here)
-    if explicit is not None and inside_site(config, explicit):
-        raise ConfigError(str(explicit), f"the settings file {INSIDE_SITE}")
     found = find_config_file(explicit, here)
     if found is not None:
         files: tuple[Path, ...] = (found[0],)
