@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import TextIO
 
-from .write import is_plain_relative, remove_files, remove_tree
+from .write import is_plain_relative, remove_files, remove_tree, write_atomic
 
 _UNDO = ".{name}.undo"
 _CREATED = "created"
@@ -29,7 +29,9 @@ def undo_path(site: Path) -> Path:
 
 
 class Journal:
-    """Records what one incremental build changes in SITE, before it changes it."""
+    """Makes one incremental build's changes to SITE, recording each before it is made:
+    every file it replaces, writes or removes goes through `replace`, `write` and
+    `remove` (or, for a file changed elsewhere, `before` first)."""
 
     def __init__(self, site: Path) -> None:
         self.site = site
@@ -54,6 +56,25 @@ class Journal:
             else:
                 self._created.write(path + "\n")
                 self._created.flush()  # (on disk before the file is: a kill leaves no stray)
+
+    def replace(self, source: Path, path: str) -> None:
+        """Move `source` into SITE at `path` (an atomic rename), the old file kept."""
+        self.before(path)
+        target = self.site / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(source, target)
+
+    def write(self, path: str, data: bytes) -> None:
+        """Write `data` into SITE at `path` (through a temporary file), the old file kept."""
+        self.before(path)
+        target = self.site / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(target, data)
+
+    def remove(self, paths: set[str]) -> None:
+        """Delete `paths` from SITE (and the folders they leave empty), the files kept."""
+        self.before(paths)
+        remove_files(self.site, paths)
 
     def commit(self) -> None:
         """The build completed: forget the old files."""

@@ -581,25 +581,20 @@ class _Build:
         A number's paths hold its full body, so only another number's paper
         page (a shared 8-character prefix) can be among the stale paths and
         still be owned: those few are checked against every number."""
+        journal = self.journal
+        assert journal is not None, "an incremental build keeps a journal"
         moved: set[str] = set()
         for number in sorted(accepted):
             for path in numbers[number].paths:
                 if path in moved:  # a paper page two accepted numbers share (their prefix's
                     continue  # list page, which the site-wide stage writes after this)
                 moved.add(path)
-                if self.journal is not None:
-                    self.journal.before(path)
-                target = self.site / path
-                target.parent.mkdir(parents=True, exist_ok=True)
-                os.replace(self.staging / path, target)
+                journal.replace(self.staging / path, path)
         gone = [n for n in previous if n not in numbers or n in accepted]
         stale = {p for n in gone for p in previous[n].paths}
         stale -= {p for n in accepted for p in numbers[n].paths}
         owned = PaperPages(numbers, accepted)
-        stale = {p for p in stale if p not in owned}
-        if self.journal is not None:
-            self.journal.before(stale)
-        remove_files(self.site, stale)
+        journal.remove({p for p in stale if p not in owned})
 
 
 def _unnameable(shown: str) -> Rejection:

@@ -38,7 +38,7 @@ from .sitewide import Lazy, bytes_key, eager, recorded_hash, render_site, same_l
 from .templating import make_environment
 from .view import Summary
 from .workers import PageBatch, SearchHandOver, hand_over_pages
-from .write import Writer, remove_files, write_atomic
+from .write import Writer, remove_files
 
 
 @dataclass(slots=True)
@@ -201,18 +201,13 @@ class SitewideStage:
         if staged is not None:
             remove_files(self.staging, {p for p in affected - set(shared) if p not in owned})
             return set()
+        journal = self.journal
+        assert journal is not None, "an incremental build keeps a journal"
         for file in changed:
-            if self.journal is not None:
-                self.journal.before(file.path)
-            target = self.site / file.path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(target, file.data)
+            journal.write(file.path, file.data)
         self.written += len(changed)
         gone = (set(previous) - set(fixed) - set(record)) | (affected - set(shared))
-        removed = {p for p in gone if p not in owned}
-        if self.journal is not None:
-            self.journal.before(removed)
-        remove_files(self.site, removed)
+        journal.remove({p for p in gone if p not in owned})
         return {owned[p] for p in gone if p in owned and owned[p] not in fresh}
 
     def stream_manifest_into(

@@ -28,7 +28,7 @@ from sitekit import (
     tree,
 )
 
-from generator import write
+from generator import journal, write
 from generator.cli import main
 from generator.errors import BuildError, Code
 from generator.pipeline import build
@@ -677,25 +677,22 @@ def _fail_after(monkeypatch: pytest.MonkeyPatch, module: Any, name: str, calls: 
 
 
 @pytest.mark.parametrize(
-    ("module", "name", "calls"),
+    ("name", "calls"),
     [
-        pytest.param("pipeline", "os.replace", 3, id="record-files"),
-        pytest.param("sitewide_write", "write_atomic", 2, id="site-wide"),
+        pytest.param("os.replace", 3, id="record-files"),  # (a number's files are moved in first)
+        pytest.param("write_atomic", 2, id="site-wide"),
     ],
 )
 def test_an_incremental_build_that_fails_part_way_leaves_the_site_as_it_was(
-    project: Project, monkeypatch: pytest.MonkeyPatch, module: str, name: str, calls: int
+    project: Project, monkeypatch: pytest.MonkeyPatch, name: str, calls: int
 ) -> None:
     """Files already replaced are put back, new ones removed: the site is the last
     build's, manifest and pages alike, and the next build completes the change."""
-    import importlib
-
     project.add_real(bundle=False)
     project.build()
     before = tree(project.site)
     project.add_real()  # the bundle arrives: a new number, and most site-wide pages change
-    target = importlib.import_module(f"generator.{module}")
-    owner = target.os if name == "os.replace" else target
+    owner = journal.os if name == "os.replace" else journal
     _fail_after(monkeypatch, owner, name.rsplit(".", 1)[-1], calls)
     with pytest.raises(BuildError, match="No space left"):
         project.build()
@@ -711,14 +708,12 @@ def test_a_killed_incremental_build_is_undone_by_the_next_build(
 ) -> None:
     """Killed, a build cannot put the site back itself: its journal stays, and the next
     build, even one with nothing changed since the last complete one, undoes it."""
-    from generator.journal import Journal
-
     project.add_real(bundle=False)
     project.build()
     before = tree(project.site)
     project.add_real()
-    monkeypatch.setattr(Journal, "rollback", lambda self: None)  # (as if killed: no rollback)
-    _fail_after(monkeypatch, sys.modules["generator.sitewide_write"], "write_atomic", 2)
+    monkeypatch.setattr(journal.Journal, "rollback", lambda self: None)  # (as if killed: no rollback)
+    _fail_after(monkeypatch, journal, "write_atomic", 2)
     with pytest.raises(BuildError):
         project.build()
     assert tree(project.site) != before and (project.root / ".site.undo").is_dir()
