@@ -107,12 +107,14 @@ class ParsedDoc:
         value the record document lists for that kind (verify checked that it agrees),
         else the record's own. The list is unsigned: leaving a kind out of it must not
         hand that alias's look-up (an arXiv id, a DOI) to another version's number."""
-        listed: dict[str, str] = {}
-        for alias in self.confirmed_aliases()[0]:
-            value = alias.get("alias_value")
-            if isinstance(value, str):
-                listed.setdefault(str(alias.get("alias_kind")), value)
         derived = derivable_aliases(self.canonical_record, self.body)
+        listed: dict[str, str] = {}
+        for alias in self.data.get("aliases", []):
+            if not isinstance(alias, dict):
+                continue
+            kind, value = alias.get("alias_kind"), alias.get("alias_value")
+            if kind in derived and isinstance(value, str):
+                listed.setdefault(kind, value)
         return sorted((kind, listed.get(kind, value)) for kind, value in derived.items())
 
 
