@@ -31,7 +31,7 @@ import orjson
 from . import __version__
 from .config import MAX_BASE_URL, SiteConfig, build_time
 from .errors import BuildError, Code, Rejection
-from .files import file_sha256
+from .files import file_sha256, read_at_most
 from .journal import undo_path
 from .keys import Keyring
 from .layout import MANIFEST_PATH, MANIFEST_TYPE
@@ -161,8 +161,7 @@ def _built_here(manifest: Path) -> bool:
         # ... and it must be the folder's own: a linked .well-known would lend it another site's
         if any(folder.is_symlink() for folder in (manifest.parent, manifest.parent.parent)):
             return False
-        with manifest.open("rb") as handle:
-            head = handle.read(_MANIFEST_HEAD)
+        head = read_at_most(manifest, _MANIFEST_HEAD)
     except OSError:
         return False
     return (
