@@ -2,9 +2,8 @@
 
 Rules:
 - A site is a folder, or the http(s) URL of a site's base (the folder that
-  holds `.well-known/`). URLs are fetched with urllib, with a size limit and a
-  time limit for each whole file (a socket timeout alone bounds one read, so a
-  server sending a byte a second would never time out); nothing else is
+  holds `.well-known/`). URLs are fetched with a size limit and a time limit
+  for each whole answer, headers included (fetch.py); nothing else is
   contacted. A bad URL or an answer that is not HTTP is a ConfigError.
 - Each site's `.well-known/pith/mirror.json` is read as the build reads it
   (`generator.manifest.published_entries`); a site without a readable manifest
@@ -21,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import http.client
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
@@ -32,6 +30,7 @@ from urllib.parse import urlsplit
 
 from . import layout
 from .errors import ConfigError, pointer
+from .fetch import TooLarge, TooSlow, fetch
 from .files import parse_json, read_at_most
 from .layout import MANIFEST_PATH, MANIFEST_TYPE
 from .manifest import published_entries
@@ -112,10 +111,12 @@ class UrlSource:
     def read(self, relative: str) -> bytes | None:
         url = self.base + relative
         request = urllib.request.Request(url, headers={"User-Agent": "pith-mirror compare"})
-        deadline = time.monotonic() + FETCH_TIMEOUT
         try:
-            with urllib.request.urlopen(request, timeout=FETCH_TIMEOUT) as response:
-                return _read_body(response, url, deadline)
+            return fetch(request, FETCH_LIMIT, FETCH_TIMEOUT, FETCH_CHUNK)
+        except TooSlow:
+            raise ConfigError("site", f"{url} took longer than {FETCH_TIMEOUT:g} seconds to arrive") from None
+        except TooLarge:
+            raise ConfigError("site", f"{url} is larger than {FETCH_LIMIT} bytes") from None
         except urllib.error.HTTPError as exc:
             if exc.code in (404, 410):
                 return None
@@ -128,23 +129,6 @@ class UrlSource:
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise ConfigError("site", f"cannot fetch {url}: {reason}") from None
-
-
-def _read_body(response: http.client.HTTPResponse, url: str, deadline: float) -> bytes:
-    """The whole body, within FETCH_LIMIT bytes and by `deadline`.
-
-    `read1` returns what one read of the socket gives, so the deadline is
-    checked every time anything arrives, however slowly it trickles in."""
-    chunks: list[bytes] = []
-    size = 0
-    while chunk := response.read1(FETCH_CHUNK):
-        size += len(chunk)
-        if size > FETCH_LIMIT:
-            raise ConfigError("site", f"{url} is larger than {FETCH_LIMIT} bytes")
-        if time.monotonic() > deadline:
-            raise ConfigError("site", f"{url} took longer than {FETCH_TIMEOUT:g} seconds to arrive")
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def open_site(where: str | Path) -> Source:

@@ -108,6 +108,45 @@ def test_a_server_that_trickles_is_given_up_on(
     assert time.monotonic() - started < 1.9
 
 
+def _header_trickle(conn: socket.socket) -> None:
+    conn.sendall(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+    for _ in range(40):
+        conn.sendall(b"a")
+        time.sleep(0.05)
+    conn.sendall(b"\r\nContent-Length: 0\r\n\r\n")
+
+
+def _handshake_trickle(conn: socket.socket) -> None:
+    conn.sendall(b"\x16\x03\x03\x40\x00")  # a TLS handshake record of 16 kB, to come
+    for _ in range(40):
+        conn.sendall(b"\x00")
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize(
+    ("scheme", "trickle"),
+    [("http", _header_trickle), ("https", _handshake_trickle)],
+    ids=["headers", "tls-handshake"],
+)
+def test_a_server_that_trickles_before_the_body_is_given_up_on(
+    built_site: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    scheme: str,
+    trickle: Callable[[socket.socket], None],
+) -> None:
+    """A socket timeout bounds one read: headers (or a TLS handshake) that come a
+    byte at a time must be bounded by the time limit for the whole answer too."""
+    monkeypatch.setattr(compare, "FETCH_TIMEOUT", 0.5)
+    started = time.monotonic()
+    with raw_server(trickle) as url:
+        url = url.replace("http:", f"{scheme}:", 1)
+        code, err = run(capsys, "compare", built_site, url)
+    assert code == 2
+    assert f"{url}{MANIFEST_PATH} took longer than 0.5 seconds to arrive" in err
+    assert time.monotonic() - started < 1.9
+
+
 @pytest.mark.parametrize(
     ("url", "said"),
     [
