@@ -34,6 +34,7 @@ from .view import (
     events,
     graph_snapshot,
     paper_block,
+    signed_paper_fields,
     snapshot_view,
     status_line,
     summarize,
@@ -80,7 +81,7 @@ def render_publication(
         files.append(OutputFile(paths.record_json, record_raw, immutable=True))
         record_bytes = record_raw
     else:
-        record_bytes = pretty_json(_derived_record(pub, paper))
+        record_bytes = pretty_json(_derived_record(pub))
         files.append(OutputFile(paths.record_json, record_bytes))
     if bundle_raw is not None:
         files.append(OutputFile(layout.bundle_json(body), bundle_raw, immutable=True))
@@ -161,12 +162,13 @@ def _record_only_state(pub: Publication) -> dict[str, Any]:
     return state
 
 
-def _derived_record(pub: Publication, paper: dict[str, str]) -> dict[str, Any]:
+def _derived_record(pub: Publication) -> dict[str, Any]:
     """A record document for a bundle-only number, from the bundle's signed parts
-    (`paper` is the number's `paper_block`)."""
+    only: without a signed snapshot it has no `paper`, and with one, just the
+    fields the snapshot holds."""
     assert pub.bundle is not None
     doc = pub.bundle.doc
-    return {
+    derived = {
         "derived_by": {
             **DERIVED_BY,
             "from": layout.bundle_json(pub.body),
@@ -181,9 +183,12 @@ def _derived_record(pub: Publication, paper: dict[str, str]) -> dict[str, Any]:
         "source": doc.canonical_record.get("source"),
         "canonical_record": doc.canonical_record,
         "receipt": doc.receipt,
-        "paper": paper,
         "aliases": doc.data.get("source_aliases", []),
     }
+    paper = signed_paper_fields(pub)
+    if paper is not None:
+        derived["paper"] = paper
+    return derived
 
 
 class RecordPaths(NamedTuple):

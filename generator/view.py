@@ -320,13 +320,33 @@ def _snapshots(pub: Publication) -> list[Any]:
     return found if isinstance(found, list) else []
 
 
-def paper_block(pub: Publication) -> tuple[dict[str, str], Provenance]:
-    """The paper's title, authors and abstract (always strings), and where they come from."""
+def _signed_paper(pub: Publication) -> tuple[dict[str, Any], Any] | None:
+    """The newest signed graph snapshot's `paper` object, and its event's id."""
     for entry in _snapshots(pub)[::-1]:
         paper = _get(entry, "payload", "graph_snapshot", "paper")
         if isinstance(paper, dict):
-            fields = {name: _text(paper.get(name)) for name in PAPER_FIELDS}
-            return fields, Provenance("signed", f"signed by the resolver in event {_get(entry, 'event_id')}")
+            return paper, _get(entry, "event_id")
+    return None
+
+
+def signed_paper_fields(pub: Publication) -> dict[str, str] | None:
+    """The paper fields the newest signed snapshot holds (as text), and only those:
+    what a record the mirror derives from a bundle may say of the paper. A title
+    filled in as "" would not hash to title_canon_sha256, and a reader's browser
+    would rightly call the record altered."""
+    found = _signed_paper(pub)
+    if found is None:
+        return None
+    return {name: _text(found[0][name]) for name in PAPER_FIELDS if name in found[0]}
+
+
+def paper_block(pub: Publication) -> tuple[dict[str, str], Provenance]:
+    """The paper's title, authors and abstract (always strings), and where they come from."""
+    found = _signed_paper(pub)
+    if found is not None:
+        signed, event_id = found
+        fields = {name: _text(signed.get(name)) for name in PAPER_FIELDS}
+        return fields, Provenance("signed", f"signed by the resolver in event {event_id}")
     if pub.record is not None:
         paper = pub.record.doc.data.get("paper")
         if isinstance(paper, dict):

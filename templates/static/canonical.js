@@ -357,6 +357,7 @@
     compareCodePoints: compareCodePoints,
     toHex: toHex,
     CanonicalError: CanonicalError,
+    DEFAULT_MAX_DEPTH: DEFAULT_MAX_DEPTH,
   };
 
   if (typeof module === "object" && module && module.exports) module.exports = api;

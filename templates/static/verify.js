@@ -870,7 +870,10 @@
         continue;
       }
       try {
-        parsed[which] = C.parseBytes(file.bytes);
+        // The state of a number the mirror has a record document of only is derived
+        // from it (the empty merge), and holds its record and aliases one level
+        // deeper than the document did: allowed one level more than the loader's.
+        parsed[which] = C.parseBytes(file.bytes, which === "state" ? { maxDepth: C.DEFAULT_MAX_DEPTH + 1 } : undefined);
         loaded.push(file.name);
       } catch (err) {
         if (!(err instanceof C.CanonicalError)) throw err;

@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import factories
 import pytest
 
 from .conftest import CONTENT, Served
@@ -60,6 +61,43 @@ def test_a_byte_changed_after_the_build_is_not_verified(page: Any, tmp_path: Pat
     assert "Not verified" in summary
     # the summary names the first failing step
     assert failing[0][2].split(":")[0].strip() in summary or failing[0][0] in summary
+
+
+def _nested(levels: int) -> list[Any]:
+    value: list[Any] = []
+    for _ in range(levels - 1):
+        value = [value]
+    return value
+
+
+def test_documents_at_the_edges_verify_in_the_browser_as_in_the_build(page: Any, tmp_path: Path) -> None:
+    """What the build publishes, the browser must verify too: a bundle before its first
+    graph snapshot (the record JSON the mirror derives has no title to check), and a
+    record document nested as deep as the loader allows (the state.json the mirror
+    derives from it nests one level deeper)."""
+    early = factories.bundle(
+        record=factories.canonical_record(title="Before Any Snapshot"),
+        events=[
+            factories.record_created_event(
+                factories.TEST_SIGNER, factories.canonical_record(title="Before Any Snapshot")
+            )
+        ],
+    )
+    deep = factories.record_document(title="Nested To The Limit")
+    deep["aliases"][0]["note"] = _nested(61)  # aliases, an alias, then 62 levels: 64 in all
+    content = tmp_path / "content"
+    factories.write(content / "early.bundle.json", early)
+    factories.write(content / "deep.json", deep)
+    keys = factories.write(tmp_path / "keys.json", [factories.TEST_SIGNER.key_entry()])
+    served = Served(content, tmp_path / "site", "--keys", str(keys))
+    try:
+        for doc in (early, deep):
+            body = doc["pith_number"].split(":")[2]
+            assert (tmp_path / "site" / "pith" / f"{body}.json").exists()  # published by the build
+            result, steps = verify(page, f"{served.url}pith/{body}")
+            assert result == "verified", steps
+    finally:
+        served.stop()
 
 
 @pytest.mark.parametrize(

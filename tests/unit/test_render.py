@@ -7,6 +7,7 @@ shows a document string unescaped.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -156,3 +157,37 @@ def test_the_receipt_times_say_whether_a_signature_covers_them(
     line = record_context(pub, summary, *graph_snapshot(pub), None, config)["prov"].receipt
     assert f'<span class="prov-label">{label}</span>' in line
     assert says in line
+
+
+@pytest.mark.parametrize(
+    ("snapshot_paper", "expected"),
+    [
+        (None, None),
+        ({"authors_text": "A. Author"}, {"authors_text": "A. Author"}),
+        (
+            {"title": "A Small Test Paper", "headline": "h", "extra": "x"},
+            {"title": "A Small Test Paper", "headline": "h"},
+        ),
+    ],
+    ids=["no-snapshot", "snapshot-without-title", "snapshot-with-title"],
+)
+def test_a_derived_record_says_of_the_paper_only_what_a_signed_snapshot_does(
+    keyring: Keyring, config: SiteConfig, snapshot_paper: dict[str, str] | None, expected: Any
+) -> None:
+    """A title filled in as "" would not hash to title_canon_sha256: the reader's
+    browser would call the record altered."""
+    record = factories.canonical_record()
+    events = [factories.record_created_event(factories.TEST_SIGNER, record)]
+    if snapshot_paper is not None:
+        event = factories.graph_snapshot_event(factories.TEST_SIGNER, record, "A Small Test Paper")
+        event["payload"]["graph_snapshot"]["paper"] = snapshot_paper
+        events.append(factories.seal_event(factories.TEST_SIGNER, event))
+    doc = factories.bundle(record=record, events=events)
+    verdict, verified = verify_document(factories.source_document(doc), keyring)
+    assert verified is not None, verdict.problems
+    pub = Publication(verified.pith_number, None, verified)
+    files, _ = render_publication(
+        pub, None, factories.to_bytes(doc), make_environment(config, keyring), config
+    )
+    derived = json.loads(next(f.data for f in files if f.path == f"pith/{pub.body}.json"))
+    assert derived.get("paper") == expected
