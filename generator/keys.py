@@ -149,12 +149,19 @@ def _parse_entry(entry: Any, where: str) -> PinnedKey:
         raise ConfigError("keys", f"{where} has no key_id")
     if entry.get("algorithm", "ed25519") != "ed25519":
         raise ConfigError("keys", f"{where} ({key_id}) is not an ed25519 key")
+    text = entry.get("public_key_b64")
     try:
-        public_key = base64.b64decode(str(entry.get("public_key_b64", "")), validate=True)
+        public_key = base64.b64decode(text, validate=True) if isinstance(text, str) else b""
     except (binascii.Error, ValueError):
         public_key = b""
     if len(public_key) != 32:
         raise ConfigError("keys", f"{where} ({key_id}) public_key_b64 is not 32 bytes of base64")
+    standard = base64.b64encode(public_key).decode("ascii")
+    if standard != text:
+        # (the decoder ignores the unused low bits of the last character: the same key
+        # has other spellings, which a bundle's embedded key and a reader's browser,
+        # comparing the text, would not match)
+        raise ConfigError("keys", f"{where} ({key_id}) public_key_b64 should be written {standard}")
     key = PinnedKey(key_id=key_id, public_key=public_key, entry=dict(entry))
     stated = {
         "public_key_hex": key.public_key_hex,

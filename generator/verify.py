@@ -133,9 +133,9 @@ class _Checker:
                 ("short_pith_number",),
                 f"declared {short} but the canonical hash gives pith:{body[:8]}",
             )
-        source = self.data.get("source")
-        # Compared as canonical bytes: Python's == takes 1.0 and true for 1.
-        if source is not None and canonical_json(source) != canonical_json(
+        # Compared as canonical bytes: Python's == takes 1.0 and true for 1. A null
+        # source is a source too: it is not the signed one.
+        if "source" in self.data and canonical_json(self.data["source"]) != canonical_json(
             self.doc.canonical_record.get("source")
         ):
             self.fail(

@@ -106,7 +106,9 @@
     return out;
   }
 
-  /** Standard base64 with correct padding (Python's b64decode(validate=True)), or null. */
+  /** Standard base64 with correct padding, spelled the one canonical way (as
+   * generator/keys.py reads signatures and pinned keys), or null. atob ignores the
+   * unused low bits of the last character: only a text that re-encodes to itself. */
   function decodeBase64(text) {
     if (typeof text !== "string") return null;
     if (text.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(text)) return null;
@@ -116,6 +118,7 @@
     } catch (err) {
       return null;
     }
+    if (btoa(bin) !== text) return null;
     const out = new Uint8Array(bin.length);
     for (let k = 0; k < bin.length; k++) out[k] = bin.charCodeAt(k);
     return out;

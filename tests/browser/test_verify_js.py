@@ -131,6 +131,17 @@ def flip(sig: str) -> str:
     return factories.flip_signature_byte(sig, 5)
 
 
+def unused_bits_set(sig: str) -> str:
+    """The same 64 bytes, spelled with the unused low bits of the last character set
+    (base64 decoders ignore them): one signature, another text."""
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+    assert sig.endswith("==")
+    last = alphabet.index(sig[-3])
+    respelled = sig[:-3] + alphabet[last | 0b1111] + "=="
+    assert base64.b64decode(respelled) == base64.b64decode(sig) and respelled != sig
+    return respelled
+
+
 R, B = REAL_RECORD, REAL_BUNDLE
 DERIVED = derived_record(B)
 BSTATE = B["state"]
@@ -300,6 +311,20 @@ CASES: dict[str, Case] = {
         failing={"receipt-signature"},
         python="record",
         says="not 64 bytes of standard base64",
+    ),
+    "record-receipt-base64-with-unused-bits-set": Case(
+        changed(R, (("receipt", "signature_b64"), unused_bits_set(R["receipt"]["signature_b64"]))),
+        result="failed",
+        failing={"receipt-signature"},
+        python="record",
+        says="not 64 bytes of standard base64",
+    ),
+    "record-source-null": Case(
+        changed(R, (("source",), None)),
+        result="failed",
+        failing={"canonical-hash"},
+        python="record",
+        says="the record's source null",
     ),
     "record-receipt-other-hash": Case(
         changed(R, (("receipt", "canonical_sha256"), "00" * 32)),

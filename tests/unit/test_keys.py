@@ -103,6 +103,11 @@ BAD_KEYS = [
         {**minimal(), "public_key_hex": "00" * 32}, "public_key_hex is not the key's own", id="wrong-hex-key"
     ),
     pytest.param([minimal(), minimal()], "twice", id="duplicate-key-id"),
+    pytest.param(
+        {"key_id": "k", "public_key_b64": base64.b64encode(bytes(32)).decode()[:-2] + "B="},
+        "public_key_b64 should be written " + base64.b64encode(bytes(32)).decode(),
+        id="unused-bits-set",
+    ),
 ]
 
 
