@@ -197,6 +197,12 @@ def unnoticed_changes(config: SiteConfig, warm: WarmCache) -> list[str]:
     found: list[str] = []
     seen: set[str] = set()
     for path, name in content_files(config.content):
+        if not is_utf8(name):  # refused by its name alone, and known by the name reports show
+            name = shown_name(name)
+            seen.add(name)
+            if name not in known:
+                found.append(name)
+            continue
         seen.add(name)
         old = known.get(name)
         try:

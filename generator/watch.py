@@ -63,9 +63,9 @@ from watchdog.observers.api import BaseObserver, ObservedWatch
 from . import pipeline
 from .cache import WarmCache, save_warm
 from .config import SiteConfig, find_config_file, load_config
-from .errors import BuildError, ConfigError, Rejection
+from .errors import BuildError, ConfigError, Rejection, printable
 from .keys import Keyring
-from .load import is_ignored_name
+from .load import is_ignored_name, shown_name
 from .model import BuildReport
 
 BuildFn = Callable[[SiteConfig, Keyring], BuildReport]
@@ -250,12 +250,18 @@ def _merge(before: str | None, now: str) -> str:
 
 
 def describe(changes: dict[str, str]) -> str:
-    """'content/x.bundle.json modified, 1 more': the first change and how many others."""
+    """'content/x.bundle.json modified, 1 more': the first change and how many others.
+
+    The first change that is not a deletion, where there is one: an editor that
+    saves through a temporary file and renames it into place deletes the
+    temporary's name first, and the line should name the file saved. A name
+    is shown as reports show it (a byte that is not UTF-8 as `\\xNN`, a control
+    character likewise): printing it raw could fail, and end the rebuild loop."""
     if not changes:
         return "rebuild"
-    name, verb = next(iter(changes.items()))
+    name, verb = next(((n, v) for n, v in changes.items() if v != "deleted"), next(iter(changes.items())))
     more = f", {len(changes) - 1} more" if len(changes) > 1 else ""
-    return f"{name} {verb}{more}"
+    return f"{printable(shown_name(name))} {verb}{more}"
 
 
 class Rebuilder:
@@ -596,7 +602,11 @@ class Rebuilder:
     def _say(self, line: str, *, error: bool = False) -> None:
         # sys.stdout/sys.stderr are looked up now, not at construction, so redirection still works.
         stream = (self._err or sys.stderr) if error else (self._out or sys.stdout)
-        print(line, file=stream, flush=True)
+        try:
+            print(line, file=stream, flush=True)
+        except UnicodeEncodeError:  # a terminal that cannot show a character must not end the loop
+            encoding = getattr(stream, "encoding", None) or "ascii"
+            print(line.encode(encoding, "backslashreplace").decode(encoding), file=stream, flush=True)
 
 
 def interrupted_cleanly(rebuilder: Rebuilder, stream: TextIO | None = None) -> int:

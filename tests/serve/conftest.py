@@ -72,6 +72,14 @@ class Transcript(io.StringIO):
             return self.getvalue()
 
 
+class StrictTranscript(Transcript):
+    """A Transcript that, like a terminal writing UTF-8, cannot take a lone surrogate."""
+
+    def write(self, text: str) -> int:
+        text.encode("utf-8")  # (raises UnicodeEncodeError, as a real UTF-8 stream does)
+        return super().write(text)
+
+
 @dataclass
 class Workspace:
     """A mirror project in a temporary folder: content/, templates/, site/ side by side."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from .conftest import (
     SEED_RECORD,
     TIMEOUT,
     Preview,
+    StrictTranscript,
     Workspace,
     poll,
     tampered_bundle,
@@ -68,6 +70,26 @@ def test_added_bundle_is_published_and_the_generation_moves(
     wait_for_line(workspace, f"content/{BUNDLE_NAME} created -> published 2, refused 0 file(s)")
     assert rebuilder.generation > before
     assert client.request("/__pith-mirror/generation").text == f'{{"generation": {rebuilder.generation}}}'
+
+
+def test_a_file_name_that_is_not_utf8_is_refused_and_watching_goes_on(
+    workspace: Workspace, preview: Callable[..., Preview]
+) -> None:
+    """Printed raw, the name ended the rebuild loop on a UTF-8 terminal; and spelled
+    two ways (on disk, in the cache) it made every build look for a change again."""
+    workspace.out, workspace.err = StrictTranscript(), StrictTranscript()
+    workspace.add(SEED_RECORD)
+    running = preview()
+    client = running.client
+    with open(os.fsencode(workspace.content) + b"/bad\xff.json", "wb") as handle:
+        handle.write(b"{}")
+    wait_for_line(workspace, "content/bad\\xff.json created -> published 1, refused 1 file(s)")
+    workspace.add(SEED_BUNDLE)
+    poll(lambda: client.status(BUNDLE_PAGE) == 200)
+    wait_for_line(workspace, f"content/{BUNDLE_NAME} created -> published 2, refused 1 file(s)")
+    time.sleep(1.0)  # (a build that saw a change that was not one would come within 0.2 s)
+    assert len(rebuild_lines(workspace)) == 2, rebuild_lines(workspace)
+    assert "Traceback" not in workspace.err.text()
 
 
 def test_template_change_changes_the_page(workspace: Workspace, preview: Callable[..., Preview]) -> None:
@@ -406,6 +428,15 @@ def test_describe_names_the_first_change_and_counts_the_rest() -> None:
     assert describe({"content/x.bundle.json": "modified", "templates/base.html": "created"}) == (
         "content/x.bundle.json modified, 1 more"
     )
+
+
+def test_describe_names_the_file_saved_not_the_editors_temporary() -> None:
+    """`sed -i` and editors that save through a temporary file rename it into place:
+    the temporary's name is gone first, and the file saved is what changed."""
+    changes = {"templates/sedld7neB": "deleted", "templates/base.html": "modified"}
+    assert describe(changes) == "templates/base.html modified, 1 more"
+    assert describe({"content/old.json": "deleted"}) == "content/old.json deleted"
+    assert describe({"content/a\x07\udcff.json": "created"}) == "content/a\\x07\\xff.json created"
 
 
 def test_counter_waits_are_bounded() -> None:
