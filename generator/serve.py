@@ -32,6 +32,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from .errors import ConfigError
+from .unchanged import check_site
 from .watch import Counter, Rebuilder, Setup, interrupted_cleanly, load_setup
 
 INTERNAL = "/__pith-mirror/"
@@ -309,10 +310,12 @@ def run_serve(args: argparse.Namespace) -> int:
 
     The port is taken first, so a port in use is reported before any build;
     the watcher starts before the first build, so no change made during it is
-    missed. A first build that fails is reported and whatever SITE holds is served."""
+    missed. A first build that fails is reported and whatever SITE holds is
+    served, but only a SITE the build could use: never a folder it refuses."""
     from .commands import settings_from
 
     rebuilder = Rebuilder(lambda: load_setup(args.config, settings_from(args)), show_notes=not args.quiet)
+    check_site(rebuilder.setup.config)  # (a SITE the build refuses is never served: BuildError, exit 2)
     server = open_server(
         args.host,
         args.port,

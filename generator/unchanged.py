@@ -109,11 +109,20 @@ def look(config: SiteConfig, keyring: Keyring, quick: bool) -> Look:
 
 
 def _check_folders(config: SiteConfig) -> None:
-    content, site = config.content, config.site
+    content = config.content
     if content.exists() and not content.is_dir():
         raise BuildError(str(content), "the content path is a file, not a folder of documents")
     if not content.is_dir():
         raise BuildError(str(content), "the content folder does not exist")
+    check_site(config)
+
+
+def check_site(config: SiteConfig) -> None:
+    """Raise BuildError unless SITE may be built (and so served): a folder pith-mirror
+    built, or a new or empty one, holding none of the inputs. `serve` asks before it
+    serves anything: a folder the build refuses (a project folder holding content/
+    and the mirror key, or /etc) must never be served as the site."""
+    content, site = config.content, config.site
     if site.exists() and not site.is_dir():
         raise BuildError(str(site), "the site path exists and is not a folder")
     if site.is_symlink():  # (a full build renames the site folder: it would replace the link)

@@ -98,3 +98,32 @@ def test_serve_reports_a_port_in_use_as_a_usage_error(workspace: Workspace, runn
     assert f"cannot listen on 127.0.0.1:{port}" in second.stderr
     assert "Traceback" not in second.stderr
     first.interrupt()
+
+
+@pytest.mark.parametrize(
+    ("site", "said"),
+    [
+        (".", "the content folder is inside the site folder"),
+        ("elsewhere", "holds files but no .well-known/pith/mirror.json that pith-mirror wrote"),
+    ],
+    ids=["the-project-folder", "a-folder-pith-mirror-did-not-build"],
+)
+def test_serve_never_serves_a_folder_the_build_refuses(workspace: Workspace, site: str, said: str) -> None:
+    """Served after a failed first build, the project folder gave out the mirror's
+    private key and content/, and any folder named as SITE (/etc) its files."""
+    workspace.add(SEED_RECORD)
+    (workspace.root / "mirror-key.json").write_text('{"private_key_seed_b64": "secret"}')
+    (workspace.root / "elsewhere").mkdir()
+    (workspace.root / "elsewhere" / "passwd").write_text("root:x:0:0\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "generator", "serve", "--port", "0", "--no-watch", "content", site],
+        cwd=workspace.root,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert result.returncode == 2, result.stdout
+    assert said in result.stderr
+    assert "Serving" not in result.stdout
+    assert "Traceback" not in result.stderr
