@@ -21,6 +21,7 @@ import argparse
 import json
 import mimetypes
 import os
+import secrets
 import socket
 import stat
 import sys
@@ -29,7 +30,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from .errors import ConfigError
 from .unchanged import check_site
@@ -46,8 +47,9 @@ LIVE_RELOAD_JS = b"""// pith-mirror preview: reload the page after each rebuild 
     fetch("/__pith-mirror/generation", { cache: "no-store" })
       .then(function (response) { return response.json(); })
       .then(function (data) {
-        if (seen !== null && data.generation !== seen) { location.reload(); return; }
-        seen = data.generation;
+        var now = data.server + ":" + data.generation;
+        if (seen !== null && now !== seen) { location.reload(); return; }
+        seen = now;
         setTimeout(poll, 500);
       })
       .catch(function () { setTimeout(poll, 2000); });
@@ -103,14 +105,22 @@ def _segments(url_path: str, base_path: str) -> list[str] | Lookup:
         return Lookup(HTTPStatus.BAD_REQUEST)
     if "\\" in url_path or "\\" in decoded or "\0" in decoded:
         return Lookup(HTTPStatus.FORBIDDEN)
-    if not decoded.startswith(base_path):
-        if decoded in ("/", base_path.rstrip("/")):
-            return Lookup(HTTPStatus.FOUND, location=base_path)
+    # The base as a request spells it, decoded like the request: a base_url may be
+    # percent-encoded ("/my%20mirror/") or not ("/日本/", which browsers encode).
+    base = unquote(base_path)
+    if not decoded.startswith(base):
+        if decoded in ("/", base.rstrip("/")):
+            return Lookup(HTTPStatus.FOUND, location=quote(base, safe=_LOCATION_SAFE))
         return Lookup(HTTPStatus.NOT_FOUND)
-    segments = decoded[len(base_path) :].split("/")
+    segments = decoded[len(base) :].split("/")
     if any(segment in (".", "..") for segment in segments):
         return Lookup(HTTPStatus.FORBIDDEN)
     return segments
+
+
+_LOCATION_SAFE = "/!$&'()*+,;=:@"
+"""What a redirect's Location keeps as it is: the rest is percent-encoded (a header
+is ASCII; a non-Latin-1 base path once ended the request with a traceback)."""
 
 
 def candidates(segments: list[str]) -> list[str]:
@@ -181,6 +191,9 @@ class PreviewServer(ThreadingHTTPServer):
         self.site = site
         self.base_path = base_path
         self.generation = generation or Counter()
+        self.instance = secrets.token_hex(8)
+        """Which server this is: every server counts its builds from 0, so after a
+        restart a page that saw build 1 of the last one would miss this one's."""
         self.live_reload = live_reload
         super().__init__(address, PreviewHandler)
 
@@ -259,7 +272,9 @@ class PreviewHandler(BaseHTTPRequestHandler):
         if name == "livereload.js":
             self._send(HTTPStatus.OK, CONTENT_TYPES[".js"], LIVE_RELOAD_JS, send_body)
         elif name == "generation":
-            data = json.dumps({"generation": self.server.generation.value}).encode()
+            data = json.dumps(
+                {"generation": self.server.generation.value, "server": self.server.instance}
+            ).encode()
             self._send(HTTPStatus.OK, "application/json", data, send_body)
         else:
             self._send(HTTPStatus.NOT_FOUND, "text/plain; charset=utf-8", _reason(404), send_body)

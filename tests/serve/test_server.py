@@ -204,10 +204,38 @@ def test_generation_endpoint_follows_the_shared_counter(
     first = running.client.request("/__pith-mirror/generation")
     assert first.header("Content-Type") == "application/json"
     assert first.header("Cache-Control") == "no-store"
-    assert json.loads(first.body) == {"generation": 0}
+    instance = running.server.instance
+    assert json.loads(first.body) == {"generation": 0, "server": instance}
     counter.bump()
-    assert json.loads(running.client.request("/__pith-mirror/generation").body) == {"generation": 1}
+    after = json.loads(running.client.request("/__pith-mirror/generation").body)
+    assert after == {"generation": 1, "server": instance}
     assert running.client.status("/__pith-mirror/anything-else") == 404
+    # a restarted server counts from 0 again: the page tells it apart by its instance
+    other = start_server(built.site, generation=Counter())
+    assert other.server.instance != instance
+    assert (
+        json.loads(other.client.request("/__pith-mirror/generation").body)["server"] == other.server.instance
+    )
+
+
+@pytest.mark.parametrize(
+    ("base_path", "requested", "location"),
+    [
+        ("/my%20mirror/", "/my%20mirror/", "/my%20mirror/"),
+        ("/日本/", "/%E6%97%A5%E6%9C%AC/", "/%E6%97%A5%E6%9C%AC/"),
+    ],
+    ids=["percent-encoded", "not-ascii"],
+)
+def test_a_base_path_with_escapes_or_other_scripts_is_served_where_it_says(
+    built: Workspace, start_server: Callable[..., Preview], base_path: str, requested: str, location: str
+) -> None:
+    """Requests arrive percent-encoded; the base was compared still encoded (every page
+    404), and a redirect to a base outside Latin-1 ended the request with a traceback."""
+    running = start_server(built.site, base_path=base_path)
+    assert running.client.status(requested.rstrip("/") + RECORD_PAGE) == 200
+    for bare in ("/", requested.rstrip("/")):
+        reply = running.client.request(bare)
+        assert (reply.status, reply.header("Location")) == (302, location)
 
 
 def test_no_injection_when_live_reload_is_off(built: Workspace, start_server: Callable[..., Preview]) -> None:
