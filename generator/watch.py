@@ -380,6 +380,11 @@ class Rebuilder:
         self.stop()
 
     @property
+    def building(self) -> bool:
+        """Whether a build is in progress now."""
+        return self._building.locked()
+
+    @property
     def running(self) -> bool:
         threads = [self._thread, self._observer]
         return any(t is not None and t.is_alive() for t in threads)
@@ -610,9 +615,20 @@ class Rebuilder:
 
 
 def interrupted_cleanly(rebuilder: Rebuilder, stream: TextIO | None = None) -> int:
-    """Stop after Ctrl-C and say so: stopping is how a watch ends, so exit 0."""
+    """Stop after Ctrl-C and say so: stopping is how a watch ends, so exit 0.
+
+    A build in progress is let finish, so the site stays whole; that can take a
+    while, and a silent wait looks like a hang, so it is said."""
+    out = stream or sys.stderr
+    if rebuilder.building:
+        print(
+            "pith-mirror: stopping once the build in progress is done (Ctrl-C again to stop at once;"
+            " the next build clears what it leaves)",
+            file=out,
+            flush=True,
+        )
     rebuilder.stop()
-    print("pith-mirror: stopped", file=stream or sys.stderr, flush=True)
+    print("pith-mirror: stopped", file=out, flush=True)
     return 0
 
 

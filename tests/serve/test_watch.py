@@ -6,9 +6,11 @@ or an editor would, and polls (bounded) until the served site shows it.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +22,7 @@ from generator.errors import BuildError
 from generator.keys import Keyring
 from generator.model import BuildReport
 from generator.pipeline import build
-from generator.watch import Counter, Rebuilder, Scope, Setup, describe, load_setup
+from generator.watch import Counter, Rebuilder, Scope, Setup, describe, interrupted_cleanly, load_setup
 
 from .conftest import (
     BUNDLE_PAGE,
@@ -521,3 +523,29 @@ def test_the_server_follows_a_new_site_folder_only_once_a_build_there_completes(
     edit(settings, 'site = "other"', 'site = "fresh"')
     assert rebuilder.wait_for_generation(generation + 1, TIMEOUT)
     poll(lambda: client.status(RECORD_PAGE) == 200 and running.server.site == workspace.root / "fresh")
+
+
+def test_ctrl_c_during_a_build_says_it_waits_for_it(workspace: Workspace, real_keyring: Keyring) -> None:
+    """A build is let finish so the site stays whole; the wait is said, not silent."""
+    started, release = threading.Event(), threading.Event()
+
+    def slow(config: SiteConfig, keyring: Keyring) -> BuildReport:
+        started.set()
+        release.wait(TIMEOUT)
+        return build(config, keyring)
+
+    rebuilder = Rebuilder(
+        lambda: Setup(workspace.config(), real_keyring), build=slow, out=workspace.out, err=workspace.err
+    )
+    building = threading.Thread(target=rebuilder.rebuild)
+    building.start()
+    assert started.wait(TIMEOUT)
+    said = io.StringIO()
+    threading.Timer(0.2, release.set).start()
+    assert interrupted_cleanly(rebuilder, said) == 0
+    building.join(TIMEOUT)
+    assert said.getvalue().splitlines() == [
+        "pith-mirror: stopping once the build in progress is done (Ctrl-C again to stop at once;"
+        " the next build clears what it leaves)",
+        "pith-mirror: stopped",
+    ]
