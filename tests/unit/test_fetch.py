@@ -1,50 +1,18 @@
 """fetch: the whole answer within its size and time limits, redirects included.
 
-Real sockets on 127.0.0.1; each server answers every connection the same way.
+Real sockets on 127.0.0.1 (netkit.raw_server); each answers every connection the same way.
 """
 
 from __future__ import annotations
 
-import contextlib
 import socket
-import threading
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
 
 import pytest
+from netkit import raw_server
 
 from generator.fetch import TooLarge, TooSlow, fetch
-
-
-@contextlib.contextmanager
-def server(answer: Callable[[socket.socket], None]) -> Iterator[str]:
-    """Reads each request's head, then calls `answer`; yields the base URL."""
-    listener = socket.create_server(("127.0.0.1", 0))
-    listener.settimeout(0.05)
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = listener.accept()
-            except TimeoutError:
-                continue
-            with conn, contextlib.suppress(OSError):
-                conn.settimeout(5)
-                head = b""
-                while b"\r\n\r\n" not in head and (chunk := conn.recv(4096)):
-                    head += chunk
-                answer(conn)
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{listener.getsockname()[1]}/"
-    finally:
-        stop.set()
-        thread.join(10)
-        listener.close()
 
 
 def get(url: str, limit: int = 1000, seconds: float = 5.0) -> bytes:
@@ -52,13 +20,13 @@ def get(url: str, limit: int = 1000, seconds: float = 5.0) -> bytes:
 
 
 def test_a_body_within_the_limits_is_returned_whole() -> None:
-    with server(lambda c: c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello")) as url:
+    with raw_server(lambda c: c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello")) as url:
         assert get(url) == b"hello"
 
 
 def test_a_body_beyond_the_size_limit_is_refused() -> None:
     answer = b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\nhello world"
-    with server(lambda c: c.sendall(answer)) as url, pytest.raises(TooLarge):
+    with raw_server(lambda c: c.sendall(answer)) as url, pytest.raises(TooLarge):
         get(url, limit=10)
 
 
@@ -71,9 +39,9 @@ def test_a_redirect_to_a_server_that_trickles_its_headers_is_bounded_by_one_cloc
             conn.sendall(b"a")
             time.sleep(0.05)
 
-    with server(trickle) as slow:
+    with raw_server(trickle) as slow:
         redirect = f"HTTP/1.1 302 Found\r\nLocation: {slow}\r\nContent-Length: 0\r\n\r\n".encode()
-        with server(lambda c: c.sendall(redirect)) as first:
+        with raw_server(lambda c: c.sendall(redirect)) as first:
             started = time.monotonic()
             with pytest.raises(TooSlow):
                 get(first, seconds=0.5)
@@ -81,7 +49,7 @@ def test_a_redirect_to_a_server_that_trickles_its_headers_is_bounded_by_one_cloc
 
 
 def test_a_server_that_says_nothing_is_given_up_on_at_the_time_limit() -> None:
-    with server(lambda c: time.sleep(3)) as url:
+    with raw_server(lambda c: time.sleep(3)) as url:
         started = time.monotonic()
         with pytest.raises(TooSlow):
             get(url, seconds=0.5)
