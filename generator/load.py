@@ -18,6 +18,7 @@ import json
 import os
 import re
 import sys
+from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -309,7 +310,10 @@ def _decode_strict(raw: bytes, limits: Limits) -> dict[str, Any]:
     try:
         value, end = _DECODER.raw_decode(text, start)
     except _DuplicateKey:
-        where, key = _find_duplicate(text)
+        found = _find_duplicate(text)
+        if found is None:  # (what follows the duplicate cannot even be decoded to find it)
+            raise fail(Code.JSON_DUPLICATE_KEY, "a key appears twice in one object") from None
+        where, key = found
         raise fail(Code.JSON_DUPLICATE_KEY, f"key {key!r} appears twice in one object", where) from None
     except _NonFinite as exc:
         raise fail(Code.JSON_NON_FINITE, f"{exc.args[0]} is not a finite JSON number") from None
@@ -390,19 +394,31 @@ class _Pairs(list[tuple[str, Any]]):
     pass
 
 
-def _find_duplicate(text: str) -> tuple[str, str]:
-    """Second, slow decode that keeps pairs, to name where the duplicate is."""
-    tree = json.loads(text, object_pairs_hook=_Pairs, parse_constant=lambda c: None)
-    stack: list[tuple[Any, tuple[str | int, ...]]] = [(tree, ())]
-    while stack:
-        node, path = stack.pop(0)
+def _find_duplicate(text: str) -> tuple[str, str] | None:
+    """Second, slow decode that keeps pairs, to name where the duplicate is; None
+    when the rest of the text cannot be decoded (nested past the interpreter's
+    recursion limit, say). Numbers are not converted: only the keys matter here,
+    and an integer past Python's digit limit must not stop the search."""
+    try:
+        tree = json.loads(
+            text,
+            object_pairs_hook=_Pairs,
+            parse_constant=lambda c: None,
+            parse_int=lambda digits: 0,
+            parse_float=lambda digits: 0,
+        )
+    except (RecursionError, ValueError):
+        return None
+    queue: deque[tuple[Any, tuple[str | int, ...]]] = deque([(tree, ())])
+    while queue:
+        node, path = queue.popleft()
         if isinstance(node, _Pairs):
             seen: set[str] = set()
             for key, child in node:
                 if key in seen:
                     return pointer(*path, key), key
                 seen.add(key)
-                stack.append((child, (*path, key)))
+                queue.append((child, (*path, key)))
         elif isinstance(node, list):
-            stack.extend((child, (*path, i)) for i, child in enumerate(node))
-    return "", "?"
+            queue.extend((child, (*path, i)) for i, child in enumerate(node))
+    return None

@@ -100,6 +100,20 @@ REFUSED = [
         id="one-level-too-deep",
     ),
     pytest.param(b'{"a": ' + b"9" * 5000 + b"}", "json.invalid", "", id="5000-digit-integer"),
+    # a duplicate key found first, then what the search for it could not decode:
+    # each raised out of the search (a traceback that stopped the whole build)
+    pytest.param(
+        b'{"x": {"a": 1, "a": 2}, "y": ' + b"9" * 5000 + b"}",
+        "json.duplicate_key",
+        "/x/a",
+        id="duplicate-then-5000-digit-integer",
+    ),
+    pytest.param(
+        b'{"x": {"a": 1, "a": 2}, "y": ' + b"[" * 5000 + b"]" * 5000 + b"}",
+        "json.duplicate_key",
+        "",
+        id="duplicate-then-5000-brackets",
+    ),
 ]
 
 
