@@ -96,7 +96,8 @@ def build(
     looked at again; every other file is taken to be as the warm cache saw it,
     and the caller checks that later with `unnoticed_changes`."""
     try:
-        return _build(config, keyring, progress, incremental, warm, hints, seen)
+        with one_build_at_a_time(config.site):
+            return _build(config, keyring, progress, incremental, warm, hints, seen)
     except OSError as exc:  # e.g. a full disk
         raise BuildError.from_os_error(exc, str(config.site)) from None
     except BrokenProcessPool:
@@ -186,6 +187,36 @@ def _build(
     # (the time the build took to the end: a replaced site is deleted, and the
     # cache saved, after the stages that made the report)
     return replace(report, seconds=time.monotonic() - started)
+
+
+@contextlib.contextmanager
+def one_build_at_a_time(site: Path) -> Iterator[None]:
+    """Hold the lock of SITE (an exclusive `flock` on `.SITE.lock` beside it) while
+    building. Two builds at once share SITE's staging folder and undo journal: one
+    could swap in or undo the other's files, and leave a site that disagrees with
+    its own manifest. The second is refused instead. (The lock goes with the
+    process: a killed build holds it no longer. Where the system has no `flock`,
+    there is no lock.)"""
+    try:
+        import fcntl
+    except ImportError:  # (not a POSIX system)
+        yield
+        return
+    site.parent.mkdir(parents=True, exist_ok=True)  # (a build makes SITE's parents, as staging does)
+    fd = os.open(
+        site.parent / f".{site.name}.lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644
+    )
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise BuildError(
+                str(site),
+                "another pith-mirror build is writing this site now; build again once it has finished",
+            ) from None
+        yield
+    finally:
+        os.close(fd)
 
 
 def unnoticed_changes(config: SiteConfig, warm: WarmCache) -> list[str]:

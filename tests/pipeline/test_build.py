@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import factories as f
 import pytest
 from sitekit import (
     BOTH_KEYS,
@@ -31,7 +32,7 @@ from sitekit import (
 from generator import journal, write
 from generator.cli import main
 from generator.errors import BuildError, Code
-from generator.pipeline import build
+from generator.pipeline import build, one_build_at_a_time
 
 SUMMARY = re.compile(r"^published (\d+), refused (\d+) file\(s\), (\d+) files written in \d+\.\d\ds\b")
 
@@ -738,3 +739,24 @@ def test_a_document_replaced_by_a_named_pipe_is_refused_without_waiting(project:
     assert result.returncode == 1, result.stderr
     assert f"{REAL_BUNDLE.name}: file.unreadable: cannot read: it is a named pipe" in result.stderr
     assert "incremental" in result.stdout
+
+
+def test_a_second_build_of_the_same_site_at_once_is_refused(
+    project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two builds at once shared SITE's staging folder and undo journal: one swapped in
+    or undid the other's files, and left bundles older than the manifest listed."""
+    monkeypatch.chdir(project.root)
+    keys = str(project.write_keys())
+    project.add("record.json", f.to_bytes(f.record_document()))
+    assert main(["build", "--keys", keys, "--jobs", "1", "--quiet"]) == 0
+    before = tree(project.site)
+    project.add("bundle.json", f.to_bytes(f.bundle(title="Another Paper")))
+    capsys.readouterr()
+    with one_build_at_a_time(project.site):  # (another build, holding the lock)
+        assert main(["build", "--keys", keys, "--jobs", "1", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "another pith-mirror build is writing this site now" in err
+    assert tree(project.site) == before
+    assert main(["build", "--keys", keys, "--jobs", "1", "--quiet"]) == 0  # once it is done
+    assert tree(project.site) != before
