@@ -27,7 +27,7 @@ from typing import Any
 import orjson
 
 from .canonical import JsonFloat
-from .errors import Code, Problem, RejectionError, pointer
+from .errors import BuildError, Code, Problem, RejectionError, pointer
 from .files import read_at_most
 
 DEFAULT_MAX_BYTES = 4 * 1024 * 1024
@@ -94,10 +94,17 @@ def discover(content: Path) -> Iterator[tuple[Path, str]]:
 
 
 def discover_names(content: Path) -> Iterator[tuple[str, str]]:
-    """`discover` with plain strings: a no-op rebuild walks every name, so this stays cheap."""
-    root = content.resolve()
+    """`discover` with plain strings: a no-op rebuild walks every name, so this stays cheap.
+
+    A folder that cannot be listed, and a symbolic link to a folder (never
+    followed), are listed too, by their own names: reading them fails, so the
+    build refuses them as it refuses an unreadable file, and keeps every number
+    whose documents may be in them. Skipped silently, their documents looked
+    deleted, and their numbers were unpublished."""
     top = str(content)
-    for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+    unlisted: list[OSError] = []
+    for dirpath, dirnames, filenames in os.walk(top, onerror=unlisted.append, followlinks=False):
+        yield from _unlisted(unlisted, top)
         rel_dir = os.path.relpath(dirpath, top)
         prefix = "" if rel_dir == "." else rel_dir.replace(os.sep, "/") + "/"
         dirnames[:] = sorted(
@@ -107,9 +114,21 @@ def discover_names(content: Path) -> Iterator[tuple[str, str]]:
             if name.endswith(".json") and not is_ignored_name(name):
                 yield os.path.join(dirpath, name), prefix + name
         for d in list(dirnames):
-            folder = Path(dirpath, d)
-            if folder.is_symlink() and not _inside(folder, root):
+            if os.path.islink(os.path.join(dirpath, d)):  # (os.walk lists it, and does not go in)
                 dirnames.remove(d)
+                yield os.path.join(dirpath, d), prefix + d
+    yield from _unlisted(unlisted, top)
+
+
+def _unlisted(errors: list[OSError], top: str) -> Iterator[tuple[str, str]]:
+    """The folders os.walk could not list (its onerror), by their names in content."""
+    while errors:
+        error = errors.pop(0)
+        folder = error.filename
+        if folder == top:  # (nothing in it can be told from deleted: no build)
+            raise BuildError(top, f"cannot list the content folder: {error.strerror or error}")
+        if isinstance(folder, str):
+            yield folder, os.path.relpath(folder, top).replace(os.sep, "/")
 
 
 def document_path(content: Path, rel: str) -> str | None:
@@ -118,9 +137,10 @@ def document_path(content: Path, rel: str) -> str | None:
     The same rules for one name, so a watcher that knows which names changed
     need not list every document: no ignored part, a .json name, not under the
     top-level pages folder, no symbolic link to a folder on the way (os.walk
-    does not follow them), and something there that is not a folder."""
+    does not follow them), and something there that is not a folder; or, by
+    any name, a link to a folder (listed so that it is refused)."""
     parts = rel.split("/")
-    if any(not part or is_ignored_name(part) for part in parts) or not parts[-1].endswith(".json"):
+    if any(not part or is_ignored_name(part) for part in parts):
         return None
     if len(parts) > 1 and parts[0] == "pages":
         return None
@@ -129,7 +149,9 @@ def document_path(content: Path, rel: str) -> str | None:
         if os.path.islink(os.path.join(top, *parts[:depth])):
             return None
     path = os.path.join(top, *parts)
-    if not os.path.lexists(path) or os.path.isdir(path):
+    if os.path.islink(path) and os.path.isdir(path):  # (a link to a folder: listed, to be refused)
+        return path if not (len(parts) == 1 and parts[0] == "pages") else None
+    if not parts[-1].endswith(".json") or not os.path.lexists(path) or os.path.isdir(path):
         return None
     return path
 

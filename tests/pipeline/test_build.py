@@ -760,3 +760,25 @@ def test_a_second_build_of_the_same_site_at_once_is_refused(
     assert tree(project.site) == before
     assert main(["build", "--keys", keys, "--jobs", "1", "--quiet"]) == 0  # once it is done
     assert tree(project.site) != before
+
+
+def test_a_folder_of_documents_replaced_by_a_link_keeps_its_numbers_published(
+    project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A link to a folder is not followed, and a folder that cannot be listed is not
+    read: both were skipped without a word, their documents taken as deleted and
+    their numbers unpublished. Each is now refused by name, like an unreadable file."""
+    monkeypatch.chdir(project.root)
+    keys = str(project.write_keys())
+    record = f.record_document()
+    body = record["pith_number"].split(":")[2]
+    project.add("sub/record.json", f.to_bytes(record))
+    assert main(["build", "--keys", keys, "--jobs", "1", "--quiet"]) == 0
+    page = (project.site / "pith" / f"{body}.html").read_bytes()
+    moved = project.root / "moved"
+    (project.content / "sub").rename(moved)
+    (project.content / "sub").symlink_to(moved)
+    capsys.readouterr()
+    assert main(["build", "--keys", keys, "--jobs", "1", "--quiet"]) == 1
+    assert "content/sub: file.outside_content:" in capsys.readouterr().err
+    assert (project.site / "pith" / f"{body}.html").read_bytes() == page

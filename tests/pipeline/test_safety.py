@@ -281,7 +281,10 @@ def test_symlinked_document_outside_content_is_not_published(project: Project) -
     project.add_real(bundle=False)
     report = project.build()
     assert report.published == 1
-    assert [(r.file, r.code) for r in report.rejections] == [("content/link.json", Code.FILE_OUTSIDE_CONTENT)]
+    assert [(r.file, r.code) for r in report.rejections] == [
+        ("content/link.json", Code.FILE_OUTSIDE_CONTENT),
+        ("content/linkdir", Code.FILE_OUTSIDE_CONTENT),
+    ]
     for path in project.site.rglob("*"):
         if path.is_file():
             data = path.read_bytes()

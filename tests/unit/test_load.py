@@ -350,8 +350,9 @@ def test_discover_is_sorted_and_skips_pages_hidden_and_temporaries(tmp_path: Pat
     (outside / "o.json").write_text("{}")
     os.symlink(outside, content / "linked")
     names = [name for _, name in discover(content)]
-    # a folder's files (sorted) come before its sub-folders (sorted), at every level
-    assert names == ["a.json", "b.json", "sub/c.json", "sub/z.json", "sub/pages/kept.json"]
+    # a folder's files (sorted) come before its sub-folders (sorted), at every level; a
+    # link to a folder is listed by its own name, never followed (reading it is refused)
+    assert names == ["a.json", "b.json", "linked", "sub/c.json", "sub/z.json", "sub/pages/kept.json"]
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
