@@ -24,6 +24,12 @@ from .model import BODY_RE
 _SAFE_SEGMENT = re.compile(r"[A-Za-z0-9._-]+")
 """A segment made of _SAFE_BYTES only (one that encodes as itself)."""
 _SAFE_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+MAX_SEGMENT = 200
+"""The longest path segment a document's value may become, in bytes: file systems
+name at most 255, and a file is written through a temporary name a few bytes
+longer. A longer one failed the build, and every build after it."""
+MAX_ALIAS_PATH = 1000
+"""The longest encoded alias value, in bytes (a path is at most 4,096 in all)."""
 _ARXIV_ID = re.compile(r"[0-9]{4}\.[0-9]{4,5}|[a-z][a-z-]*(\.[A-Z]{2})?/[0-9]{7}")
 
 MANIFEST_PATH = ".well-known/pith/mirror.json"
@@ -121,7 +127,10 @@ def encode_alias_value(value: str) -> str | None:
     for index in range(len(encoded) - 1):
         if encoded[index].endswith(".json"):
             encoded[index] = encoded[index][:-5] + "~2Ejson"
-    return "/".join(encoded)
+    joined = "/".join(encoded)
+    if len(joined) > MAX_ALIAS_PATH or any(len(segment) > MAX_SEGMENT for segment in encoded):
+        return None  # (too long to name a file: the value gets no look-up file)
+    return joined
 
 
 def resolve_json(kind: str, value: str) -> str | None:
@@ -150,7 +159,10 @@ def lookup_parts(path: str) -> tuple[str, str] | None:
 
 def category_slug(category: str) -> str | None:
     """arXiv categories (cs.DC, hep-th, math-ph) as a single path segment."""
-    return category if _SAFE_SEGMENT.fullmatch(category) and category not in (".", "..") else None
+    usable = (
+        _SAFE_SEGMENT.fullmatch(category) and category not in (".", "..") and len(category) <= MAX_SEGMENT
+    )
+    return category if usable else None
 
 
 def number_paths(body: str, has_bundle: bool) -> tuple[str, ...]:

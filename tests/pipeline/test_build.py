@@ -782,3 +782,30 @@ def test_a_folder_of_documents_replaced_by_a_link_keeps_its_numbers_published(
     assert main(["build", "--keys", keys, "--jobs", "1", "--quiet"]) == 1
     assert "content/sub: file.outside_content:" in capsys.readouterr().err
     assert (project.site / "pith" / f"{body}.html").read_bytes() == page
+
+
+def test_signed_values_too_long_to_name_a_file_get_no_file_and_break_no_build(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 300-character arXiv id, a version of 4,000 digits or a 300-character category
+    made a path segment longer than a file system names: the build failed with "File
+    name too long", and every build after it, --clean included."""
+    monkeypatch.chdir(project.root)
+    keys = str(project.write_keys())
+    project.add("plain.json", f.to_bytes(f.record_document()))
+    assert main(["build", "--keys", keys, "--jobs", "1", "--quiet"]) == 0
+    odd = [
+        {"source_id": "1" * 300},
+        {"source_id": "2101.00002", "version": 10**4000 - 1},
+        {"source_id": "2101.00003", "primary_cat": "c" * 300},
+        {"source_id": "/".join(["x"] * 2000)},
+    ]
+    for index, fields in enumerate(odd):
+        record = f.canonical_record(title=f"Odd {index}", **fields)
+        project.add(f"odd{index}.bundle.json", f.to_bytes(f.bundle(record=record, title=f"Odd {index}")))
+    assert main(["build", "--keys", keys, "--jobs", "1", "--quiet"]) == 0  # incremental
+    assert main(["build", "--keys", keys, "--jobs", "1", "--quiet", "--clean"]) == 0
+    names = [p.relative_to(project.site).as_posix() for p in project.site.rglob("*")]
+    assert all(len(part.encode()) <= 255 for name in names for part in name.split("/"))
+    published = json.loads((project.site / ".well-known/pith/mirror.json").read_bytes())
+    assert len(published["records"]) == 5
