@@ -221,12 +221,16 @@ def published_entries(data: Any) -> dict[str, dict[str, Any]]:
 
 
 def published_paths(site: Path, number: str, entry: dict[str, Any]) -> list[tuple[Path, str, str]]:
-    """The signed documents a published number has on the site, as (path, name, kind)."""
+    """The signed documents a published number has on the site, as (path, name, kind):
+    its record, and both copies of its bundle."""
     body = number_body(number)
     found = []
-    bundle = site / layout.bundle_json(body)
-    if entry.get("bundle_sha256") and bundle.is_file():
-        found.append((bundle, f"{site.name}/{layout.bundle_json(body)}", "bundle"))
+    # Both copies of a bundle: should one be missing or damaged, the other still
+    # says what is published (else a build without its cache could take an older
+    # bundle in content/ as new: a rollback).
+    for relative in (layout.bundle_json(body), layout.well_known_bundle(body)):
+        if entry.get("bundle_sha256") and (site / relative).is_file():
+            found.append((site / relative, f"{site.name}/{relative}", "bundle"))
     record = site / layout.record_json(body)
     if record.is_file():
         found.append((record, f"{site.name}/{layout.record_json(body)}", "record"))

@@ -517,6 +517,7 @@ class _Build:
             for path, name, _kind in published_paths(self.site, number, entry):
                 tasks.append(Task(str(path), name, str(path.parent), from_site=True, render=False))
         old: dict[str, tuple[Candidate | None, Candidate | None]] = {}
+        listed = {number: entry.get("bundle_sha256") for number, entry in published.items()}
         for result in run_tasks(examine_task, tasks, self.pool, None, "published"):
             candidate = result.entry.candidate
             if candidate is None or (candidate.kind == "record" and result.derived):
@@ -524,7 +525,8 @@ class _Build:
             record, bundle = old.get(candidate.pith_number, (None, None))
             if candidate.kind == "record":
                 old[candidate.pith_number] = (candidate, bundle)
-            else:
+            elif bundle is None or candidate.raw_sha256 == listed.get(candidate.pith_number):
+                # (of two copies that verify, the one the manifest names)
                 old[candidate.pith_number] = (record, candidate)
         return old
 
@@ -660,4 +662,6 @@ class _ContentPaths:
                 return os.path.join(self.parent, candidate.file)
         body = number_body(candidate.pith_number)
         published = layout.bundle_json(body) if candidate.kind == "bundle" else layout.record_json(body)
+        if candidate.from_site and candidate.file.endswith("/" + layout.well_known_bundle(body)):
+            published = layout.well_known_bundle(body)  # (the copy read when the other was damaged)
         return str(self.site / published)

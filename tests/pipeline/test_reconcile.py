@@ -524,3 +524,23 @@ def test_a_document_kept_from_a_site_that_is_not_beside_content_is_read_from_tha
     assert report.published == 1, codes(report)
     assert len(json.loads((site / f"pith/{BODY}/bundle.json").read_bytes())["events"]) == 3
     assert (site / f"pith/{BODY}.json").read_bytes() == edited
+
+
+@pytest.mark.parametrize("damage", ["deleted", "garbled"])
+def test_a_damaged_site_copy_of_the_bundle_does_not_let_an_older_one_in(
+    project: Project, bundles: dict[str, bytes], damage: str
+) -> None:
+    """A build without its cache reads what is published from the site. With the
+    bundle's first copy gone or garbled it saw none, and took an older bundle in
+    content/ as new: a rollback, exit 0. The second copy still says what is published."""
+    project.add("bundle.json", bundles["B"])
+    project.build()
+    copy = project.site / f"pith/{BODY}/bundle.json"
+    copy.unlink()  # (the two copies are one file with two names: damage one name)
+    if damage == "garbled":
+        copy.write_bytes(b'{"garbled": ')
+    project.add("bundle.json", bundles["A"])  # the 2-event version: a rollback
+    report = build(project.config(), BOTH_KEYS, incremental=False)  # (as --clean)
+    assert ("content/bundle.json", Code.BUNDLE_ROLLBACK) in codes(report)
+    assert project.read(f".well-known/pith/{BODY}/bundle.json") == bundles["B"]
+    assert project.read(f"pith/{BODY}/bundle.json") == bundles["B"]  # made whole again
