@@ -201,6 +201,9 @@ def apply(config: SiteConfig, settings: dict[str, Any], origin: Path | None = No
 
 
 MIN_MAX_BYTES = 1024
+MAX_MAX_BYTES = 1 << 30
+"""1 GiB: far past any document, and within what one read can ask for (2**64 bytes
+failed deep in the reading code, with a traceback)."""
 JOBS_PER_CORE = 4
 _NOT_IN_URLS = frozenset('"<>\\^`{|}')
 
@@ -304,8 +307,8 @@ def validate(config: SiteConfig) -> None:
             "jobs",
             f"must be from 1 to {max_jobs()} ({JOBS_PER_CORE} worker processes for each of {cores} core(s))",
         )
-    if config.max_bytes < MIN_MAX_BYTES:
-        raise ConfigError("max_bytes", f"must be at least {MIN_MAX_BYTES}")
+    if not MIN_MAX_BYTES <= config.max_bytes <= MAX_MAX_BYTES:
+        raise ConfigError("max_bytes", f"must be from {MIN_MAX_BYTES} to {MAX_MAX_BYTES} (1 GiB)")
     if config.per_page < 1:
         raise ConfigError("per_page", "must be at least 1")
     if config.cname is not None and not is_host_name(config.cname):

@@ -261,15 +261,16 @@ def test_max_bytes_option(capsys: pytest.CaptureFixture[str], tmp_path: Path) ->
     assert f"{path.as_posix()}: file.too_large: " in err
 
 
-@pytest.mark.parametrize("value", ["0", "-1", "5"])
-def test_a_max_bytes_too_small_is_a_usage_error(
+@pytest.mark.parametrize("value", ["0", "-1", "5", str(2**30 + 1), str(2**64)])
+def test_a_max_bytes_out_of_range_is_a_usage_error(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, value: str
 ) -> None:
-    """As `build` says of max_bytes: 0 is not "no limit", and a limit below 1024 is a mistake."""
+    """As `build` says of max_bytes: 0 is not "no limit", a limit below 1024 is a mistake,
+    and one past 1 GiB no document needs (2**64 failed deep in the reading, a traceback)."""
     path = f.write(tmp_path / "r.json", f.record_document())
     code, out, err = run(capsys, "--max-bytes", value, path)
     assert code == 2
-    assert "max_bytes: must be at least 1024" in err and not out
+    assert "max_bytes: must be from 1024 to 1073741824 (1 GiB)" in err and not out
 
 
 def test_stderr_lines_are_sorted_by_file_then_pointer(
