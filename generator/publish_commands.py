@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import BuildError, ConfigError
+from .unchanged import inside_a_built_site
 from .write import write_atomic
 
 EXIT_OK, EXIT_DIFFERENT = 0, 1
@@ -65,6 +66,10 @@ def run_keygen(args: argparse.Namespace) -> int:
 
     # (an empty --key-id is refused by generate_mirror_key, not replaced by the default)
     key_id = time.strftime("pith-mirror-%Y-%m", time.gmtime()) if args.key_id is None else args.key_id
+    site = inside_a_built_site(args.file)
+    if site is not None:  # (it would be uploaded with the site, and listed in SHA256SUMS)
+        where = f"{args.file} is inside the site {site}, which is published"
+        raise ConfigError("keygen", f"{where}: write the private key outside it")
     entry = generate_mirror_key(args.file, key_id)
     print(json.dumps(entry, indent=2, sort_keys=True))
     print(

@@ -159,6 +159,15 @@ def check_site(config: SiteConfig) -> None:
         )
 
 
+def inside_a_built_site(path: Path) -> Path | None:
+    """The site folder pith-mirror built that holds `path`, if any: a file there is
+    published (and a full build replaces it)."""
+    for folder in path.absolute().parents:
+        if _built_here(folder / MANIFEST_PATH):
+            return folder
+    return None
+
+
 def _built_here(manifest: Path) -> bool:
     """Whether `manifest` is a regular file that begins as pith-mirror writes its
     manifest (sorted keys: only `base_url`, at most `MAX_BASE_URL` characters, and

@@ -50,3 +50,16 @@ def test_keygen_checksums_verify_site(site_copy: Callable[[str], Path], tmp_path
     failed = run_module("verify-site", site, "--trust", key, cwd=tmp_path)
     assert failed.code == 1
     assert f"pith/{BUNDLE_BODY}/bundle.json" in failed.err
+
+
+def test_keygen_refuses_to_write_the_private_key_into_a_site(
+    site_copy: Callable[[str], Path], tmp_path: Path
+) -> None:
+    """A key written into a site pith-mirror built was kept by incremental builds,
+    listed in SHA256SUMS and uploaded with the site."""
+    site = site_copy("site")
+    for target in (site / "mirror-key.json", site / "pith" / "new-folder" / "k.json"):
+        made = run_module("keygen", target, cwd=tmp_path)
+        assert made.code == 2, made.err
+        assert f"is inside the site {site}, which is published" in made.err
+        assert not target.exists()
