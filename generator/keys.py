@@ -26,8 +26,8 @@ from nacl.signing import VerifyKey
 
 from .canonical import b32
 from .config import read_settings_file
-from .errors import ConfigError, pointer
-from .load import DEFAULT_MAX_DEPTH, is_utf8, shown_name
+from .errors import ConfigError
+from .load import DEFAULT_MAX_DEPTH, first_lone_surrogate, first_too_deep, shown_name
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,25 +178,17 @@ def _check_entry_values(entry: dict[str, Any], where: str) -> None:
     """Refuse a key object that could not be written out again: the entry is republished
     (/pith-signing-key.json) and its key_id hashed into cache keys, and a string holding
     a lone surrogate (a `\\ud800` escape) has no UTF-8 form, while nesting deeper than
-    a document may is no key's and only risks the writer's recursion limit. Checked
-    without recursion, since the value may nest as deep as the JSON decoder allowed."""
-    stack: list[tuple[Any, int, tuple[str | int, ...]]] = [(entry, 1, ())]
-    while stack:
-        node, depth, path = stack.pop()
-        at = f"{where} at {pointer(*path)}" if path else where
-        if isinstance(node, str):
-            if not is_utf8(node):
-                raise ConfigError("keys", f"{at} holds a lone surrogate (\\ud800-\\udfff), not valid Unicode")
-            continue
-        if depth > DEFAULT_MAX_DEPTH and isinstance(node, dict | list):
-            raise ConfigError("keys", f"{at} nests deeper than {DEFAULT_MAX_DEPTH} levels")
-        if isinstance(node, dict):
-            for key, child in node.items():
-                if not is_utf8(key):
-                    raise ConfigError(
-                        "keys",
-                        f"{at} has a member name with a lone surrogate (\\ud800-\\udfff), not valid Unicode",
-                    )
-                stack.append((child, depth + 1, (*path, key)))
-        elif isinstance(node, list):
-            stack.extend((child, depth + 1, (*path, index)) for index, child in enumerate(node))
+    a document may is no key's and only risks the writer's recursion limit. The same
+    walks as a document's (load.py), which need no recursion."""
+    lone = first_lone_surrogate(entry)
+    if lone is not None:
+        path, what = lone
+        at = f"{where} at {path}" if path else where
+        if what == "a string":
+            raise ConfigError("keys", f"{at} holds a lone surrogate (\\ud800-\\udfff), not valid Unicode")
+        raise ConfigError(
+            "keys", f"{at} has a member name with a lone surrogate (\\ud800-\\udfff), not valid Unicode"
+        )
+    too_deep = first_too_deep(entry, DEFAULT_MAX_DEPTH)
+    if too_deep is not None:
+        raise ConfigError("keys", f"{where} at {too_deep} nests deeper than {DEFAULT_MAX_DEPTH} levels")

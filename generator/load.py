@@ -353,11 +353,11 @@ def _decode_strict(raw: bytes, limits: Limits) -> dict[str, Any]:
         raise fail(Code.JSON_TRAILING_DATA, f"unexpected data after the JSON value at character {end}")
     if not isinstance(value, dict):
         raise fail(Code.JSON_NOT_OBJECT, f"the top level is {json_type_name(value)}, not an object")
-    too_deep = _first_too_deep(value, limits.max_depth)
+    too_deep = first_too_deep(value, limits.max_depth)
     if too_deep is not None:
         raise fail(Code.JSON_TOO_DEEP, f"nesting is deeper than {limits.max_depth} levels", too_deep)
     if _SURROGATE_ESCAPE.search(text):
-        lone = _first_lone_surrogate(value)
+        lone = first_lone_surrogate(value)
         if lone is not None:
             where, what = lone
             raise fail(
@@ -374,7 +374,7 @@ def load_document(path: Path, file: str, content: Path, limits: Limits) -> Sourc
     return SourceDocument(file=file, raw=raw, data=decode(raw, limits))
 
 
-def _first_too_deep(value: Any, max_depth: int) -> str | None:
+def first_too_deep(value: Any, max_depth: int) -> str | None:
     """Pointer to the first container nested deeper than max_depth, or None."""
     stack: list[tuple[Any, int, tuple[str | int, ...]]] = [(value, 1, ())]
     while stack:
@@ -393,7 +393,7 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _first_lone_surrogate(value: Any) -> tuple[str, str] | None:
+def first_lone_surrogate(value: Any) -> tuple[str, str] | None:
     """(pointer, "a string" or "a key of this object") of the first lone surrogate, or None.
     A bad key is pointed at through its object, so the pointer itself stays printable."""
     stack: list[tuple[Any, tuple[str | int, ...]]] = [(value, ())]
