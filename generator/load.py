@@ -164,12 +164,6 @@ def _resolved(path: Path) -> Path | None:
         return None
 
 
-def _inside(path: Path, root: Path) -> bool:
-    """Whether `path`, links followed, is under `root` (nothing is inside a loop)."""
-    target = _resolved(path)
-    return target is not None and target.is_relative_to(root)
-
-
 def read_bytes(path: Path, content: Path, limits: Limits) -> bytes:
     """(1) Read at most max_bytes + 1 bytes; refuse links out of content/."""
     if path.is_symlink():
@@ -179,6 +173,10 @@ def read_bytes(path: Path, content: Path, limits: Limits) -> bytes:
         if not target.is_relative_to(content.resolve()):
             raise RejectionError(
                 Problem(Code.FILE_OUTSIDE_CONTENT, "", "symbolic link points outside the content folder")
+            )
+        if target.is_dir():  # (listed by discover_names so that its numbers are kept)
+            raise RejectionError(
+                Problem(Code.FILE_UNREADABLE, "", "a symbolic link to a folder, which is never followed")
             )
     try:
         raw = read_at_most(path, limits.max_bytes + 1)

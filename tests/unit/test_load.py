@@ -369,3 +369,23 @@ def test_a_named_pipe_is_refused_without_waiting_for_a_writer(tmp_path: Path) ->
     assert result.returncode == 1, result.stderr
     assert "file.unreadable" in result.stdout + result.stderr
     assert "not a regular file" in result.stdout + result.stderr
+
+
+def test_a_link_to_a_folder_is_listed_and_refused_by_name(tmp_path: Path) -> None:
+    """Listed so that the build keeps the numbers its documents may hold; its reason
+    says it is a link to a folder, inside content or not."""
+    content = tmp_path / "content"
+    (content / "real").mkdir(parents=True)
+    (content / "real" / "a.json").write_text("{}")
+    os.symlink(content / "real", content / "inner")
+    os.symlink(tmp_path, content / "outer")
+    assert [name for _, name in discover(content)] == ["inner", "outer", "real/a.json"]
+    with pytest.raises(RejectionError) as inner:
+        read_bytes(content / "inner", content, LIMITS)
+    assert (inner.value.problem.code.value, inner.value.problem.message) == (
+        "file.unreadable",
+        "a symbolic link to a folder, which is never followed",
+    )
+    with pytest.raises(RejectionError) as outer:
+        read_bytes(content / "outer", content, LIMITS)
+    assert outer.value.problem.code.value == "file.outside_content"
