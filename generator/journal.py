@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import TextIO
 
-from .write import is_plain_relative, remove_files, remove_tree, write_atomic
+from .write import is_plain_relative, remove_files, remove_tree, temporary_path, write_atomic
 
 _UNDO = ".{name}.undo"
 _CREATED = "created"
@@ -65,9 +65,13 @@ class Journal:
         os.replace(source, target)
 
     def write(self, path: str, data: bytes) -> None:
-        """Write `data` into SITE at `path` (through a temporary file), the old file kept."""
+        """Write `data` into SITE at `path` (through a temporary file), the old file kept.
+
+        The temporary file is listed as created too: a build killed before it was
+        renamed into place would otherwise leave it in SITE, to be published."""
         self.before(path)
         target = self.site / path
+        self.before(temporary_path(target).relative_to(self.site).as_posix())
         target.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(target, data)
 

@@ -285,10 +285,17 @@ def finish_publication(root: Path, config: SiteConfig, journal: Journal | None =
     key = load_mirror_key(config.mirror_key) if config.mirror_key else None
     signature_path.unlink(missing_ok=True)
     sums = sha256sums(root)
-    write_atomic(sums_path, sums)
+
+    def put(path: str, data: bytes) -> None:  # (through the journal, which lists the temporary file)
+        if journal is not None:
+            journal.write(path, data)
+        else:
+            write_atomic(root / path, data)
+
+    put(SUMS_PATH, sums)
     if key is not None:
         manifest = (root / MANIFEST_PATH).read_bytes()
-        write_atomic(signature_path, sign_manifest(manifest, sums, key))
+        put(SIGNATURE_PATH, sign_manifest(manifest, sums, key))
 
 
 _UNATTRIBUTED = frozenset({Code.PITH_MISMATCH, Code.PITH_YEAR_MISMATCH})

@@ -272,12 +272,18 @@ def _link(source: str, target: str) -> bool:
     return False
 
 
+def temporary_path(target: Path) -> Path:
+    """Where `atomic_file` writes `target`'s bytes before renaming them into place
+    (beside it, for a rename within one file system; named by this process)."""
+    return target.with_name(f".{target.name}.tmp-{os.getpid()}")
+
+
 @contextlib.contextmanager
 def atomic_file(target: Path, buffering: int = -1) -> Iterator[BinaryIO]:
     """A file written through a temporary name in the same folder and renamed to
     `target` when the block ends; a failed write leaves neither half a file nor
     the temporary behind."""
-    temporary = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    temporary = temporary_path(target)
     try:
         with open(temporary, "wb", buffering=buffering) as handle:
             yield handle

@@ -727,6 +727,49 @@ def test_a_killed_incremental_build_is_undone_by_the_next_build(
     assert not (project.root / ".site.undo").exists()
 
 
+_KILLED_AT_A_RENAME = """
+import os, signal, sys
+real = os.replace
+def dying(source, target, *args, **kwargs):
+    # killed with a finished temporary file in SITE, just before it is renamed into place
+    if ".tmp-" in os.fspath(source) and os.fspath(target).startswith(sys.argv[1]):
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real(source, target, *args, **kwargs)
+os.replace = dying
+from generator.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+@pytest.mark.parametrize(
+    ("target", "checksums"),
+    [pytest.param("site/", False, id="site-wide"), pytest.param("site/SHA256SUMS", True, id="checksums")],
+)
+def test_a_build_killed_while_writing_a_file_leaves_no_temporary_file_in_the_site(
+    project: Project, target: str, checksums: bool
+) -> None:
+    """An incremental build writes some files of SITE through a temporary file beside
+    them. Killed between the two, the temporary file stayed (`.index.html.tmp-PID`):
+    undoing the build put every file back but left it, to be published."""
+    if checksums:
+        (project.root / "pith-mirror.toml").write_text("checksums = true\n", "utf-8")
+    project.add_real(bundle=False)
+    arguments = ["build", "content", "site", "--jobs", "1", "--quiet"]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    command = [sys.executable, "-m", "generator", *arguments]
+    assert subprocess.run(command, cwd=project.root, env=env, timeout=120).returncode == 0
+    before = tree(project.site)
+    assert ("SHA256SUMS" in before) == checksums
+    project.add_real()
+    killed = [sys.executable, "-c", _KILLED_AT_A_RENAME, target, *arguments]
+    result = subprocess.run(killed, cwd=project.root, env=env, timeout=120)
+    assert result.returncode == -signal.SIGKILL
+    assert any(".tmp-" in path for path in tree(project.site))  # (the case this is about)
+    project.remove(REAL_BUNDLE.name)  # content as the last complete build saw it
+    assert subprocess.run(command, cwd=project.root, env=env, timeout=120).returncode == 0
+    assert tree(project.site) == before
+
+
 def test_a_document_replaced_by_a_named_pipe_is_refused_without_waiting(project: Project) -> None:
     """An incremental build hashes a known document whose stat changed: a named pipe
     in its place was opened to be hashed, and the build waited for a writer forever."""
