@@ -34,7 +34,7 @@ import orjson
 
 from .config import SiteConfig
 from .errors import Code, Rejection
-from .files import file_sha256
+from .files import file_sha256, open_regular
 from .layout import MANIFEST_PATH, number_paths
 from .reconcile import Candidate, packed_event_ids
 from .unchanged import (
@@ -109,7 +109,7 @@ def load_cache(directory: Path, key: str, site: Path) -> BuildCache | None:
     Entries are parsed as they are read; nothing is used unless the last
     line's checksum covers every line before it."""
     try:
-        with open(directory / CACHE_FILE, "rb") as handle:
+        with open_regular(directory / CACHE_FILE) as handle:  # (a named pipe there would hang)
             digest = hashlib.sha256()
             header_line = handle.readline()
             digest.update(header_line)

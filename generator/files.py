@@ -21,7 +21,7 @@ import json
 import os
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 _NOT_REGULAR = (
     (stat.S_ISFIFO, "a named pipe"),
@@ -62,6 +62,12 @@ def _open_regular(path: Path) -> int:
         return fd
     os.close(fd)
     raise NotRegularFile(kind)
+
+
+def open_regular(path: Path) -> BinaryIO:
+    """A buffered reader of a regular file, for a file read line by line (the
+    build cache); refused as `read_at_most` refuses."""
+    return os.fdopen(_open_regular(path), "rb", buffering=1 << 20)
 
 
 def read_at_most(path: Path, cap: int) -> bytes:

@@ -31,7 +31,7 @@ import orjson
 from . import __version__
 from .config import MAX_BASE_URL, SiteConfig, build_time
 from .errors import BuildError, Code, Rejection
-from .files import file_sha256, read_at_most
+from .files import file_sha256, open_regular, read_at_most
 from .journal import undo_path
 from .keys import Keyring
 from .layout import MANIFEST_PATH, MANIFEST_TYPE
@@ -316,7 +316,8 @@ def save_unchanged(
 
 
 def _read_checked(path: Path) -> Any:
-    raw = path.read_bytes()
+    with open_regular(path) as handle:  # (a named pipe there would hang, a device never end)
+        raw = handle.read()
     checksum, _, payload = raw.partition(b"\n")
     if hashlib.sha256(payload).hexdigest().encode() != checksum:
         raise ValueError("checksum")

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import subprocess
+import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import replace
@@ -17,7 +20,7 @@ import factories as f
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from sitekit import BOTH_KEYS, Project, assert_same_as_fresh, record_doc
+from sitekit import BOTH_KEYS, REPO, Project, assert_same_as_fresh, record_doc
 
 from generator.cache import (
     CACHE_FILE,
@@ -141,6 +144,42 @@ def test_a_damaged_companion_file_means_the_cache_is_read(
     report = built.build()
     assert len(reads) == 1 and report.mode == "incremental" and report.rendered == 0
     assert report.published == 3 and report.rejections == ()
+
+
+@pytest.mark.parametrize(("name", "mode"), [(CACHE_FILE, "full"), (QUICK_FILE, "incremental")])
+def test_a_named_pipe_in_place_of_a_cache_file_is_not_waited_for(
+    tmp_path: Path, name: str, mode: str
+) -> None:
+    """The cache and its companion file were opened as they were found: a named
+    pipe in place of either made every later build wait for a writer forever.
+    (With the cache a pipe, a document is added: otherwise the companion file
+    answers that nothing changed, and the cache is not read.)"""
+    project = Project(tmp_path / "piped")
+    project.add_real()
+    keys = project.write_keys()
+    command = [
+        sys.executable,
+        "-m",
+        "generator",
+        "build",
+        "content",
+        "site",
+        "--jobs",
+        "1",
+        "--keys",
+        str(keys),
+    ]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    assert subprocess.run(command, cwd=project.root, env=env, timeout=120).returncode == 0
+    path = project.root / ".pith-cache" / "site" / name
+    path.unlink()
+    os.mkfifo(path)
+    if name == CACHE_FILE:
+        project.add("b.json", record_doc(source_id="2304.00055", title="Added"))
+    result = subprocess.run(command, cwd=project.root, env=env, timeout=60, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    published = 3 if name == CACHE_FILE else 2
+    assert f"({mode}:" in result.stdout and f"published {published}," in result.stdout
 
 
 def test_a_cache_for_another_site_is_not_used(built: Project) -> None:
