@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 
 from . import layout
 from .errors import ConfigError, pointer
-from .fetch import TooLarge, TooSlow, fetch
+from .fetch import RedirectRefused, TooLarge, TooSlow, fetch
 from .files import parse_json, read_at_most
 from .layout import MANIFEST_PATH, MANIFEST_TYPE
 from .manifest import published_entries
@@ -117,6 +117,12 @@ class UrlSource:
             raise ConfigError("site", f"{url} took longer than {FETCH_TIMEOUT:g} seconds to arrive") from None
         except TooLarge:
             raise ConfigError("site", f"{url} is larger than {FETCH_LIMIT} bytes") from None
+        except RedirectRefused as exc:
+            raise ConfigError(
+                "site",
+                f"{url} redirects to {exc.url}, which is not followed "
+                "(from https only to https, from http only to http or https)",
+            ) from None
         except urllib.error.HTTPError as exc:
             if exc.code in (404, 410):
                 return None

@@ -16,6 +16,7 @@ import socket
 import ssl
 import threading
 import time
+import urllib.parse
 import urllib.request
 from types import TracebackType
 from typing import Any
@@ -27,6 +28,16 @@ class TooSlow(Exception):
 
 class TooLarge(Exception):
     """The body is larger than the size limit."""
+
+
+class RedirectRefused(Exception):
+    """A redirect to a URL that is not followed: from https to anything but https
+    (the rest of the answer would come unauthenticated, or through a handler
+    no deadline watches, such as ftp), or from http to anything but http(s)."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.url = url
 
 
 def fetch(request: urllib.request.Request, limit: int, seconds: float, chunk: int = 64 * 1024) -> bytes:
@@ -155,4 +166,22 @@ def _opener(deadline: _Deadline) -> urllib.request.OpenerDirector:
         def https_open(self, req: urllib.request.Request) -> Any:
             return self.do_open(Tls, req, context=context)
 
-    return urllib.request.build_opener(PlainHandler, TlsHandler(context=context))
+    return urllib.request.build_opener(PlainHandler, TlsHandler(context=context), SafeRedirects)
+
+
+class SafeRedirects(urllib.request.HTTPRedirectHandler):
+    """urllib's redirects, but never from https to plain http, nor to another scheme."""
+
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: Any,
+        code: int,
+        msg: str,
+        headers: Any,
+        newurl: str,
+    ) -> urllib.request.Request | None:
+        allowed = ("https",) if req.type == "https" else ("http", "https")
+        if urllib.parse.urlsplit(newurl).scheme.lower() not in allowed:
+            raise RedirectRefused(newurl)
+        return super().redirect_request(req, fp, code, msg, headers, newurl)

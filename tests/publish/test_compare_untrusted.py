@@ -57,6 +57,16 @@ def test_an_answer_that_is_not_http(
     assert said in err
 
 
+def test_a_redirect_to_another_scheme_is_refused_with_a_reason(
+    built_site: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    answer = b"HTTP/1.1 302 Found\r\nLocation: ftp://127.0.0.1:1/m\r\nContent-Length: 0\r\n\r\n"
+    with raw_server(sends(answer)) as url:
+        code, err = run(capsys, "compare", built_site, url)
+    assert code == 2
+    assert f"{url}{MANIFEST_PATH} redirects to ftp://127.0.0.1:1/m, which is not followed" in err
+
+
 def test_a_server_that_trickles_is_given_up_on(
     built_site: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

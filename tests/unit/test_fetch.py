@@ -12,7 +12,7 @@ import urllib.request
 import pytest
 from netkit import raw_server
 
-from generator.fetch import TooLarge, TooSlow, fetch
+from generator.fetch import RedirectRefused, SafeRedirects, TooLarge, TooSlow, fetch
 
 
 def get(url: str, limit: int = 1000, seconds: float = 5.0) -> bytes:
@@ -54,3 +54,41 @@ def test_a_server_that_says_nothing_is_given_up_on_at_the_time_limit() -> None:
         with pytest.raises(TooSlow):
             get(url, seconds=0.5)
         assert time.monotonic() - started < 1.5
+
+
+def test_a_redirect_to_another_scheme_is_not_followed() -> None:
+    """urllib follows a redirect to ftp:, through a handler no deadline watches."""
+    redirect = b"HTTP/1.1 302 Found\r\nLocation: ftp://127.0.0.1:1/x\r\nContent-Length: 0\r\n\r\n"
+    with raw_server(lambda c: c.sendall(redirect)) as url, pytest.raises(RedirectRefused) as caught:
+        get(url)
+    assert caught.value.url == "ftp://127.0.0.1:1/x"
+
+
+def test_a_redirect_from_http_to_http_is_followed() -> None:
+    with raw_server(lambda c: c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")) as target:
+        redirect = f"HTTP/1.1 301 Moved\r\nLocation: {target}\r\nContent-Length: 0\r\n\r\n".encode()
+        with raw_server(lambda c: c.sendall(redirect)) as first:
+            assert get(first) == b"ok"
+
+
+@pytest.mark.parametrize(
+    ("start", "to", "followed"),
+    [
+        ("https://a.example/x", "http://a.example/x", False),
+        ("https://a.example/x", "HTTP://b.example/x", False),
+        ("https://a.example/x", "ftp://a.example/x", False),
+        ("https://a.example/x", "https://b.example/y", True),
+        ("http://a.example/x", "https://a.example/x", True),
+        ("http://a.example/x", "file:///etc/passwd", False),
+    ],
+)
+def test_a_redirect_from_https_goes_only_to_https(start: str, to: str, followed: bool) -> None:
+    """The rest of an answer that began over TLS never comes without it. (No test
+    server here has a certificate the default context trusts: the rule is checked
+    on the redirect handler fetch uses.)"""
+    request = urllib.request.Request(start)
+    if followed:
+        assert SafeRedirects().redirect_request(request, None, 302, "Found", {}, to) is not None
+    else:
+        with pytest.raises(RedirectRefused):
+            SafeRedirects().redirect_request(request, None, 302, "Found", {}, to)
