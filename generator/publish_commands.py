@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import BuildError, ConfigError
-from .unchanged import inside_a_built_site
+from .unchanged import inside_a_built_site, is_built_site
 from .write import write_atomic
 
 EXIT_OK, EXIT_DIFFERENT = 0, 1
@@ -143,8 +143,12 @@ def run_checksums(args: argparse.Namespace) -> int:
     site: Path = args.site
     key = load_mirror_key(args.mirror_key) if args.mirror_key else None
     manifest = site / MANIFEST_PATH
-    if key is not None and not manifest.is_file():
-        raise ConfigError("site", f"{site} has no {MANIFEST_PATH} to sign (build it first)")
+    if site.is_dir() and not is_built_site(site):  # (a missing folder is named as such below)
+        raise ConfigError(
+            "site",
+            f"{site} has no {MANIFEST_PATH} that pith-mirror wrote, so pith-mirror did not build it:"
+            " SHA256SUMS is written only into a built site (build it first)",
+        )
     sums = sha256sums(site)
     _write_atomic(site / SUMS_PATH, sums)
     print(f"wrote {site / SUMS_PATH} ({len(sums.splitlines())} files)")

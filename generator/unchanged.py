@@ -159,6 +159,11 @@ def check_site(config: SiteConfig) -> None:
         )
 
 
+def is_built_site(site: Path) -> bool:
+    """Whether `site` is a folder pith-mirror built (see `_built_here`)."""
+    return _built_here(site / MANIFEST_PATH)
+
+
 def inside_a_built_site(path: Path) -> Path | None:
     """The site folder pith-mirror built that holds `path`, if any: a file there is
     published (and a full build replaces it)."""

@@ -149,3 +149,15 @@ def test_checksums_command_writes_the_file(site_copy: Callable[[str], Path]) -> 
 def test_checksums_of_a_missing_folder_is_a_usage_error(tmp_path: Path) -> None:
     assert publish_cli("checksums", tmp_path / "nope").code == 2
     assert publish_cli("verify-site", tmp_path / "nope").code == 2
+
+
+def test_checksums_are_written_only_into_a_site_pith_mirror_built(tmp_path: Path) -> None:
+    """`checksums` writes into the folder it is given: any folder (a home folder, a
+    project) gained a SHA256SUMS of everything in it."""
+    folder = tmp_path / "documents"
+    folder.mkdir()
+    (folder / "letter.txt").write_text("private")
+    result = publish_cli("checksums", folder)
+    assert result.code == 2, result.out + result.err
+    assert "pith-mirror did not build it: SHA256SUMS is written only into a built site" in result.err
+    assert sorted(p.name for p in folder.iterdir()) == ["letter.txt"]
