@@ -7,18 +7,29 @@ computed before the build's own code is even imported (see `unchanged.py`).
 
 from __future__ import annotations
 
+import errno
 import re
 from collections.abc import Iterator
 from html import escape as html_escape
 from pathlib import Path
 from typing import NamedTuple
 
+from .files import read_regular
 from .load import is_ignored_name, is_utf8, shown_name
 
 RESERVED_SLUGS = frozenset(
     {"pith", "paper", "api", "browse", "search", "assets", "page", "report", "404", "index", "sitemap"}
 )
 _SLUG = re.compile(r"[a-z0-9][a-z0-9-]*")
+
+PAGE_LIMIT = 1024 * 1024
+"""The most bytes a Markdown page may hold. content/ is nobody's word: an
+unbounded file would be read whole and rendered."""
+
+TITLE_LIMIT = 200
+"""The most characters a page's title (its first "# " line) may have: every
+page of the site shows it in its navigation, record pages too, so a long one
+would be copied into every file of a large site."""
 
 
 class PageFile(NamedTuple):
@@ -56,21 +67,40 @@ def page_files(pages_dir: Path) -> Iterator[PageFile]:
         elif slug in seen:
             why = f"another file in the folder already makes the page {slug!r}"
         else:
-            try:
-                text, why = path.read_text("utf-8", errors="replace"), ""
+            text, why = _read_page(path)
+            if not why:
                 seen.add(slug)
-            except OSError as exc:
-                why = f"it cannot be read ({exc.strerror or exc})"
         yield PageFile(path, slug, why, text)
+
+
+def _read_page(path: Path) -> tuple[str, str]:
+    """A page's text, or "" and why it is not a page."""
+    try:
+        # (a regular file, read without blocking: one swapped for a named pipe since is refused)
+        text = read_regular(path, PAGE_LIMIT).decode("utf-8", errors="replace")
+    except OSError as exc:
+        if exc.errno == errno.EFBIG:
+            return "", f"it is larger than {PAGE_LIMIT:,} bytes, the most a page may hold"
+        return "", f"it cannot be read ({exc.strerror or exc})"
+    heading = _heading(text)
+    if heading is not None and len(heading) > TITLE_LIMIT:
+        return "", (
+            f"its title (its first '# ' line) is longer than {TITLE_LIMIT} characters,"
+            " and every page of the site shows it"
+        )
+    return text, ""
+
+
+def _heading(text: str) -> str | None:
+    """The page's first "# " heading, or None."""
+    return next((line[2:].strip() for line in text.splitlines() if line.startswith("# ")), None)
 
 
 def _page_sources(pages_dir: Path) -> Iterator[tuple[str, str, str | None]]:
     """content/pages/*.md that become pages, as (slug, text, its "# " heading or None)."""
     for page in page_files(pages_dir):
         if not page.why:
-            lines = page.text.splitlines()
-            heading = next((line[2:].strip() for line in lines if line.startswith("# ")), None)
-            yield page.slug, page.text, heading
+            yield page.slug, page.text, _heading(page.text)
 
 
 def skipped_pages(pages_dir: Path) -> list[str]:

@@ -25,6 +25,7 @@ from sitekit import (
 )
 
 from generator.errors import Code
+from generator.pages import PAGE_LIMIT, TITLE_LIMIT
 
 XSS_SCRIPT = "<script>alert(1)</script>"
 XSS_IMG = '"><img src=x onerror=alert(1)>'
@@ -328,6 +329,27 @@ def test_reserved_and_odd_markdown_slugs_are_skipped(project: Project) -> None:
     )
     assert skipped == ["404.md", "Bad Name.md", "browse.md", "index.md", "pith.md", "report.md", "search.md"]
     assert "a page name holds only letters, digits and hyphens" in "".join(report.notes)
+
+
+def test_a_page_too_large_or_with_a_title_too_long_is_noted_not_published(project: Project) -> None:
+    """A page was read whole however large it was, and its title, however long,
+    was copied into the navigation of every page of the site."""
+    pages = project.content / "pages"
+    pages.mkdir()
+    (pages / "huge.md").write_bytes(b"# Huge\n\n" + b"x" * PAGE_LIMIT)
+    (pages / "long.md").write_text("# " + "T" * (TITLE_LIMIT + 1) + "\n\ntext\n")
+    (pages / "fits.md").write_text("# " + "F" * TITLE_LIMIT + "\n\ntext\n")
+    project.add_real(bundle=False)
+    report = project.build()
+    notes = sorted(n.rsplit("/", 1)[1] for n in report.notes if "not published as a page" in n)
+    assert notes == [
+        f"huge.md: not published as a page: it is larger than {PAGE_LIMIT:,} bytes, the most a page may hold",
+        f"long.md: not published as a page: its title (its first '# ' line) is longer than {TITLE_LIMIT}"
+        " characters, and every page of the site shows it",
+    ]
+    assert not (project.site / "huge.html").exists() and not (project.site / "long.html").exists()
+    assert "F" * TITLE_LIMIT in project.text("index.html")
+    assert b"T" * TITLE_LIMIT not in project.read("index.html")
 
 
 def test_a_folder_or_pipe_named_like_a_page_is_noted_not_read(project: Project) -> None:
