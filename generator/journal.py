@@ -14,9 +14,11 @@ a build killed before it could is put back by the next one (`undo`, through
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from typing import TextIO
 
+from .errors import BuildError
 from .write import is_plain_relative, remove_files, remove_tree, temporary_path, write_atomic
 
 _UNDO = ".{name}.undo"
@@ -38,6 +40,8 @@ class Journal:
         self.folder = undo_path(site)
         self.folder.mkdir()  # (`undo` ran first: a journal left by a killed build is gone)
         self.touched: set[str] = set()
+        self._real_folders: set[str] = set()
+        """Folders of SITE seen to be folders, not links (see `_refuse_links`)."""
         self._created: TextIO = open(  # noqa: SIM115 (kept open for the build's length)
             self.folder / _CREATED, "w", encoding="utf-8", errors="surrogateescape"
         )
@@ -47,6 +51,7 @@ class Journal:
         for path in [paths] if isinstance(paths, str) else sorted(paths):
             if path in self.touched or not is_plain_relative(path):
                 continue
+            self._refuse_links(path)
             self.touched.add(path)
             target = self.site / path
             if os.path.lexists(target):
@@ -56,6 +61,30 @@ class Journal:
             else:
                 self._created.write(path + "\n")
                 self._created.flush()  # (on disk before the file is: a kill leaves no stray)
+
+    def _refuse_links(self, path: str) -> None:
+        """Raise BuildError when a folder on the way to `path` is a symbolic link.
+
+        A full build makes a new folder tree; an incremental one changes SITE's
+        own, and would write and delete through a link planted in it, outside
+        SITE. Each folder is looked at once a build; one not there yet is made
+        by the build itself."""
+        folder = ""
+        for part in path.split("/")[:-1]:
+            folder = f"{folder}/{part}" if folder else part
+            if folder in self._real_folders:
+                continue
+            try:
+                is_link = stat.S_ISLNK(os.lstat(self.site / folder).st_mode)
+            except FileNotFoundError:
+                return
+            if is_link:
+                raise BuildError(
+                    str(self.site / folder),
+                    "a symbolic link inside the site, which an incremental build would write through:"
+                    " remove it, or build with --clean",
+                )
+            self._real_folders.add(folder)
 
     def replace(self, source: Path, path: str) -> None:
         """Move `source` into SITE at `path` (an atomic rename), the old file kept."""

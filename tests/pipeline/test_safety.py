@@ -434,6 +434,30 @@ def test_shared_integrity_file_goes_to_the_newest_version(project: Project) -> N
     assert project.json("pith/2101.00001/integrity.json")["pith_number"] == newest.pith_number
 
 
+def test_an_incremental_build_never_writes_through_a_link_planted_in_the_site(project: Project) -> None:
+    """An incremental build changes SITE's own folders: with `pith/` made a link to
+    a folder elsewhere, it wrote the new number's files there."""
+    import shutil
+
+    from generator.errors import BuildError
+    from generator.pipeline import build
+
+    project.add_real(bundle=False)
+    project.build()
+    elsewhere = project.root / "elsewhere"
+    shutil.move(project.site / "pith", elsewhere)
+    os.symlink(elsewhere, project.site / "pith")
+    before, outside = tree(project.site), tree(elsewhere)
+    project.add_real()  # a second number, whose files go under pith/
+    with pytest.raises(BuildError, match="a symbolic link inside the site") as info:
+        project.build()
+    assert info.value.path == str(project.site / "pith")
+    assert tree(elsewhere) == outside and tree(project.site) == before
+    report = build(project.config(), BOTH_KEYS, incremental=False)  # --clean: a new folder tree
+    assert report.published == 2 and not (project.site / "pith").is_symlink()
+    assert tree(elsewhere) == outside
+
+
 def test_site_inside_content_is_refused(tmp_path: Path) -> None:
     from generator.errors import BuildError
 
