@@ -129,25 +129,32 @@ def remove_tree(folder: Path) -> None:
         return
     fd = os.open(folder, _OPEN_FOLDER)
     try:
-        _empty_folder(fd)
+        _empty_folder(fd, str(folder))
     finally:
         os.close(fd)
     os.rmdir(folder)
 
 
-def _empty_folder(fd: int) -> None:
+def _empty_folder(fd: int, where: str) -> None:
+    """Empty the folder open as `fd`, at `where` (for messages: each step names
+    only an entry of its folder, and "pith: Directory not empty" says little)."""
     with os.scandir(fd) as entries:
         found = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in entries]
     for name, is_folder in found:
-        if not is_folder:
-            os.unlink(name, dir_fd=fd)
-            continue
-        child = os.open(name, _OPEN_FOLDER, dir_fd=fd)
         try:
-            _empty_folder(child)
-        finally:
-            os.close(child)
-        os.rmdir(name, dir_fd=fd)
+            if not is_folder:
+                os.unlink(name, dir_fd=fd)
+                continue
+            child = os.open(name, _OPEN_FOLDER, dir_fd=fd)
+            try:
+                _empty_folder(child, f"{where}/{name}")
+            finally:
+                os.close(child)
+            os.rmdir(name, dir_fd=fd)
+        except OSError as exc:
+            if exc.filename == name:
+                exc.filename = f"{where}/{name}"
+            raise
 
 
 _SEGMENT = r"(?!\.\.?(?:/|\Z))[^/\\\x00]+"

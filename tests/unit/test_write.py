@@ -3,6 +3,7 @@ written through a file another path shares."""
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from pathlib import Path
@@ -159,6 +160,27 @@ def test_remove_tree_refuses_a_link_in_the_trees_place(tmp_path: Path) -> None:
     with pytest.raises(OSError):
         remove_tree(tmp_path / "site")
     assert (outside / "b" / "c" / "f.json").read_bytes() == b"x"
+
+
+@pytest.mark.skipif(not write._BY_FD, reason="removal relative to open folders")
+def test_a_failure_to_remove_part_of_a_tree_names_its_whole_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each step names only an entry of its folder: the error said "d: Directory
+    not empty", not which d of the tree."""
+    _tree(tmp_path / "site")
+    real = os.rmdir
+
+    def busy(path: str, *, dir_fd: int | None = None) -> None:
+        if path == "d" and dir_fd is not None:  # (as if a file appeared in it meanwhile)
+            raise OSError(errno.ENOTEMPTY, os.strerror(errno.ENOTEMPTY), path)
+        real(path, dir_fd=dir_fd)
+
+    monkeypatch.setattr(os, "rmdir", busy)
+    with pytest.raises(OSError) as info:
+        remove_tree(tmp_path / "site")
+    assert info.value.filename == f"{tmp_path}/site/b/c/d"
+    assert info.value.errno == errno.ENOTEMPTY
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="one-step exchange is Linux's renameat2")
