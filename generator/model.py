@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 from .errors import Problem, Rejection
@@ -182,3 +183,44 @@ class BuildReport:
     @property
     def refused_files(self) -> int:
         return len({r.file for r in self.rejections})
+
+
+_TIMESTAMP = re.compile(
+    r"(?P<date>[0-9]{4}-[0-9]{2}-[0-9]{2})T(?P<time>[0-9]{2}:[0-9]{2}:[0-9]{2})"
+    r"(?P<fraction>\.[0-9]+)?(?:Z|(?P<sign>[+-])(?P<hours>[0-9]{2}):(?P<minutes>[0-9]{2}))"
+)
+
+
+def utc_timestamp(value: str) -> str | None:
+    """An RFC 3339 time in UTC as `YYYY-MM-DDTHH:MM:SS.fffffffffZ` (nine digits of
+    fraction, any beyond cut off), or None for anything else.
+
+    Signed times are text, and their string order is not their order in time:
+    `10:00:00+09:00` is before `05:00:00Z`, and `05:00:00.5Z` after it ("."
+    sorts before "Z"). In this one width the string order is the order in time."""
+    match = _TIMESTAMP.fullmatch(value)
+    if match is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(f"{match['date']}T{match['time']}")
+    except ValueError:  # (a 13th month, a 61st second)
+        return None
+    if match["sign"]:
+        hours, minutes = int(match["hours"]), int(match["minutes"])
+        if hours > 23 or minutes > 59:
+            return None
+        offset = timedelta(hours=hours, minutes=minutes)
+        try:
+            moment = moment - offset if match["sign"] == "+" else moment + offset
+        except OverflowError:  # (before year 1 or after 9999 in UTC)
+            return None
+    fraction = ((match["fraction"] or ".")[1:] + "0" * 9)[:9]
+    return f"{moment.isoformat(timespec='seconds')}.{fraction}Z"
+
+
+def shown_timestamp(utc: str) -> str:
+    """A `utc_timestamp` value as a reader expects it: its fraction without trailing
+    zeros, and none when it is zero (`2026-07-09T05:00:00Z`, `...05:00:00.5Z`)."""
+    second, _, fraction = utc.removesuffix("Z").partition(".")
+    fraction = fraction.rstrip("0")
+    return f"{second}.{fraction}Z" if fraction else f"{second}Z"

@@ -22,6 +22,7 @@ from functools import partial
 from itertools import compress
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 from jinja2 import Environment
 from markupsafe import Markup
@@ -31,6 +32,7 @@ from .canonical import pretty_json
 from .config import SiteConfig, build_time
 from .errors import Rejection
 from .keys import Keyring
+from .model import shown_timestamp
 from .pages import markdown_pages
 from .publish import headers_file
 from .render import DERIVED_BY, OutputFile, page
@@ -151,7 +153,10 @@ class _Take:
 
 
 def newest_first(summaries: Iterable[Summary]) -> list[Summary]:
-    return sorted(summaries, key=lambda s: (s.submitted_at, s.pith_number), reverse=True)
+    # (submitted_at is verified to end in "Z": without it, a time with no fraction
+    # is a prefix of the same second with one, so it sorts first, as in time;
+    # with it, "." sorts before "Z" and `05:00:00.5Z` came before `05:00:00Z`)
+    return sorted(summaries, key=lambda s: (s.submitted_at[:-1], s.pith_number), reverse=True)
 
 
 def listing_pages(
@@ -442,7 +447,11 @@ def atom_feed(summaries: Sequence[Summary], config: SiteConfig) -> bytes:
     """The newest FEED_ENTRIES records by update time."""
     base = config.absolute_base or config.base_path
     latest = newest(summaries, FEED_ENTRIES)
+    feed_id = config.absolute_base or "urn:pith-mirror:" + quote(config.site_title, safe="")
     updated = latest[0].updated_at if latest else "1970-01-01T00:00:00Z"
+    # (an Atom id is an absolute IRI: an entry's is its number, "pith:2026:BODY"; the
+    # feed's is the site's address, else a URN with the title percent-encoded, since
+    # an IRI holds no space)
     entries = "".join(
         "  <entry>\n"
         f"    <id>{xml_escape(s.pith_number)}</id>\n"
@@ -456,8 +465,9 @@ def atom_feed(summaries: Sequence[Summary], config: SiteConfig) -> bytes:
     return (
         '<?xml version="1.0" encoding="UTF-8"?>\n'
         '<feed xmlns="http://www.w3.org/2005/Atom">\n'
-        f"  <id>{xml_escape(config.absolute_base or 'urn:pith-mirror:' + config.site_title)}</id>\n"
+        f"  <id>{xml_escape(feed_id)}</id>\n"
         f"  <title>{xml_escape(config.site_title)}</title>\n"
+        f"  <author><name>{xml_escape(config.site_title)}</name></author>\n"
         f'  <link rel="self" href="{xml_escape(base)}feed.xml"/>\n'
         f"  <updated>{xml_escape(_atom_time(updated))}</updated>\n"
         f"{entries}</feed>\n"
@@ -465,11 +475,9 @@ def atom_feed(summaries: Sequence[Summary], config: SiteConfig) -> bytes:
 
 
 def _atom_time(value: str) -> str:
-    return (
-        value
-        if re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)", value)
-        else ("1970-01-01T00:00:00Z")
-    )
+    """A summary's `updated_at` (see `model.utc_timestamp`) as Atom's date, or the
+    epoch for a record none of whose signed times is one."""
+    return shown_timestamp(value) if value else "1970-01-01T00:00:00Z"
 
 
 def asset_files(static: Path) -> list[OutputFile]:

@@ -27,7 +27,7 @@ import orjson
 
 from .layout import lookup_file, resolve_json
 from .merge import LIST_FOR_TYPE
-from .model import Provenance, Verified, number_body
+from .model import Provenance, Verified, number_body, utc_timestamp
 
 CHECKLIST = (
     (
@@ -93,8 +93,9 @@ class Summary:
     event_count: int
     key_ids: tuple[str, ...]
     updated_at: str
-    """The newest signed time: the last event's `created_at`, or for a record
-    document (no events) the paper's `submitted_at`; the feed is ordered by it."""
+    """The newest signed time, as `model.utc_timestamp` writes it: the latest
+    event's `created_at`, or for a record document (no events) the paper's
+    `submitted_at`; the feed is ordered by it. ("" when none is a time.)"""
     integrity_path: str | None = None
     """The integrity report file, named by arXiv id and so shared by every
     version of a paper: the site-wide stage publishes the newest version's."""
@@ -518,7 +519,9 @@ def summarize(
     # (a record document has no events, and its receipt's signed_at is outside what its
     # signature covers: anyone could set it to put the record first in the feed. Its
     # only signed time is the paper's submission, in the canonical record.)
-    updated = max([e.created_at for e in doc.events] or [str(metadata["submitted_at"])])
+    # (compared as instants in UTC: the signed text's own order is not the order in time)
+    times = [t for t in map(utc_timestamp, (str(e.created_at) for e in doc.events)) if t is not None]
+    updated = max(times) if times else utc_timestamp(str(metadata["submitted_at"])) or ""
     title, authors = str(paper.get("title", "")), str(paper.get("authors_text", ""))
     source_kind, source_id, source_version = str(source["kind"]), str(source["id"]), int(source["version"])
     if pub.bundle is not None:

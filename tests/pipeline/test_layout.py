@@ -9,6 +9,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import factories as f
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -152,6 +153,56 @@ def test_feed_sitemap_robots(real_site: Project) -> None:
     assert "User-agent: *" in robots
     # a Sitemap line must be an absolute URL: without an absolute base URL there is none
     assert "Sitemap:" not in robots
+
+
+def test_the_feed_orders_and_dates_records_by_instant_not_by_text(project: Project) -> None:
+    """Signed times were compared as text: `10:00:00+09:00` (01:00 UTC) came first and
+    dated the feed, and `05:00:00.5Z` came after `05:00:00Z` ("." sorts before "Z")."""
+    for index, when in enumerate(
+        ["2026-07-09T10:00:00+09:00", "2026-07-09T05:00:00Z", "2026-07-09T05:00:00.5Z"]
+    ):
+        title = f"Paper {index}"
+        record = f.canonical_record(source_id=f"2607.0000{index}", title=title)
+        events = [
+            f.record_created_event(f.TEST_SIGNER, record),
+            f.graph_snapshot_event(f.TEST_SIGNER, record, title, created_at=when),
+        ]
+        project.add(f"b{index}.json", f.bundle(record=record, title=title, events=events))
+    report = project.build()
+    assert report.published == 3 and not report.rejections, report.rejections
+    atom = "{http://www.w3.org/2005/Atom}"
+    feed = ET.fromstring(project.read("feed.xml"))
+    entries = [(e.findtext(f"{atom}title"), e.findtext(f"{atom}updated")) for e in feed.iter(f"{atom}entry")]
+    assert entries == [
+        ("Paper 2", "2026-07-09T05:00:00.5Z"),
+        ("Paper 1", "2026-07-09T05:00:00Z"),
+        ("Paper 0", "2026-07-09T01:00:00Z"),
+    ]
+    assert feed.findtext(f"{atom}updated") == "2026-07-09T05:00:00.5Z"
+
+
+def test_the_home_page_lists_a_later_fraction_of_a_second_first(project: Project) -> None:
+    """Newest first by `submitted_at`: `03:04:05.5Z` is after `03:04:05Z`, which the
+    text's own order put first."""
+    for name, when in (("Whole", "2021-01-02T03:04:05Z"), ("Half", "2021-01-02T03:04:05.5Z")):
+        record = f.canonical_record(source_id=f"2101.0000{len(name)}", submitted_at=when, title=name)
+        project.add(f"{name}.json", f.record_document(record=record, title=name))
+    assert project.build().published == 2
+    home = project.text("index.html")
+    assert home.index(">Half<") < home.index(">Whole<")
+
+
+def test_the_feed_has_what_atom_requires(project: Project) -> None:
+    """RFC 4287: a feed has an author (unless every entry has one), and its id is an
+    IRI, which holds no space: without a base URL it was "urn:pith-mirror:Pith mirror"."""
+    project.add_real()
+    project.build(site_title="Lab & Co mirror")
+    atom = "{http://www.w3.org/2005/Atom}"
+    feed = ET.fromstring(project.read("feed.xml"))
+    assert feed.findtext(f"{atom}author/{atom}name") == "Lab & Co mirror"
+    assert feed.findtext(f"{atom}id") == "urn:pith-mirror:Lab%20%26%20Co%20mirror"
+    ids = [e.findtext(f"{atom}id") for e in feed.iter(f"{atom}entry")]
+    assert ids and all(re.fullmatch(r"pith:[0-9]{4}:[A-Z2-7]{26}", i or "") for i in ids)
 
 
 def test_sub_path_build_uses_absolute_urls_in_feed_and_sitemap(sub_site: Project) -> None:
