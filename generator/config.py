@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, quote, urlsplit
 
 from .errors import ConfigError
 from .files import read_regular
@@ -56,16 +56,19 @@ class SiteConfig:
 
     @property
     def base_path(self) -> str:
-        """The path every URL starts with: "/" or "/mirror/"."""
+        """The path every URL starts with: "/" or "/mirror/", percent-encoded where
+        base_url holds letters beyond ASCII (see `ascii_path`)."""
         path = urlsplit(self.base_url).path or "/"
-        return path if path.endswith("/") else path + "/"
+        return ascii_path(path if path.endswith("/") else path + "/")
 
     @property
     def absolute_base(self) -> str | None:
-        """ "https://host/path/" when base_url names a host, else None."""
+        """ "https://host/path/" when base_url names a host, else None; in ASCII
+        (see `ascii_path`). UnicodeError for a host IDNA cannot write (`validate`
+        refuses such a base_url)."""
         parts = urlsplit(self.base_url)
         if parts.scheme in ("http", "https") and parts.netloc:
-            return f"{parts.scheme}://{parts.netloc}{self.base_path}"
+            return f"{parts.scheme}://{_ascii_netloc(parts)}{self.base_path}"
         return None
 
     @property
@@ -208,6 +211,31 @@ JOBS_PER_CORE = 4
 _NOT_IN_URLS = frozenset('"<>\\^`{|}')
 
 
+_PATH_SAFE = "/%:@!$&'()*+,;="
+"""ASCII a URL path may hold as it is (with letters, digits and "-._~", which
+`quote` never encodes): only what lies beyond ASCII is percent-encoded."""
+
+
+def ascii_path(path: str) -> str:
+    """`path` with every character beyond ASCII percent-encoded as UTF-8.
+
+    A base URL may be written as a reader writes it ("https://bücher.example/café/"),
+    and browsers encode it on the way. Sitemaps, robots.txt, the feed and the
+    manifest are read by programs that expect URLs, which hold ASCII only
+    (RFC 3986): every URL the site writes is in that form, links included."""
+    return path if path.isascii() else quote(path, safe=_PATH_SAFE)
+
+
+def _ascii_netloc(parts: SplitResult) -> str:
+    """The host part of a URL with a host beyond ASCII in its IDNA form ("xn--")."""
+    if parts.netloc.isascii():
+        return parts.netloc
+    userinfo, at, _ = parts.netloc.rpartition("@")
+    host = (parts.hostname or "").encode("idna").decode("ascii")
+    port = f":{parts.port}" if parts.port is not None else ""
+    return f"{ascii_path(userinfo)}{at}{host}{port}"
+
+
 def max_jobs() -> int:
     """The most worker processes a build may start: more only fight over the cores (and
     an unbounded number can fork until the machine runs out of processes)."""
@@ -297,6 +325,12 @@ def validate(config: SiteConfig) -> None:
         raise ConfigError(
             "base_url", f"{config.base_url!r} holds a character a URL cannot (percent-encode it)"
         )
+    try:
+        config.absolute_base  # noqa: B018 (its host in IDNA form, which may not exist)
+    except UnicodeError:
+        raise ConfigError(
+            "base_url", f"the host of {config.base_url!r} has no IDNA form, which a URL needs"
+        ) from None
     if not is_http_url_with_host(config.primary_url):
         raise ConfigError(
             "primary_url", f"{config.primary_url!r} is not an http(s) URL with a host, like {PRIMARY_URL}"

@@ -201,16 +201,53 @@ def test_a_url_or_title_that_pages_could_not_use_is_refused(
     assert not site.exists()
 
 
-def test_a_base_url_with_letters_beyond_ascii_is_kept(
+def test_a_base_url_with_letters_beyond_ascii_is_written_as_a_url(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A base URL may be written as a reader writes it; every URL the site holds
+    is ASCII (RFC 3986), as sitemaps, robots.txt and feed readers expect: the
+    host in its IDNA form, the path percent-encoded. Both spellings make one site."""
+    content, site = project(tmp_path)
+    code, err = run(
+        capsys,
+        "build",
+        "--jobs",
+        "1",
+        "--quiet",
+        "--base-url=https://bücher.example/spiegel-ü/",
+        content,
+        site,
+    )
+    assert code == 0, err
+    base = "https://xn--bcher-kva.example/spiegel-%C3%BC/"
+    assert 'href="/spiegel-%C3%BC/assets/' in (site / "index.html").read_text()
+    for name in (
+        "feed.xml",
+        "sitemap.xml",
+        "robots.txt",
+        ".well-known/pith/mirror.json",
+        "pith-mirrors.json",
+    ):
+        text = (site / name).read_text()
+        assert base in text or base.rstrip("/") in text, name
+        assert "bücher" not in text and "spiegel-ü" not in text, name
+    spelled = tmp_path / "spelled"
+    code, err = run(capsys, "build", "--jobs", "1", "--quiet", f"--base-url={base}", content, spelled)
+    assert code == 0, err
+    assert (spelled / "sitemap.xml").read_bytes() == (site / "sitemap.xml").read_bytes()
+    assert (spelled / "index.html").read_bytes() == (site / "index.html").read_bytes()
+
+
+def test_a_base_url_whose_host_has_no_idna_form_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     content, site = project(tmp_path)
     code, err = run(
-        capsys, "build", "--jobs", "1", "--quiet", "--base-url=https://bücher.example/spiegel/", content, site
+        capsys, "build", "--jobs", "1", "--base-url=https://" + "ü" * 70 + ".example/", content, site
     )
-    assert code == 0, err
-    assert 'href="/spiegel/assets/' in (site / "index.html").read_text()
-    assert "https://bücher.example/spiegel/" in (site / "feed.xml").read_text()
+    assert code == 2 and "Traceback" not in err
+    assert "base_url: the host of" in err and "has no IDNA form" in err, err
+    assert not site.exists()
 
 
 def test_a_current_folder_whose_name_is_not_utf8_is_named_not_a_traceback(
