@@ -64,6 +64,7 @@ from .pages import skipped_pages
 from .reconcile import Candidate, Choice, select
 from .sitewide_write import PaperPages, SitewideStage
 from .unchanged import Listed, Look, Unchanged, content_files, look, stat_key
+from .view import fork_notes
 from .workers import (
     Examined,
     Progress,
@@ -390,7 +391,7 @@ class _Build:
             self.suspect,
             self.journal,
         )
-        notes = [*selection.notes, *skipped_pages(self.config.content / "pages")]
+        notes = [*selection.notes, *fork_notes(summaries), *skipped_pages(self.config.content / "pages")]
         restore = sitewide.write(summaries, rejections, notes, owned, rendered_numbers)
         self.written += sitewide.written
         if restore:  # a page a shared short prefix had replaced must be whole again

@@ -32,6 +32,7 @@ from .view import (
     checklist,
     event_counts,
     events,
+    forks,
     graph_snapshot,
     paper_block,
     signed_paper_fields,
@@ -352,6 +353,7 @@ def record_context(
             for kind, value, path in summary.alias_rows
         ],
         "events": events(pub),
+        "forks": forks(pub),
         "checklist": checklist(counts, f"{record_on_primary}/action/"),
         # Beside a bundle the status line is labelled as derived from signed events: a
         # snapshot from a record document's unsigned part must not set its badges.

@@ -106,6 +106,8 @@ class Summary:
     """Every alias with its look-up file, packed by `pack_aliases`: read back by
     `aliases` and `lookup_paths`. The main process holds one summary per record,
     and eighteen small strings in tuples cost three times their packed bytes."""
+    forks: int = 0
+    """How many equivocations the merged state has (see `forks`): each build notes them."""
     digest: str = ""
     """Fingerprint of every field above, so site-wide pages know when to re-render."""
 
@@ -479,6 +481,38 @@ class EventRow(NamedTuple):
     key_id: str
 
 
+class Fork(NamedTuple):
+    """An equivocation in a bundle's signed chain: valid events claiming one `prev_event`."""
+
+    prev_event: str
+    event_ids: tuple[str, ...]
+
+
+def forks(pub: Publication) -> list[Fork]:
+    """The equivocations of the recomputed merged state (SPEC.md, inferred: two valid
+    events that claim the same `prev_event`). The merge applies every one of them; a
+    reader is told, since which the resolver meant is not for a mirror to decide."""
+    state = pub.bundle.state if pub.bundle is not None else None
+    found = state.get("equivocations", []) if state else []
+    return [
+        Fork(str(e.get("prev_event", "")), tuple(str(i) for i in e.get("event_ids", [])))
+        for e in found
+        if isinstance(e, dict)
+    ]
+
+
+def fork_notes(summaries: Iterable[Summary]) -> list[str]:
+    """A build note for each number whose signed chain forks: a surprise in an
+    inferred rule (SPEC.md) is reported, never passed over in silence."""
+    return [
+        f"{s.pith_number}: its signed event chain forks ({s.forks} equivocation"
+        f"{'s' if s.forks != 1 else ''}: valid events that claim the same prev_event);"
+        " published with every event applied, as the merge does, and its page says so"
+        for s in summaries
+        if s.forks
+    ]
+
+
 def events(pub: Publication) -> list[EventRow]:
     if pub.bundle is None:
         return []
@@ -552,6 +586,7 @@ def summarize(
         "integrity_path": integrity[0] if integrity else None,
         "integrity_data": compress_small(integrity[1]) if integrity else None,
         "alias_data": pack_aliases(alias_pairs, lookup_paths),
+        "forks": len(forks(pub)),
     }
     return Summary(**values, digest=_fingerprint(_field_values(values)))
 

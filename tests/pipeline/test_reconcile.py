@@ -544,3 +544,35 @@ def test_a_damaged_site_copy_of_the_bundle_does_not_let_an_older_one_in(
     assert ("content/bundle.json", Code.BUNDLE_ROLLBACK) in codes(report)
     assert project.read(f".well-known/pith/{BODY}/bundle.json") == bundles["B"]
     assert project.read(f"pith/{BODY}/bundle.json") == bundles["B"]  # made whole again
+
+
+def test_a_forked_event_chain_is_published_and_reported(project: Project) -> None:
+    """Two valid signed events claiming one prev_event fork the chain (SPEC.md,
+    inferred). The bundle was published with both applied and not a word said:
+    now the build notes it, and the record page says so, naming the events."""
+    record = f.canonical_record()
+    created = f.record_created_event(f.TEST_SIGNER, record)
+    branches = [
+        f.graph_snapshot_event(
+            f.TEST_SIGNER, record, "A Small Test Paper", prev_event=created["event_id"], created_at=when
+        )
+        for when in ("2026-07-06T00:00:00Z", "2026-07-07T00:00:00Z")
+    ]
+    project.add("forked.json", f.bundle(record=record, events=[created, *branches]))
+    project.add("plain.json", f.bundle(record=f.canonical_record(source_id="2101.00009")))
+    report = project.build()
+    assert report.published == 2 and not report.rejections
+    number = f.pith_number(record)
+    assert [n for n in report.notes if "forks" in n] == [
+        f"{number}: its signed event chain forks (1 equivocation: valid events that claim the same"
+        " prev_event); published with every event applied, as the merge does, and its page says so"
+    ]
+    page = project.text(f"pith/{f.pith_body(record)}/index.html")
+    assert "The signed event chain forks" in page
+    assert all(
+        branch["event_id"] in page.split('id="fork-h"')[1].split("</section>")[0] for branch in branches
+    )
+    assert "chain forks" not in project.text(
+        f"pith/{f.pith_body(f.canonical_record(source_id='2101.00009'))}/index.html"
+    )
+    assert project.json("report.json")["notes"] == list(report.notes)
