@@ -14,10 +14,12 @@ Rules:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import marshal
 import operator
 import re
+import unicodedata
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, fields
@@ -637,7 +639,34 @@ def row_terms(row: SearchRow) -> list[str]:
     return sorted(t for t in terms if TERM_SEPARATOR not in t)  # (no one types a control character)
 
 
-_WORD = re.compile(r"[\W_]+")
+def _mark_ranges() -> str:
+    """Every combining mark (Unicode categories Mn, Mc, Me) as ranges for a character
+    class. Marks lie in planes 0, 1 and 14 only: looking there takes about 10 ms."""
+    code_points = [*range(0x20000), *range(0xE0000, 0xE1000)]
+    marks = [c for c in code_points if unicodedata.category(chr(c)).startswith("M")]
+    ranges: list[list[int]] = []
+    for c in marks:
+        if ranges and ranges[-1][1] == c - 1:
+            ranges[-1][1] = c
+        else:
+            ranges.append([c, c])
+    return "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in ranges)
+
+
+@functools.cache
+def _word_separators() -> re.Pattern[str]:
+    """What splits text into words: anything but letters, digits and combining marks
+    (search.js: `[^\\p{L}\\p{N}\\p{M}]+`). A mark belongs to the letter before it: in
+    Devanagari, Bengali or Thai most words hold one, and splitting there left
+    nothing a reader could type. (Made once a process, when first needed.)"""
+    return re.compile(f"(?:[^\\w{_mark_ranges()}]|_)+")
+
+
+def words_of(text: str) -> list[str]:
+    """The words of a title or author list, as search.js splits a query: NFC (so an
+    "ö" typed whole finds one stored as "o" and a combining diaeresis), lower-cased,
+    split on anything but letters, digits and marks."""
+    return _word_separators().split(unicodedata.normalize("NFC", text).lower())
 
 
 def search_terms(
@@ -650,7 +679,7 @@ def search_terms(
     source_version: int,
 ) -> set[str]:
     """Words of the title and authors, and every identifier, lower-cased."""
-    words = _WORD.split(f"{title} {authors}".lower())
+    words = words_of(f"{title} {authors}")
     terms = {w for w in words if len(w) >= 2}
     body = number_body(pith_number).lower()
     terms |= {body, pith_number.lower(), f"pith:{body[:8]}", body[:8], body[:12], body[:16]}

@@ -7,14 +7,18 @@
  *                           first 2 characters give <key> (a-z and 0-9 kept, others "_")
  *   records/<k>.json        [[pith_number, title, authors_text, arxiv_id, url_path], ...]
  *                           for record indexes k*chunk_size ... (k+1)*chunk_size-1
- * Terms are lower-case: the words of titles and authors, and whole identifiers
- * (arXiv id with and without version, DOI, Pith number forms and prefixes).
+ * Terms are lower-case: the words of titles and authors (NFC, split on anything
+ * but letters, digits and combining marks), and whole identifiers (arXiv id with
+ * and without version, DOI, Pith number forms and prefixes).
  *
- * A query is lower-cased. Without white space but with a digit, "/", ":" or "."
- * it is one identifier token; otherwise it is split into words like the titles.
- * Tokens shorter than 2 characters are ignored. A token matches every term that
- * starts with it; the results are the records every token matches. Only the
- * shards and record chunks a query needs are fetched, each at most once.
+ * A query is put in NFC, lower-cased and split at white space. A piece with a
+ * digit, "/", ":" or "." is an identifier, once a prefix that names its kind is
+ * taken off ("arXiv:", "doi:", https://doi.org/, https://arxiv.org/abs/): it
+ * matches a record with that identifier, or, when no record has one, as its
+ * words. Any other piece is split into words like the titles. Tokens shorter
+ * than 2 characters are ignored. A token matches every term that starts with
+ * it; the results are the records every piece matches. Only the shards and
+ * record chunks a query needs are fetched, each at most once.
  *
  * The page: <html data-base="/">, <form id="search" role="search"> with
  * <input id="search-input">, <ol id="search-results">, and optionally
@@ -27,8 +31,11 @@
   const DEBOUNCE_MS = 100;
   const MIN_TOKEN = 2;
   const IDENTIFIER_CHARS = /[0-9/:.]/;
-  // Titles are split "on anything not a letter or digit", in any script.
-  const NOT_WORD = /[^\p{L}\p{N}]+/u;
+  // Titles are split on anything not a letter, digit or combining mark, in any
+  // script (a mark belongs to the letter before it: "हिन्दी" is one word).
+  const NOT_WORD = /[^\p{L}\p{N}\p{M}]+/u;
+  // How identifiers are written and pasted; the index holds the value alone.
+  const ID_PREFIXES = [/^https?:\/\/(?:dx\.)?doi\.org\//, /^doi:/, /^https?:\/\/(?:www\.)?arxiv\.org\/abs\//, /^arxiv:/];
 
   function unique(list) {
     return Array.from(new Set(list));
@@ -38,18 +45,36 @@
     return Array.from(s).length;
   }
 
-  /** Query text -> the tokens to match (maybe none). */
-  function queryTokens(query) {
-    const q = String(query).trim().toLowerCase();
-    if (!q) return [];
-    const tokens = !/\s/.test(q) && IDENTIFIER_CHARS.test(q) ? [q] : q.split(NOT_WORD);
-    return unique(tokens.filter((t) => codePointLength(t) >= MIN_TOKEN));
+  function words(text) {
+    return unique(text.split(NOT_WORD).filter((t) => codePointLength(t) >= MIN_TOKEN));
   }
 
-  /** The word reading of a query, used when an identifier-looking query ("GPT-3") matches nothing. */
-  function wordTokens(query) {
-    const q = String(query).trim().toLowerCase();
-    return unique(q.split(NOT_WORD).filter((t) => codePointLength(t) >= MIN_TOKEN));
+  function withoutPrefix(piece) {
+    const prefix = ID_PREFIXES.find((p) => p.test(piece));
+    return prefix ? piece.replace(prefix, "") : piece;
+  }
+
+  /**
+   * Query text -> its pieces, each a record must match: {id, words} for an
+   * identifier (its words are tried when no record has it), {id: null, words: [w]}
+   * for a word.
+   */
+  function queryPieces(query) {
+    const pieces = [];
+    for (const piece of String(query).normalize("NFC").toLowerCase().split(/\s+/)) {
+      const value = withoutPrefix(piece);
+      if (IDENTIFIER_CHARS.test(value) && codePointLength(value) >= MIN_TOKEN) {
+        pieces.push({ id: value, words: words(value) });
+      } else {
+        for (const word of words(value)) pieces.push({ id: null, words: [word] });
+      }
+    }
+    return pieces;
+  }
+
+  /** Query text -> the tokens it may be matched by (maybe none). */
+  function queryTokens(query) {
+    return unique(queryPieces(query).flatMap((p) => (p.id === null ? p.words : [p.id])));
   }
 
   /** The shard a term lives in: its first characters, [a-z0-9] kept, anything else "_". */
@@ -146,20 +171,26 @@
       return result.sort((a, b) => a - b);
     }
 
+    /** A piece's records and the tokens that found them: an identifier ("GPT-3") is
+     * read as its words only when no record has it. */
+    async piece(piece) {
+      if (piece.id !== null) {
+        const found = await this.indexesFor([piece.id]);
+        if (found.length || !piece.words.length) return { tokens: [piece.id], indexes: found };
+      }
+      return { tokens: piece.words, indexes: await this.indexesFor(piece.words) };
+    }
+
     /** {tokens, total, rows: [[pith_number, title, authors, arxiv_id, url_path], ...]} */
     async search(query) {
-      let tokens = queryTokens(query);
-      if (!tokens.length) return { tokens: tokens, total: 0, rows: [] };
-      let indexes = await this.indexesFor(tokens);
-      if (!indexes.length) {
-        // "GPT-3 transformers" splits into words anyway; "GPT-3" alone is read as an
-        // identifier first, and only if nothing has that identifier, as words.
-        const words = wordTokens(query);
-        if (words.length && words.join(" ") !== tokens.join(" ")) {
-          tokens = words;
-          indexes = await this.indexesFor(tokens);
-        }
-      }
+      const pieces = queryPieces(query);
+      if (!pieces.length) return { tokens: [], total: 0, rows: [] };
+      const found = await Promise.all(pieces.map((p) => this.piece(p)));
+      const tokens = unique(found.flatMap((f) => f.tokens));
+      const sets = found.map((f) => new Set(f.indexes)).sort((a, b) => a.size - b.size);
+      const indexes = [];
+      for (const index of sets[0]) if (sets.every((s) => s.has(index))) indexes.push(index);
+      indexes.sort((a, b) => a - b);
       const meta = await this.loadMeta();
       const size = meta.chunk_size;
       const shown = indexes.slice(0, MAX_RESULTS);
@@ -285,7 +316,7 @@
     if (input.value) run();
   }
 
-  const api = { queryTokens: queryTokens, wordTokens: wordTokens, shardKey: shardKey, SearchIndex: SearchIndex, MAX_RESULTS: MAX_RESULTS };
+  const api = { queryTokens: queryTokens, queryPieces: queryPieces, shardKey: shardKey, SearchIndex: SearchIndex, MAX_RESULTS: MAX_RESULTS };
   if (typeof module === "object" && module && module.exports) module.exports = api;
   if (root) {
     root.PithSearch = api;

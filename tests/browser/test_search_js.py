@@ -12,9 +12,12 @@ import base64
 import hashlib
 import json
 import re
+import unicodedata
 from typing import Any
 
 import pytest
+
+from generator.view import words_of
 
 from .conftest import BUNDLE_FILE, RECORD_FILE
 
@@ -22,8 +25,9 @@ CHUNK = 7  # small, so results span several record chunks
 
 
 def words(text: str) -> list[str]:
-    """Words of a title or author list: split on anything not a letter or digit."""
-    return [w for w in re.split(r"[\W_]+", text.lower()) if len(w) >= 2]
+    """Words of a title or author list: NFC, lower-cased, split on anything not a
+    letter, digit or combining mark (the build's own rule, `view.words_of`)."""
+    return [w for w in words_of(text) if len(w) >= 2]
 
 
 def key_of(term: str) -> str:
@@ -65,6 +69,9 @@ def make_records() -> list[tuple[str, str, str, str, int]]:
             3,
         ),
         (fake_number("gpt"), "GPT-3 and deep learning at scale", "A. Author", "2005.14165", 4),
+        # stored decomposed ("o" and a combining diaeresis), as text pasted from a PDF often is
+        (fake_number("nfd"), "Schro\u0308dinger wave mechanics", "E. Author", "2401.00001", 1),
+        (fake_number("hindi"), "हिन्दी भाषा का अध्ययन", "क. लेखक", "2402.00002", 1),
     ]
     records += [
         (fake_number(f"n{i}"), f"Deep learning study number {i}", f"Author {i}", f"1901.{i:05d}", 1)
@@ -98,29 +105,53 @@ def build_index(base: str) -> dict[str, Any]:
     return files
 
 
+JS_SPACE = "[\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]+"
+"""What JavaScript's `\\s` matches (Python's also takes \\x1c-\\x1f and \\x85)."""
+
+ID_PREFIX = re.compile(r"https?://(?:dx\.)?doi\.org/|doi:|https?://(?:www\.)?arxiv\.org/abs/|arxiv:")
+
+
+def reference_pieces(query: str) -> list[tuple[str | None, list[str]]]:
+    """(identifier or None, words) for each piece a record must match."""
+    pieces: list[tuple[str | None, list[str]]] = []
+    for piece in re.split(JS_SPACE, unicodedata.normalize("NFC", query).lower()):
+        value = ID_PREFIX.sub("", piece, count=1) if ID_PREFIX.match(piece) else piece
+        split = list(dict.fromkeys(words(value)))
+        if re.search(r"[0-9/:.]", value) and len(value) >= 2:
+            pieces.append((value, split))
+        else:
+            pieces += [(None, [word]) for word in split]
+    return pieces
+
+
 def reference_tokens(query: str) -> list[str]:
-    q = query.strip().lower()
-    if not q:
-        return []
-    tokens = [q] if not re.search(r"\s", q) and re.search(r"[0-9/:.]", q) else re.split(r"[\W_]+", q)
-    return list(dict.fromkeys(t for t in tokens if len(t) >= 2))
+    tokens = [t for p in reference_pieces(query) for t in ([p[0]] if p[0] is not None else p[1])]
+    return list(dict.fromkeys(tokens))
 
 
 def reference_search(files: dict[str, Any], base: str, query: str) -> tuple[list[str], int, list[str]]:
-    def indexes(tokens: list[str]) -> list[int]:
+    def indexes(tokens: list[str]) -> set[int]:
         sets = []
         for token in tokens:
             table = files.get(f"{base}search/terms/{key_of(token)}.json", {})
             sets.append({i for term, ids in table.items() if term.startswith(token) for i in ids})
-        return sorted(set.intersection(*sets)) if sets else []
+        return set.intersection(*sets) if sets else set()
 
-    tokens = reference_tokens(query)
-    found = indexes(tokens)
-    if tokens and not found:
-        as_words = list(dict.fromkeys(w for w in re.split(r"[\W_]+", query.strip().lower()) if len(w) >= 2))
-        if as_words and as_words != tokens:
-            tokens, found = as_words, indexes(as_words)
-    return tokens, len(found), [RECORDS[i][0] for i in found[:50]]
+    pieces = reference_pieces(query)
+    if not pieces:
+        return [], 0, []
+    tokens: list[str] = []
+    sets = []
+    for identifier, split in pieces:
+        found = indexes([identifier]) if identifier is not None else set()
+        if identifier is not None and (found or not split):
+            tokens.append(identifier)
+        else:
+            tokens += split
+            found = indexes(split)
+        sets.append(found)
+    matched = sorted(set.intersection(*sets))
+    return list(dict.fromkeys(tokens)), len(matched), [RECORDS[i][0] for i in matched[:50]]
 
 
 QUERIES = [
@@ -166,6 +197,23 @@ QUERIES = [
     "pith:",
     "10.48550",
     "cloud clusters sivathanu",
+    "arXiv:2111.04007",
+    "ARXIV:2111.04007v2",
+    "doi:10.48550/arXiv.2111.04007",
+    "https://doi.org/10.48550/arXiv.2010.10458",
+    "http://dx.doi.org/10.48550/arxiv.2010.10458",
+    "https://arxiv.org/abs/hep-lat/0407033",
+    "Varuna 2111.04007",
+    "varuna arXiv:2010.10458",
+    "deep 1901.00017 learning",
+    "GPT-3 2005.14165",
+    "pith:go43 varuna",
+    "Schro\u0308dinger",
+    "Schrödinger wave",
+    "हिन्दी",
+    "भाषा हिन्दी",
+    "arxiv:",
+    "doi:x",
 ]
 
 
@@ -212,6 +260,27 @@ def test_expected_hits(answers):
     assert by_query["李四"]["total"] == 1 and by_query["ἀριστοτέλης"]["total"] == 1
     assert by_query["x"]["total"] == 0 and by_query["x"]["tokens"] == []
     assert by_query["nomatch"]["total"] == 0
+    # identifiers as they are written and pasted, alone or with words
+    for query in (
+        "arXiv:2111.04007",
+        "ARXIV:2111.04007v2",
+        "doi:10.48550/arXiv.2111.04007",
+        "Varuna 2111.04007",
+        "pith:go43 varuna",
+    ):
+        assert [r[0] for r in by_query[query]["rows"]] == [go43], query
+    for query in ("https://doi.org/10.48550/arXiv.2010.10458", "http://dx.doi.org/10.48550/arxiv.2010.10458"):
+        assert [r[0] for r in by_query[query]["rows"]] == [z5na], query
+    assert by_query["varuna arXiv:2010.10458"]["total"] == 0  # (two records: none has both)
+    assert [r[3] for r in by_query["https://arxiv.org/abs/hep-lat/0407033"]["rows"]] == ["hep-lat/0407033"]
+    assert [r[3] for r in by_query["deep 1901.00017 learning"]["rows"]] == ["1901.00017"]
+    assert [r[3] for r in by_query["GPT-3 2005.14165"]["rows"]] == ["2005.14165"]
+    # one word however it is encoded, and words whose letters carry marks
+    for query in ("Schro\u0308dinger", "Schrödinger wave"):
+        assert [r[3] for r in by_query[query]["rows"]] == ["2401.00001"], query
+    for query in ("हिन्दी", "भाषा हिन्दी"):
+        assert [r[3] for r in by_query[query]["rows"]] == ["2402.00002"], query
+    assert by_query["arxiv:"]["tokens"] == [] and by_query["doi:x"]["tokens"] == []
 
 
 def test_only_needed_files_are_fetched(answers):
@@ -255,6 +324,10 @@ def test_query_tokens(run_node):
         "2111 04007": ["2111", "04007"],
         "Über-Σύστημα": ["über", "σύστημα"],
         "Dvořák’s theorem": ["dvořák", "theorem"],
+        "arXiv:2111.04007": ["2111.04007"],
+        "Varuna  https://doi.org/10.48550/arXiv.2111.04007": ["varuna", "10.48550/arxiv.2111.04007"],
+        "हिन्दी": ["हिन्दी"],
+        "Schro\u0308dinger": ["schrödinger"],
     }
     got = run_node(
         "run_search.js", {"base": "/", "files": {}, "ops": [{"op": "tokens", "query": q} for q in cases]}

@@ -108,6 +108,9 @@ def test_documents_at_the_edges_verify_in_the_browser_as_in_the_build(page: Any,
         ("2010.10458", BUNDLE),  # an arXiv id
         ("pith:Z5NAPRQP", BUNDLE),  # a short Pith number
         ("GO43K6A5", RECORD),  # a bare short form
+        ("arXiv:2010.10458", BUNDLE),  # an identifier as it is cited
+        ("https://doi.org/10.48550/arXiv.2111.04007", RECORD),  # a DOI as a link
+        ("Varuna 2111.04007", RECORD),  # a word and an identifier
     ],
 )
 def test_search_finds_records(page: Any, real_site: Served, query: str, expected: str) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import pickle
 import random
+import unicodedata
 import zlib
 from dataclasses import fields, replace
 from typing import Any
@@ -35,6 +36,7 @@ from generator.view import (
     paper_block,
     snapshot_view,
     summarize,
+    words_of,
 )
 
 
@@ -197,3 +199,26 @@ def test_small_compression_finds_a_repeat_as_far_back_as_zlib_s_default(size: in
     head = random.Random(size).randbytes(size - 100)
     data = head + head[:100]
     assert len(compress_small(data)) <= len(zlib.compress(data)) < len(data)
+
+
+def _slow_words(text: str) -> list[str]:
+    """The rule, one character at a time: letters, digits and marks make words."""
+    found, word = [], ""
+    for c in unicodedata.normalize("NFC", text).lower():
+        if c != "_" and (c.isalnum() or unicodedata.category(c).startswith("M")):
+            word += c
+        else:
+            found.append(word)
+            word = ""
+    return [w for w in [*found, word] if w]
+
+
+@given(st.text())
+def test_words_are_runs_of_letters_digits_and_marks(text: str) -> None:
+    assert [w for w in words_of(text) if w] == _slow_words(text)
+
+
+def test_a_word_keeps_its_marks_and_its_encoding_does_not_matter() -> None:
+    assert [w for w in words_of("हिन्दी भाषा") if w] == ["हिन्दी", "भाषा"]
+    assert words_of("Schro\u0308dinger") == words_of("Schrödinger") == ["schrödinger"]
+    assert [w for w in words_of("snake_case, R&D") if w] == ["snake", "case", "r", "d"]
