@@ -26,7 +26,7 @@ from .canonical import pretty_json
 from .config import SiteConfig
 from .keys import Keyring
 from .layout import MANIFEST_PATH, MANIFEST_TYPE
-from .model import BODY_RE, MERGE_VERSION, number_body
+from .model import MERGE_VERSION, PITH_RE, number_body
 from .render import OutputFile
 from .view import Summary
 
@@ -215,7 +215,9 @@ def published_entries(data: Any) -> dict[str, dict[str, Any]]:
     published: dict[str, dict[str, Any]] = {}
     for entry in records:
         number = entry.get("pith_number") if isinstance(entry, dict) else None
-        if isinstance(number, str) and BODY_RE.fullmatch(number.rsplit(":", 1)[-1]):
+        # (the whole number: a bare body, with no "pith:YYYY:", has no year, and
+        # every reader of an entry takes the body after the last colon)
+        if isinstance(number, str) and PITH_RE.fullmatch(number):
             published[number] = entry
     return published
 
