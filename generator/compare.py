@@ -34,6 +34,7 @@ from .fetch import RedirectRefused, TooLarge, TooSlow, fetch
 from .files import parse_json, read_at_most
 from .layout import MANIFEST_PATH, MANIFEST_TYPE
 from .manifest import published_entries
+from .merge import state_sha256
 from .model import number_body
 
 FIELDS = ("canonical_sha256", "record_sha256", "bundle_sha256", "state_sha256", "event_count", "key_ids")
@@ -227,6 +228,13 @@ def check_files(source: Source, published: Mapping[str, Mapping[str, Any]]) -> l
             continue
         if state.get("state_sha256") != entry.get("state_sha256"):
             lie(state_path, "its state_sha256 is not the listed one")
+        else:  # (the field is only what the file says of itself: hash what it holds)
+            try:
+                held = state_sha256(state)
+            except (ValueError, TypeError, RecursionError):  # (NaN, or nested past canonical_json)
+                held = None
+            if held != entry.get("state_sha256"):
+                lie(state_path, "what it holds does not hash to its state_sha256")
         if state.get("event_count") != entry.get("event_count"):
             lie(state_path, "its event_count is not the listed one")
     return problems

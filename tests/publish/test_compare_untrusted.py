@@ -12,6 +12,7 @@ import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from netkit import raw_server
@@ -190,3 +191,50 @@ def test_the_build_reads_a_manifest_of_the_wrong_shape_as_unreadable(
     assert read_published(tmp_path) == {}
     (tmp_path / MANIFEST_PATH).write_bytes(DEEP)
     assert read_published(tmp_path) == {}
+
+
+def test_an_entry_whose_number_lacks_its_prefix_is_ignored_not_a_traceback(
+    two_sites: tuple[Path, Path], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """An entry naming a bare body ("GO43...", no "pith:YYYY:") was taken for a number,
+    and taking its body apart ended compare, and a build over that site, in an IndexError."""
+    a, b = two_sites
+    manifest = json.loads((a / MANIFEST_PATH).read_bytes())
+    for entry in manifest["records"]:
+        entry["pith_number"] = entry["pith_number"].rsplit(":", 1)[1]
+    (a / MANIFEST_PATH).write_text(json.dumps(manifest))
+    assert read_published(a) == {}
+    code = main(["compare", str(a), str(b)])
+    captured = capsys.readouterr()
+    assert code == 1 and "Traceback" not in captured.err, captured.err
+    assert "0 of 2 record(s) the same" in captured.out and "2 only in B" in captured.out
+
+
+@pytest.mark.parametrize(
+    "forge",
+    [
+        lambda state: state.update(equivocation_count=3),
+        lambda state: state["current"]["source_aliases"].append(
+            {"alias_kind": "doi", "alias_value": "10.9/x"}
+        ),
+        lambda state: state.update(extra=float("nan")),
+    ],
+    ids=["a count", "an alias", "a value canonical JSON cannot hold"],
+)
+def test_a_state_file_altered_under_its_own_hash_is_found(
+    two_sites: tuple[Path, Path], capsys: pytest.CaptureFixture[str], forge: Any
+) -> None:
+    """Only the file's own state_sha256 field was compared with the manifest: a
+    state.json altered with that field kept was "identical"."""
+    a, b = two_sites
+    path = a / "pith" / RECORD_BODY / "state.json"
+    state = json.loads(path.read_bytes())
+    forge(state)
+    path.write_text(json.dumps(state))
+    code = main(["compare", str(a), str(b)])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    assert (
+        f"pith/{RECORD_BODY}/state.json: {compare.LIES} (what it holds does not hash to its state_sha256)"
+        in out
+    )
