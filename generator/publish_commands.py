@@ -141,6 +141,10 @@ def run_checksums(args: argparse.Namespace) -> int:
     )
 
     site: Path = args.site
+    if args.mirror_key is not None and site.resolve() in args.mirror_key.resolve().parents:
+        raise ConfigError(  # (it would be listed in SHA256SUMS and uploaded with the site)
+            "mirror_key", f"{args.mirror_key} is inside the site {site}, which is published: move it out"
+        )
     key = load_mirror_key(args.mirror_key) if args.mirror_key else None
     manifest = site / MANIFEST_PATH
     if site.is_dir() and not is_built_site(site):  # (a missing folder is named as such below)

@@ -166,8 +166,9 @@ def is_built_site(site: Path) -> bool:
 
 def inside_a_built_site(path: Path) -> Path | None:
     """The site folder pith-mirror built that holds `path`, if any: a file there is
-    published (and a full build replaces it)."""
-    for folder in path.absolute().parents:
+    published (and a full build replaces it). Both as written and with its links
+    followed: `kl/key.json`, with `kl` a link to a folder of a site, is in it."""
+    for folder in (*path.absolute().parents, *path.resolve().parents):
         if _built_here(folder / MANIFEST_PATH):
             return folder
     return None

@@ -8,6 +8,8 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
+from generator.publish import SUMS_PATH
+
 from .conftest import BUNDLE_BODY, CONTENT, RECORD_FILE, build_site, run_module
 
 
@@ -63,3 +65,23 @@ def test_keygen_refuses_to_write_the_private_key_into_a_site(
         assert made.code == 2, made.err
         assert f"is inside the site {site}, which is published" in made.err
         assert not target.exists()
+
+
+def test_a_private_key_reached_through_a_link_or_handed_to_checksums_stays_out_of_the_site(
+    site_copy: Callable[[str], Path], tmp_path: Path
+) -> None:
+    """keygen looked at the path as written: through a link to a folder of the site
+    it wrote the key there. checksums signed with a key inside the site it listed,
+    so SHA256SUMS named the private key and the upload carried it."""
+    site = site_copy("site")
+    (tmp_path / "linked").symlink_to(site / "assets", target_is_directory=True)
+    made = run_module("keygen", tmp_path / "linked" / "k.json", cwd=tmp_path)
+    assert made.code == 2 and f"is inside the site {site}, which is published" in made.err, made.err
+    assert not (site / "assets" / "k.json").exists()
+
+    inside = site / "assets" / "mirror-key.json"
+    assert run_module("keygen", tmp_path / "outside.json", cwd=tmp_path).code == 0
+    shutil.copy(tmp_path / "outside.json", inside)
+    signed = run_module("checksums", site, "--mirror-key", inside, cwd=tmp_path)
+    assert signed.code == 2 and "is inside the site" in signed.err, signed.err
+    assert not (site / SUMS_PATH).exists()
