@@ -158,18 +158,29 @@ def site_files(site: Path, links: list[str] | None = None) -> list[str]:
     if not site.is_dir():
         raise ConfigError("site", f"no such folder: {site}")
     found: list[str] = []
-    for folder, dirs, files in os.walk(site):
-        here = Path(folder)
-        linked = {name for name in [*dirs, *files] if (here / name).is_symlink()}
-        if linked:
-            if links is None:
-                raise BuildError(str(here / min(linked)), _LINK)
-            # listed, and neither walked into nor counted as files
-            links.extend((here / name).relative_to(site).as_posix() for name in linked)
-            dirs[:] = [d for d in dirs if d not in linked]
-            files = [f for f in files if f not in linked]
-        dirs.sort()
-        found.extend((here / name).relative_to(site).as_posix() for name in files)
+    # (a list of folders still to look in, not os.walk: that skips a folder it
+    # cannot list without a word, hiding its files from the check, and recurses,
+    # so a tree a thousand folders deep ended in a RecursionError)
+    pending = [site]
+    while pending:
+        here = pending.pop()
+        try:
+            with os.scandir(here) as scan:
+                entries = sorted((e.name, e.is_symlink(), e.is_dir(follow_symlinks=False)) for e in scan)
+        except OSError as exc:
+            raise BuildError(
+                str(here), f"cannot list this folder ({exc.strerror}), so its files cannot be checked"
+            ) from None
+        for name, is_link, is_folder in entries:
+            relative = (here / name).relative_to(site).as_posix()
+            if is_link:
+                if links is None:
+                    raise BuildError(str(here / name), _LINK)
+                links.append(relative)  # (listed, and neither walked into nor counted as a file)
+            elif is_folder:
+                pending.append(here / name)
+            else:
+                found.append(relative)
     return sorted(found)
 
 
@@ -214,7 +225,12 @@ def parse_sha256sums(data: bytes) -> tuple[dict[str, str], list[str]]:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return {}, ["SHA256SUMS is not UTF-8"]
-    for number, line in enumerate(text.splitlines(), 1):
+    # (lines end at "\n" alone, as sha256sum reads them: str.splitlines also ends one
+    # at a form feed, U+2028 and others, which a file name may hold)
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    for number, line in enumerate(lines, 1):
         escaped = line.startswith("\\")
         body = line[1:] if escaped else line
         digest, sep, name = body.partition("  ")
@@ -223,6 +239,9 @@ def parse_sha256sums(data: bytes) -> tuple[dict[str, str], list[str]]:
             continue
         if escaped:
             name = name.replace("\\\\", "\0").replace("\\n", "\n").replace("\\r", "\r").replace("\0", "\\")
+        if name in listed:  # (which line would count? sha256sum checks both; the build writes one)
+            bad.append(f"SHA256SUMS line {number} lists {name!r} again")
+            continue
         listed[name] = digest
     return listed, bad
 

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -161,3 +164,66 @@ def test_checksums_are_written_only_into_a_site_pith_mirror_built(tmp_path: Path
     assert result.code == 2, result.out + result.err
     assert "pith-mirror did not build it: SHA256SUMS is written only into a built site" in result.err
     assert sorted(p.name for p in folder.iterdir()) == ["letter.txt"]
+
+
+@needs_coreutils
+@pytest.mark.parametrize("odd", ["a\x0cb", "a\u2028b", "a\x85b", "a\x1cb"])
+def test_a_name_str_splitlines_would_break_is_read_as_sha256sum_reads_it(tmp_path: Path, odd: str) -> None:
+    """Lines end at "\\n" alone: splitlines also ended one at a form feed, U+2028
+    and others, so a file so named, which sha256sum -c passed, was 'missing'."""
+    site = tmp_path / "odd"
+    site.mkdir()
+    (site / odd).write_text("x")
+    (site / "plain.txt").write_text("y")
+    write_sums(site)
+    assert coreutils_check(site).returncode == 0
+    assert check_sha256sums(site) == []
+
+
+@needs_coreutils
+def test_lines_joined_by_a_form_feed_or_a_name_listed_twice_fail_as_with_sha256sum(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "a.txt").write_text("a")
+    (site / "b.txt").write_text("b")
+    data = write_sums(site)
+    first, second = data.splitlines(keepends=True)
+    for forged in (
+        first.rstrip(b"\n") + b"\x0c" + second,  # two lines as one: a name with a form feed in it
+        first.replace(first[:64], b"0" * 64) + data,  # a.txt twice, the first time with a wrong hash
+    ):
+        (site / SUMS_PATH).write_bytes(forged)
+        assert coreutils_check(site).returncode != 0
+        assert check_sha256sums(site) != []
+
+
+def test_a_folder_that_cannot_be_listed_is_an_error_not_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """os.walk skipped a folder it could not list without a word: its files were
+    neither checked nor reported as unlisted, and verify-site passed."""
+    site = tmp_path / "site"
+    (site / "assets").mkdir(parents=True)
+    (site / "assets" / "evil.js").write_text("x")
+    real = os.scandir
+
+    def refusing(path: Any) -> Any:
+        if str(path).endswith("assets"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", refusing)
+    with pytest.raises(BuildError, match=r"cannot list this folder \(Permission denied\)") as info:
+        sha256sums(site)
+    assert info.value.path == str(site / "assets")
+
+
+def test_a_tree_deeper_than_the_recursion_limit_is_listed(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    deep = str(site)
+    os.mkdir(deep)
+    for _ in range(sys.getrecursionlimit() + 100):  # (one at a time: mkdir(parents=True) recurses too)
+        deep += "/a"
+        os.mkdir(deep)
+    Path(deep, "f.txt").write_text("f")
+    assert sha256sums(site).decode().endswith("/f.txt\n")
