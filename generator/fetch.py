@@ -117,15 +117,31 @@ class _Deadline:
     def connection(
         self, address: tuple[str, int], timeout: Any = None, source_address: Any = None
     ) -> socket.socket:
-        """`socket.create_connection`, the socket watched from the start (TLS
-        handshake included)."""
-        sock = socket.create_connection(address, timeout, source_address)
-        try:
-            self.watch(sock)
-        except OSError:
-            sock.close()
-            raise
-        return sock
+        """`socket.create_connection`, each attempt within what is left of the time,
+        and the socket watched from the start (TLS handshake included).
+
+        create_connection gives every address of the name the whole timeout, and
+        a socket is watched only once connected: a name with many addresses that
+        never answer held the fetch that long for each of them."""
+        host, port = address
+        error: OSError | None = None
+        for family, kind, proto, _, where in socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM):
+            left = self.ends - time.monotonic()
+            if left <= 0:
+                break
+            sock = socket.socket(family, kind, proto)
+            try:
+                sock.settimeout(min(timeout, left) if isinstance(timeout, int | float) else left)
+                if source_address:
+                    sock.bind(source_address)
+                sock.connect(where)
+                self.watch(sock)
+            except OSError as exc:
+                sock.close()
+                error = exc
+                continue
+            return sock
+        raise error if error is not None else TimeoutError(f"no time left to connect to {host}")
 
     def _expire(self) -> None:
         with self._lock:

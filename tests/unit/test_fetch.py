@@ -92,3 +92,27 @@ def test_a_redirect_from_https_goes_only_to_https(start: str, to: str, followed:
     else:
         with pytest.raises(RedirectRefused):
             SafeRedirects().redirect_request(request, None, 302, "Found", {}, to)
+
+
+def test_a_name_whose_addresses_never_answer_is_given_up_on_at_the_time_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """create_connection gave each address of a name the whole time limit, and a
+    socket is watched only once connected: six addresses that never answer held
+    the fetch six times the limit."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    port = listener.getsockname()[1]
+    # one connection fills a backlog of 0: a further one's SYN is dropped, and its connect waits
+    queued = [socket.create_connection(("127.0.0.1", port), timeout=5)]
+    address = (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", port))
+    monkeypatch.setattr(socket, "getaddrinfo", lambda *args, **kwargs: [address] * 6)
+    started = time.monotonic()
+    try:
+        with pytest.raises((TooSlow, OSError)):
+            get(f"http://unanswering.test:{port}/", seconds=0.5)
+        assert time.monotonic() - started < 1.5
+    finally:
+        for sock in (*queued, listener):
+            sock.close()
