@@ -74,7 +74,7 @@ from .workers import (
     render_task,
     run_tasks,
 )
-from .write import prepare_staging, remove_files, remove_tree, swap_in, write_atomic
+from .write import lock_path, prepare_staging, remove_files, remove_tree, swap_in, write_atomic
 
 
 def build(
@@ -204,9 +204,7 @@ def one_build_at_a_time(site: Path) -> Iterator[None]:
         yield
         return
     site.parent.mkdir(parents=True, exist_ok=True)  # (a build makes SITE's parents, as staging does)
-    fd = os.open(
-        site.parent / f".{site.name}.lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644
-    )
+    fd = os.open(lock_path(site), os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

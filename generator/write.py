@@ -46,6 +46,11 @@ def previous_path(site: Path) -> Path:
     return site.parent / _OLD.format(name=site.name)
 
 
+def lock_path(site: Path) -> Path:
+    """The file a build holds locked while it changes SITE (see `pipeline.one_build_at_a_time`)."""
+    return site.parent / f".{site.name}.lock"
+
+
 def recover(site: Path) -> None:
     """Undo an interrupted swap and clear a dead build's staging folder."""
     previous, staging = previous_path(site), staging_path(site)
