@@ -87,14 +87,14 @@ def load_keys(path: Path | None) -> Any:
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    from .config import MAX_MAX_BYTES, MIN_MAX_BYTES
+    from .config import check_max_bytes
     from .examine import examine
     from .load import NOT_UTF8_NAME, Limits, discover, is_utf8, shown_name
     from .model import Verdict
 
     keyring = load_keys(args.keys)
-    if args.max_bytes is not None and not MIN_MAX_BYTES <= args.max_bytes <= MAX_MAX_BYTES:
-        raise ConfigError("max_bytes", f"must be from {MIN_MAX_BYTES} to {MAX_MAX_BYTES} (1 GiB)")
+    if args.max_bytes is not None:
+        check_max_bytes(args.max_bytes)
     limits = Limits(max_bytes=args.max_bytes) if args.max_bytes is not None else Limits()
     targets: list[tuple[Path, str, Path, str]] = []  # (file, name shown, its folder, the name there)
     for path in args.paths:

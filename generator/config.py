@@ -216,6 +216,12 @@ _PATH_SAFE = "/%:@!$&'()*+,;="
 `quote` never encodes): only what lies beyond ASCII is percent-encoded."""
 
 
+def check_max_bytes(value: int) -> None:
+    """ConfigError unless `value` is a usable max_bytes (the settings' and `verify --max-bytes`)."""
+    if not MIN_MAX_BYTES <= value <= MAX_MAX_BYTES:
+        raise ConfigError("max_bytes", f"must be from {MIN_MAX_BYTES} to {MAX_MAX_BYTES} (1 GiB)")
+
+
 def ascii_path(path: str) -> str:
     """`path` with every character beyond ASCII percent-encoded as UTF-8.
 
@@ -341,8 +347,7 @@ def validate(config: SiteConfig) -> None:
             "jobs",
             f"must be from 1 to {max_jobs()} ({JOBS_PER_CORE} worker processes for each of {cores} core(s))",
         )
-    if not MIN_MAX_BYTES <= config.max_bytes <= MAX_MAX_BYTES:
-        raise ConfigError("max_bytes", f"must be from {MIN_MAX_BYTES} to {MAX_MAX_BYTES} (1 GiB)")
+    check_max_bytes(config.max_bytes)
     if config.per_page < 1:
         raise ConfigError("per_page", "must be at least 1")
     if config.cname is not None and not is_host_name(config.cname):
@@ -353,13 +358,13 @@ def validate(config: SiteConfig) -> None:
         )
 
 
-def _inside_site(config: SiteConfig, path: Path) -> bool:
-    """Whether the input file `path` is inside the site folder, which a full build
-    replaces whole (and publishes what is in it)."""
-    return config.site.resolve() in path.resolve().parents
+def inside(folder: Path, path: Path) -> bool:
+    """Whether `path`, links followed, is inside `folder`: an input file inside the
+    site folder, which a full build replaces whole, would be published."""
+    return folder.resolve() in path.resolve().parents
 
 
-_INSIDE_SITE = "is inside the site folder, which a full build replaces and publishes: move it out"
+INSIDE_SITE = "is inside the site folder, which a full build replaces and publishes: move it out"
 
 
 def load_config(explicit: Path | None, flags: dict[str, Any], cwd: Path | None = None) -> SiteConfig:
@@ -381,8 +386,8 @@ def load_config(explicit: Path | None, flags: dict[str, Any], cwd: Path | None =
         ("keys file", config.keys),
         ("mirror key", config.mirror_key),
     ):
-        if path is not None and _inside_site(config, path):
-            raise ConfigError(str(path), f"the {name} {_INSIDE_SITE}")
+        if path is not None and inside(config.site, path):
+            raise ConfigError(str(path), f"the {name} {INSIDE_SITE}")
     return config
 
 

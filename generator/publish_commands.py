@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .config import INSIDE_SITE, inside
 from .errors import BuildError, ConfigError
 from .unchanged import inside_a_built_site, is_built_site
 from .write import write_atomic
@@ -141,10 +142,9 @@ def run_checksums(args: argparse.Namespace) -> int:
     )
 
     site: Path = args.site
-    if args.mirror_key is not None and site.resolve() in args.mirror_key.resolve().parents:
-        raise ConfigError(  # (it would be listed in SHA256SUMS and uploaded with the site)
-            "mirror_key", f"{args.mirror_key} is inside the site {site}, which is published: move it out"
-        )
+    if args.mirror_key is not None and inside(site, args.mirror_key):
+        # (it would be listed in SHA256SUMS and uploaded with the site)
+        raise ConfigError(str(args.mirror_key), f"the mirror key {INSIDE_SITE}")
     key = load_mirror_key(args.mirror_key) if args.mirror_key else None
     manifest = site / MANIFEST_PATH
     if site.is_dir() and not is_built_site(site):  # (a missing folder is named as such below)

@@ -448,7 +448,7 @@ def atom_feed(summaries: Sequence[Summary], config: SiteConfig) -> bytes:
     base = config.absolute_base or config.base_path
     latest = newest(summaries, FEED_ENTRIES)
     feed_id = config.absolute_base or "urn:pith-mirror:" + quote(config.site_title, safe="")
-    updated = latest[0].updated_at if latest else "1970-01-01T00:00:00Z"
+    updated = latest[0].updated_at if latest else ""
     # (an Atom id is an absolute IRI: an entry's is its number, "pith:2026:BODY"; the
     # feed's is the site's address, else a URN with the title percent-encoded, since
     # an IRI holds no space)

@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # (an annotation only: importing render would import the temp
 _STAGING = ".{name}.staging"
 _MADE_LIMIT = 4096
 _OLD = ".{name}.previous"
+_LOCK = ".{name}.lock"
 
 
 def staging_path(site: Path) -> Path:
@@ -48,7 +49,7 @@ def previous_path(site: Path) -> Path:
 
 def lock_path(site: Path) -> Path:
     """The file a build holds locked while it changes SITE (see `pipeline.one_build_at_a_time`)."""
-    return site.parent / f".{site.name}.lock"
+    return site.parent / _LOCK.format(name=site.name)
 
 
 def recover(site: Path) -> None:

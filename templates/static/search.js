@@ -85,6 +85,15 @@
       .join("");
   }
 
+  /** The numbers in every one of `sets`, ascending ([] for no sets). */
+  function intersection(sets) {
+    sets.sort((a, b) => a.size - b.size); // from the smallest set
+    const result = [];
+    if (!sets.length) return result;
+    for (const index of sets[0]) if (sets.every((s) => s.has(index))) result.push(index);
+    return result.sort((a, b) => a - b);
+  }
+
   /** First index in the sorted list whose term is >= token (code-unit order, as Array.sort). */
   function lowerBound(sorted, token) {
     let lo = 0;
@@ -163,12 +172,7 @@
     /** Record indexes matching every token, ascending. */
     async indexesFor(tokens) {
       const meta = await this.loadMeta();
-      const sets = await Promise.all(tokens.map((t) => this.matches(t, meta.prefix_length)));
-      sets.sort((a, b) => a.size - b.size); // intersect from the smallest set
-      const result = [];
-      if (!sets.length) return result;
-      for (const index of sets[0]) if (sets.every((s) => s.has(index))) result.push(index);
-      return result.sort((a, b) => a - b);
+      return intersection(await Promise.all(tokens.map((t) => this.matches(t, meta.prefix_length))));
     }
 
     /** A piece's records and the tokens that found them: an identifier ("GPT-3") is
@@ -187,10 +191,7 @@
       if (!pieces.length) return { tokens: [], total: 0, rows: [] };
       const found = await Promise.all(pieces.map((p) => this.piece(p)));
       const tokens = unique(found.flatMap((f) => f.tokens));
-      const sets = found.map((f) => new Set(f.indexes)).sort((a, b) => a.size - b.size);
-      const indexes = [];
-      for (const index of sets[0]) if (sets.every((s) => s.has(index))) indexes.push(index);
-      indexes.sort((a, b) => a - b);
+      const indexes = intersection(found.map((f) => new Set(f.indexes)));
       const meta = await this.loadMeta();
       const size = meta.chunk_size;
       const shown = indexes.slice(0, MAX_RESULTS);
