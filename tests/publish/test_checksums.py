@@ -29,6 +29,15 @@ def coreutils_check(site: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+def small_site(folder: Path, files: dict[str, str]) -> Path:
+    """A folder holding `files` (name -> text), for the checksums alone."""
+    folder.mkdir(parents=True)
+    for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    return folder
+
+
 def write_sums(site: Path) -> bytes:
     data = sha256sums(site)
     (site / SUMS_PATH).write_bytes(data)
@@ -100,11 +109,9 @@ def test_missing_sums_is_a_problem(site_copy: Callable[[str], Path]) -> None:
 
 @needs_coreutils
 def test_names_sha256sum_escapes(tmp_path: Path) -> None:
-    site = tmp_path / "odd"
-    site.mkdir()
-    (site / "back\\slash.txt").write_text("a")
-    (site / "line\nbreak.txt").write_text("b")
-    (site / "plain name.txt").write_text("c")
+    site = small_site(
+        tmp_path / "odd", {"back\\slash.txt": "a", "line\nbreak.txt": "b", "plain name.txt": "c"}
+    )
     data = write_sums(site)
     assert data.count(b"\n") == 3
     done = coreutils_check(site)
@@ -115,9 +122,7 @@ def test_names_sha256sum_escapes(tmp_path: Path) -> None:
 
 
 def test_symbolic_links_are_refused(tmp_path: Path) -> None:
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "a.txt").write_text("a")
+    site = small_site(tmp_path / "site", {"a.txt": "a"})
     (site / "b.txt").symlink_to(site / "a.txt")
     with pytest.raises(BuildError, match="symbolic link"):
         sha256sums(site)
@@ -171,10 +176,7 @@ def test_checksums_are_written_only_into_a_site_pith_mirror_built(tmp_path: Path
 def test_a_name_str_splitlines_would_break_is_read_as_sha256sum_reads_it(tmp_path: Path, odd: str) -> None:
     """Lines end at "\\n" alone: splitlines also ended one at a form feed, U+2028
     and others, so a file so named, which sha256sum -c passed, was 'missing'."""
-    site = tmp_path / "odd"
-    site.mkdir()
-    (site / odd).write_text("x")
-    (site / "plain.txt").write_text("y")
+    site = small_site(tmp_path / "odd", {odd: "x", "plain.txt": "y"})
     write_sums(site)
     assert coreutils_check(site).returncode == 0
     assert check_sha256sums(site) == []
@@ -182,10 +184,7 @@ def test_a_name_str_splitlines_would_break_is_read_as_sha256sum_reads_it(tmp_pat
 
 @needs_coreutils
 def test_lines_joined_by_a_form_feed_or_a_name_listed_twice_fail_as_with_sha256sum(tmp_path: Path) -> None:
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "a.txt").write_text("a")
-    (site / "b.txt").write_text("b")
+    site = small_site(tmp_path / "site", {"a.txt": "a", "b.txt": "b"})
     data = write_sums(site)
     first, second = data.splitlines(keepends=True)
     for forged in (
@@ -202,9 +201,10 @@ def test_a_folder_that_cannot_be_listed_is_an_error_not_skipped(
 ) -> None:
     """os.walk skipped a folder it could not list without a word: its files were
     neither checked nor reported as unlisted, and verify-site passed."""
-    site = tmp_path / "site"
-    (site / "assets").mkdir(parents=True)
-    (site / "assets" / "evil.js").write_text("x")
+    site = small_site(tmp_path / "site", {"index.html": "i"})
+    write_sums(site)
+    (site / "assets").mkdir()
+    (site / "assets" / "evil.js").write_text("x")  # (added since: not listed)
     real = os.scandir
 
     def refusing(path: Any) -> Any:
@@ -213,9 +213,10 @@ def test_a_folder_that_cannot_be_listed_is_an_error_not_skipped(
         return real(path)
 
     monkeypatch.setattr(os, "scandir", refusing)
-    with pytest.raises(BuildError, match=r"cannot list this folder \(Permission denied\)") as info:
-        sha256sums(site)
-    assert info.value.path == str(site / "assets")
+    for check in (sha256sums, check_sha256sums):  # (checksums, and verify-site)
+        with pytest.raises(BuildError, match=r"cannot list this folder \(Permission denied\)") as info:
+            check(site)
+        assert info.value.path == str(site / "assets")
 
 
 def test_a_tree_deeper_than_the_recursion_limit_is_listed(tmp_path: Path) -> None:
