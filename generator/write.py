@@ -142,25 +142,49 @@ def remove_tree(folder: Path) -> None:
 
 
 def _empty_folder(fd: int, where: str) -> None:
-    """Empty the folder open as `fd`, at `where` (for messages: each step names
-    only an entry of its folder, and "pith: Directory not empty" says little)."""
-    with os.scandir(fd) as entries:
-        found = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in entries]
-    for name, is_folder in found:
-        try:
-            if not is_folder:
-                os.unlink(name, dir_fd=fd)
-                continue
-            child = os.open(name, _OPEN_FOLDER, dir_fd=fd)
+    """Empty the folder open as `fd`, at `where`, without recursion: a tree planted
+    in a site may nest deeper than Python's recursion limit, and a full build
+    that removed the old site ended in a RecursionError. Each level holds its
+    descriptor, its path and the entries still to remove; a failure names the
+    whole path ("pith: Directory not empty" said little)."""
+    levels: list[tuple[int, str, list[tuple[str, bool]]]] = [(fd, where, _entries(fd, where))]
+    try:
+        while levels:
+            here, path, left = levels[-1]
+            name = ""
             try:
-                _empty_folder(child, f"{where}/{name}")
-            finally:
-                os.close(child)
-            os.rmdir(name, dir_fd=fd)
-        except OSError as exc:
-            if exc.filename == name:
-                exc.filename = f"{where}/{name}"
-            raise
+                if not left:
+                    levels.pop()
+                    if levels:  # (the first level is the caller's to close and remove)
+                        os.close(here)
+                        here, name = levels[-1][0], path.rpartition("/")[2]
+                        path = levels[-1][1]
+                        os.rmdir(name, dir_fd=here)
+                    continue
+                name, is_folder = left.pop()
+                if not is_folder:
+                    os.unlink(name, dir_fd=here)
+                    continue
+                child = os.open(name, _OPEN_FOLDER, dir_fd=here)
+            except OSError as exc:
+                if name and exc.filename == name:
+                    exc.filename = f"{path}/{name}"
+                raise
+            levels.append((child, f"{path}/{name}", []))
+            levels[-1][2].extend(_entries(child, f"{path}/{name}"))
+    finally:
+        for here, _, _ in levels[1:]:
+            os.close(here)
+
+
+def _entries(fd: int, where: str) -> list[tuple[str, bool]]:
+    """(name, is a folder) of each entry of the folder open as `fd`, at `where`."""
+    try:
+        with os.scandir(fd) as entries:
+            return [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in entries]
+    except OSError as exc:
+        exc.filename = where
+        raise
 
 
 _SEGMENT = r"(?!\.\.?(?:/|\Z))[^/\\\x00]+"

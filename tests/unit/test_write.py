@@ -163,6 +163,28 @@ def test_remove_tree_refuses_a_link_in_the_trees_place(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(not write._BY_FD, reason="removal relative to open folders")
+def test_remove_tree_removes_a_tree_deeper_than_the_recursion_limit(tmp_path: Path) -> None:
+    """A tree planted in a site may nest past Python's recursion limit: a full build
+    removing the old site ended in a RecursionError, and left it beside SITE. (The
+    limit is lowered for the test, so the tree, one open folder a level, stays far
+    below any limit on open files.)"""
+    site = tmp_path / "site"
+    deep = str(site)
+    os.mkdir(deep)
+    for _ in range(500):
+        deep += "/a"
+        os.mkdir(deep)
+    Path(deep, "f.txt").write_text("f")
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(400)
+    try:
+        remove_tree(site)
+    finally:
+        sys.setrecursionlimit(limit)
+    assert not site.exists()
+
+
+@pytest.mark.skipif(not write._BY_FD, reason="removal relative to open folders")
 def test_a_failure_to_remove_part_of_a_tree_names_its_whole_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
