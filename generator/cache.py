@@ -101,6 +101,9 @@ class BuildCache:
     notes, Markdown pages and the clock (see sitewide_write._context_inputs)."""
     contested: set[str] = field(default_factory=set)
     """Numbers the last selection had something to say about (see reconcile)."""
+    notes: tuple[str, ...] = ()
+    """The last selection's notes, which a build that finds no document changed
+    keeps (see pipeline._Build.execute)."""
 
 
 def load_cache(directory: Path, key: str, site: Path) -> BuildCache | None:
@@ -126,6 +129,7 @@ def load_cache(directory: Path, key: str, site: Path) -> BuildCache | None:
                 sitewide_inputs=str(header["sitewide_inputs"]),
                 context_inputs=str(header["context_inputs"]),
                 contested={str(n) for n in header["contested"]},
+                notes=tuple(str(n) for n in header["notes"]),
             )
             for line in handle:
                 if line.startswith(_CHECKSUM):
@@ -195,6 +199,7 @@ def _write_lines(handle: BinaryIO, cache: BuildCache) -> None:
             "sitewide_inputs": cache.sitewide_inputs,
             "context_inputs": cache.context_inputs,
             "contested": sorted(cache.contested),
+            "notes": list(cache.notes),
         }
     )
     for name in sorted(cache.files):

@@ -366,6 +366,14 @@ class _Build:
             candidates = [c for c in candidates if c.pith_number in touched]
         selection = select(candidates, published, refused_numbers, unidentified)
         self.new_cache.contested = selection.contested
+        selection_notes = tuple(selection.notes)
+        if self.cache is not None and not changed:
+            # No document changed: the last build's word on them stands, as when a
+            # build finds nothing to do at all. (Decided again, a one-time note such
+            # as "unpublished" would vanish from the report on a rebuild after a mere
+            # `touch`, and stay after a build that found nothing changed.)
+            selection_notes = self.cache.notes
+        self.new_cache.notes = selection_notes
         rejections += selection.rejections
         numbers, rendered_numbers, render_rejections = self.publish_numbers(
             selection.choices, fresh, paths, touched
@@ -389,7 +397,7 @@ class _Build:
             self.suspect,
             self.journal,
         )
-        notes = [*selection.notes, *fork_notes(summaries), *skipped_pages(self.config.content / "pages")]
+        notes = [*selection_notes, *fork_notes(summaries), *skipped_pages(self.config.content / "pages")]
         restore = sitewide.write(summaries, rejections, notes, owned, rendered_numbers)
         self.written += sitewide.written
         if restore:  # a page a shared short prefix had replaced must be whole again

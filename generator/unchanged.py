@@ -40,7 +40,7 @@ from .model import BuildReport
 from .pages import page_files, page_titles
 from .write import write_atomic
 
-CACHE_FORMAT = 23
+CACHE_FORMAT = 24
 """The build cache's format (cache.py), kept in its companion file too: code that
 changes what the cache holds changes this, and the next build is then a full
 one, not an answer that nothing changed."""

@@ -205,6 +205,29 @@ def test_hinted_builds_equal_fresh_ones(project: Project, tmp_path: Path) -> Non
         assert pipeline.unnoticed_changes(project.config(), warm) == []
 
 
+def test_a_rebuild_with_no_document_changed_keeps_the_last_notes(project: Project) -> None:
+    """`build` twice leaves the report of the first, "unpublished" note and all;
+    a rebuild for a file touched but not changed (a watcher's event, or a new
+    process that sees a new modification time) must leave the same site."""
+    warm = WarmCache()
+    warm_build(project, warm)
+    project.remove("a.json")
+    unpublished = warm_build(project, warm).notes
+    assert any("unpublished" in note for note in unpublished)
+    report = project.read("report.json")
+    os.utime(project.content / "b.json")
+    again = hinted_build(project, warm, "b.json")
+    assert (again.notes, again.files_written) == (unpublished, 0)
+    assert project.read("report.json") == report
+    save_warm(project.config(), warm)
+    os.utime(project.content / "b.json", ns=(1, 1))
+    cold = project.build()  # another process, with the saved cache
+    assert (cold.mode, cold.notes, cold.files_written) == ("incremental", unpublished, 0)
+    assert project.read("report.json") == report
+    project.add("c.json", record_doc(source_id="2303.00033", title="A Real Change"))
+    assert not any("unpublished" in note for note in hinted_build(project, warm, "c.json").notes)
+
+
 def test_a_change_without_a_hint_waits_for_the_listing(project: Project, tmp_path: Path) -> None:
     """What a hinted build did not look at stays as the cache saw it, and
     `unnoticed_changes` finds it; the next build that lists everything publishes it."""
