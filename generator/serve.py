@@ -33,6 +33,7 @@ from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
 from .errors import ConfigError
+from .publish import ATOM_TYPE, JSON_TYPE, SUMS_PATH, TEXT_TYPE
 from .unchanged import check_site
 from .watch import Counter, Rebuilder, Setup, interrupted_cleanly, load_setup
 
@@ -60,7 +61,7 @@ LIVE_RELOAD_JS = b"""// pith-mirror preview: reload the page after each rebuild 
 
 CONTENT_TYPES = {
     ".html": "text/html; charset=utf-8",
-    ".json": "application/json",
+    ".json": JSON_TYPE,
     ".xml": "application/xml",
     ".svg": "image/svg+xml",
     ".css": "text/css; charset=utf-8",
@@ -70,7 +71,9 @@ CONTENT_TYPES = {
     ".md": "text/markdown; charset=utf-8",
     ".webmanifest": "application/manifest+json",
 }
-SPECIAL_TYPES = {"feed.xml": "application/atom+xml", "CNAME": "text/plain; charset=utf-8"}
+SPECIAL_TYPES = {"feed.xml": ATOM_TYPE, SUMS_PATH: TEXT_TYPE, "CNAME": TEXT_TYPE}
+"""Files whose type their name, not their suffix, decides: as the `_headers` file
+the build writes for hosts gives them (see publish._RULES)."""
 
 
 def content_type(path: Path) -> str:

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from generator.publish import ATOM_TYPE, JSON_TYPE, headers_file
+from generator.publish import ATOM_TYPE, JSON_TYPE, TEXT_TYPE, headers_file
+from generator.serve import content_type
 
 Rule = tuple[re.Pattern[str], list[tuple[str, str]]]
 
@@ -124,6 +125,18 @@ def test_feed_is_atom(rules_on_site: tuple[list[Rule], Path]) -> None:
     rules, _site = rules_on_site
     assert headers_for(rules, "/feed.xml")["content-type"] == [ATOM_TYPE]
     assert ATOM_TYPE.startswith("application/atom+xml")
+
+
+def test_the_preview_sends_the_types_the_headers_file_gives(rules_on_site: tuple[list[Rule], Path]) -> None:
+    """`serve` shows the site as a host would: SHA256SUMS as text, not a download."""
+    rules, site = rules_on_site
+    typed = 0
+    for url, file in request_urls(site).items():
+        declared = headers_for(rules, url).get("content-type")
+        if declared:
+            typed += 1
+            assert [content_type(site / file)] == declared, url
+    assert typed > 20 and headers_for(rules, "/SHA256SUMS")["content-type"] == [TEXT_TYPE]
 
 
 def test_no_header_is_set_twice_for_any_url(rules_on_site: tuple[list[Rule], Path]) -> None:

@@ -86,10 +86,10 @@ def test_query_string_takes_no_part_in_finding_the_file(built: Workspace, served
     ("path", "expected"),
     [
         (RECORD_PAGE, "text/html; charset=utf-8"),
-        (BUNDLE_PAGE + ".json", "application/json"),
-        ("/.well-known/pith/mirror.json", "application/json"),
+        (BUNDLE_PAGE + ".json", "application/json; charset=utf-8"),
+        ("/.well-known/pith/mirror.json", "application/json; charset=utf-8"),
         ("/sitemap.xml", "application/xml"),
-        ("/feed.xml", "application/atom+xml"),
+        ("/feed.xml", "application/atom+xml; charset=utf-8"),
         ("/logo.svg", "image/svg+xml"),
         ("/assets/site.css", "text/css; charset=utf-8"),
         ("/assets/site.js", "text/javascript; charset=utf-8"),
