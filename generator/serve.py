@@ -332,7 +332,9 @@ def run_serve(args: argparse.Namespace) -> int:
     served, but only a SITE the build could use: never a folder it refuses."""
     from .commands import settings_from
 
-    rebuilder = Rebuilder(lambda: load_setup(args.config, settings_from(args)), show_notes=not args.quiet)
+    rebuilder = Rebuilder(
+        lambda: load_setup(args.config, settings_from(args)), show_notes=not args.quiet, clean=args.clean
+    )
     check_site(rebuilder.setup.config)  # (a SITE the build refuses is never served: BuildError, exit 2)
     server = open_server(
         args.host,

@@ -285,9 +285,12 @@ class Rebuilder:
         settle: float = SETTLE_SECONDS,
         patience: float = PATIENCE_SECONDS,
         show_notes: bool = True,
+        clean: bool = False,
     ) -> None:
         self._load = load
         self._warm = WarmCache()
+        self._clean = clean
+        """Ignore the build cache (`--clean`) until a build completes."""
         self._build = build or self._warm_build
         self._out, self._err = out, err
         self.quiet, self.settle, self.patience, self.show_notes = quiet, settle, patience, show_notes
@@ -502,7 +505,10 @@ class Rebuilder:
         return True
 
     def _warm_build(self, config: SiteConfig, keyring: Keyring) -> BuildReport:
-        return pipeline.build(config, keyring, warm=self._warm, hints=self._hints)
+        incremental = not self._clean
+        report = pipeline.build(config, keyring, incremental=incremental, warm=self._warm, hints=self._hints)
+        self._clean = False
+        return report
 
     def _save_cache(self) -> None:
         """After the site is rewritten and reported: the cache file, for the next process.
@@ -636,7 +642,9 @@ def run_build_watch(args: argparse.Namespace) -> int:
     """`build --watch`: build, then rebuild whenever an input changes, until Ctrl-C."""
     from .commands import settings_from
 
-    rebuilder = Rebuilder(lambda: load_setup(args.config, settings_from(args)), show_notes=not args.quiet)
+    rebuilder = Rebuilder(
+        lambda: load_setup(args.config, settings_from(args)), show_notes=not args.quiet, clean=args.clean
+    )
     try:
         rebuilder.start()  # before the first build, so a change made during it is not missed
         rebuilder.rebuild("first build")

@@ -81,6 +81,22 @@ def test_build_watch_rebuilds_until_ctrl_c(workspace: Workspace, running: list[R
     assert "Traceback" not in err
 
 
+@pytest.mark.parametrize("command", [["build", "--watch"], ["serve", "--port", "0", "--no-watch"]])
+def test_clean_makes_the_first_build_a_full_one(
+    workspace: Workspace, running: list[Running], command: list[str]
+) -> None:
+    """`--clean` is what the README offers when something looks stale: `serve`
+    and `build --watch` must not answer it from the cache left by a build before."""
+    workspace.add(SEED_RECORD)
+    folders = [str(workspace.content), str(workspace.site)]
+    subprocess.run([sys.executable, "-m", "generator", "build", *folders], cwd=workspace.root, check=True)
+    process = Running([*command, "--clean", "--jobs", "1", *folders], workspace.root)
+    running.append(process)
+    process.wait_for_line(r"first build -> published 1, .*\(full: 1 record\(s\) rendered")
+    code, _out, err = process.interrupt()
+    assert code in (0, 130), err
+
+
 def test_serve_reports_a_port_in_use_as_a_usage_error(workspace: Workspace, running: list[Running]) -> None:
     workspace.add(SEED_RECORD)
     first = Running(["serve", "--port", "0", "--jobs", "1", "--no-watch", "content", "site"], workspace.root)
