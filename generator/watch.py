@@ -62,7 +62,7 @@ from watchdog.observers.api import BaseObserver, ObservedWatch
 
 from . import pipeline
 from .cache import WarmCache, save_warm
-from .config import SiteConfig, find_config_file, load_config
+from .config import SiteConfig, load_config
 from .errors import BuildError, ConfigError, Rejection, printable
 from .keys import Keyring
 from .load import is_ignored_name, shown_name
@@ -117,7 +117,7 @@ class Setup:
     config: SiteConfig
     keyring: Keyring
     config_files: tuple[Path, ...] = ()
-    """The settings file in use, or the names that would be picked up if created."""
+    """The settings file --config names, or else every name a settings file is found under."""
 
 
 def load_setup(explicit: Path | None, flags: dict[str, Any], cwd: Path | None = None) -> Setup:
@@ -126,11 +126,9 @@ def load_setup(explicit: Path | None, flags: dict[str, Any], cwd: Path | None = 
 
     here = cwd or Path.cwd()
     config = load_config(explicit, flags, here)
-    found = find_config_file(explicit, here)
-    if found is not None:
-        files: tuple[Path, ...] = (found[0],)
-    else:
-        files = (here / "pith-mirror.toml", here / "pyproject.toml")
+    # Without --config, both names are watched whichever is in use: creating
+    # pith-mirror.toml takes over from pyproject.toml, deleting it hands back.
+    files = (explicit,) if explicit is not None else (here / "pith-mirror.toml", here / "pyproject.toml")
     return Setup(config, load_keys(config.keys), files)
 
 

@@ -389,6 +389,25 @@ def test_settings_and_keys_are_read_again_when_they_change(
     poll(lambda: b"EDITED-IN-TEMPLATES-2" in client.request(RECORD_PAGE).body)
 
 
+def test_a_settings_file_that_takes_over_is_noticed(
+    workspace: Workspace, preview: Callable[..., Preview]
+) -> None:
+    """Without --config, pith-mirror.toml comes before pyproject.toml: creating it
+    changes the settings in use, and removing it again goes back to pyproject.toml."""
+    folders = 'content = "content"\nsite = "site"\ntemplates = "templates"\njobs = 1\n'
+    (workspace.root / "pyproject.toml").write_text(
+        f'[tool.pith-mirror]\n{folders}site_title = "From Pyproject"\n'
+    )
+    workspace.add(SEED_RECORD)
+    running = preview(load=lambda: load_setup(None, {}, cwd=workspace.root))
+    assert b"From Pyproject" in running.client.request("/").body
+    own = workspace.root / "pith-mirror.toml"
+    own.write_text(f'{folders}site_title = "From Its Own File"\n')
+    poll(lambda: b"From Its Own File" in running.client.request("/").body)
+    own.unlink()
+    poll(lambda: b"From Pyproject" in running.client.request("/").body)
+
+
 def test_stop_joins_every_thread(workspace: Workspace, real_keyring: Keyring) -> None:
     workspace.add(SEED_RECORD)
     rebuilder = Rebuilder(
