@@ -162,6 +162,13 @@ def _inside(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
+def _nearest_folder(path: str) -> str:
+    """`path` if it is a folder, else its nearest ancestor that is one."""
+    while not os.path.isdir(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    return path
+
+
 class Scope:
     """Which paths are inputs of the build: the folders to watch and the filter."""
 
@@ -187,18 +194,25 @@ class Scope:
             if _inside(path, root):
                 parts = Path(os.path.relpath(path, root)).parts if path != root else ()
                 return None if any(is_ignored_name(part) for part in parts) else kind
+        # A folder on the way to an input that is missing: its creation brings the
+        # input nearer (the next build watches it, see `watches`).
+        for target, kind in [*self.trees, *self.files.items()]:
+            if _inside(target, path):
+                return kind
         return None
 
     def watches(self) -> set[tuple[str, bool]]:
         """(folder, recursive) pairs to watch: each tree, and single files through their folder.
 
-        A tree that does not exist (yet, or any more) is watched through its
-        parent, so its creation is an event like any other."""
+        A tree or a file's folder that does not exist (yet, or any more) is
+        watched through its nearest folder that does, so the creation of each
+        folder on the way is an event like any other (see `classify`)."""
         wanted = {
-            (root, True) if os.path.isdir(root) else (os.path.dirname(root), False) for root, _ in self.trees
+            (root, True) if os.path.isdir(root) else (_nearest_folder(os.path.dirname(root)), False)
+            for root, _ in self.trees
         }
-        wanted |= {(os.path.dirname(path), False) for path in self.files}
-        return {(folder, recursive) for folder, recursive in wanted if os.path.isdir(folder)}
+        wanted |= {(_nearest_folder(os.path.dirname(path)), False) for path in self.files}
+        return wanted
 
     def missing(self) -> list[tuple[str, str]]:
         return [(root, kind) for root, kind in self.trees if not os.path.isdir(root)]
@@ -534,6 +548,7 @@ class Rebuilder:
             return report
         except ConfigError as exc:
             self._reload = True  # read the settings again next time, whatever changes
+            self._sync_watches()  # (a missing keys file's folder may have appeared: watch it now)
             self._say(
                 f"{prefix} -> configuration: {exc.key}: {exc.reason}; the previous site stays", error=True
             )

@@ -408,6 +408,39 @@ def test_a_settings_file_that_takes_over_is_noticed(
     poll(lambda: b"From Pyproject" in running.client.request("/").body)
 
 
+def test_inputs_whose_folders_appear_later_are_built(
+    workspace: Workspace, start_rebuilder: Callable[..., Rebuilder]
+) -> None:
+    """The loop says it waits for a missing content folder: it must notice it
+    appear, with the folder above it, and likewise a keys file's folder."""
+    settings = workspace.root / "pith-mirror.toml"
+    settings.write_text(
+        'content = "data/content"\nsite = "site"\ntemplates = "templates"\nkeys = "keys/pinned.json"\n'
+        "jobs = 1\n"
+    )
+    keys = workspace.root / "keys" / "pinned.json"
+    keys.parent.mkdir()
+    shutil.copyfile(REPO / "generator" / "data" / "pinned-keys.json", keys)
+    rebuilder = start_rebuilder(load=lambda: load_setup(settings, {}, cwd=workspace.root))
+    assert "waiting for it to appear" in workspace.err.text()
+    generation = rebuilder.generation
+    (workspace.root / "data" / "content").mkdir(parents=True)
+    shutil.copyfile(SEED_RECORD, workspace.root / "data" / "content" / SEED_RECORD.name)
+    poll(lambda: (workspace.site / RECORD_PAGE.lstrip("/")).with_suffix(".html").is_file())
+    assert rebuilder.generation > generation
+
+    def refusals() -> int:
+        return workspace.err.text().count("configuration: keys:")
+
+    shutil.rmtree(keys.parent)
+    poll(lambda: refusals() == 1)
+    generation = rebuilder.generation
+    keys.parent.mkdir()  # a build now still finds no keys file, but watches its folder
+    poll(lambda: refusals() == 2)
+    shutil.copyfile(REPO / "generator" / "data" / "pinned-keys.json", keys)
+    assert rebuilder.wait_for_generation(generation + 1, TIMEOUT)
+
+
 def test_stop_joins_every_thread(workspace: Workspace, real_keyring: Keyring) -> None:
     workspace.add(SEED_RECORD)
     rebuilder = Rebuilder(
