@@ -29,7 +29,7 @@ from jinja2 import Environment
 from . import layout
 from .canonical import pretty_json
 from .config import SiteConfig
-from .model import number_body
+from .model import arxiv_aliases, number_body
 from .render import DERIVED_BY, OutputFile
 from .sitewide import Lazy, browse_side, eager, fingerprint, lazy_page, render, xml_escape
 from .view import Summary
@@ -245,13 +245,20 @@ def own_family_files(summary: Summary, base: str) -> list[OutputFile]:
 
 
 def resolve_files(ordered: Sequence[Summary], config: SiteConfig, only: set[str] | None = None) -> list[Lazy]:
-    """One look-up file per alias; for a shared arXiv id the newest version wins."""
-    chosen: dict[str, tuple[tuple[int, str], Summary, str, str]] = {}
+    """One look-up file per alias. A record whose signed source determines the
+    alias wins it over one that only lists it: a bundle of another source may
+    sign an arXiv id among its aliases, but cannot take that paper's look-up
+    (its own version number would otherwise decide). Then, for a shared arXiv
+    id, the newest version wins."""
+    chosen: dict[str, tuple[tuple[bool, int, str], Summary, str, str]] = {}
     for summary in ordered:
-        rank = (summary.source_version, summary.pith_number)
+        own = (
+            arxiv_aliases(summary.source_id, summary.source_version) if summary.source_kind == "arxiv" else {}
+        )
         for path, kind, value in summary.lookups:
             if only is not None and path not in only:
                 continue
+            rank = (_determines(own, kind, value), summary.source_version, summary.pith_number)
             if path not in chosen or rank > chosen[path][0]:
                 chosen[path] = (rank, summary, kind, value)
     files = []
@@ -260,6 +267,15 @@ def resolve_files(ordered: Sequence[Summary], config: SiteConfig, only: set[str]
         make = partial(lookup_json, kind, value, summary.pith_number, base)
         files.append(Lazy(path, fingerprint(kind, value, summary.pith_number), make))
     return files
+
+
+def _determines(own: dict[str, str], kind: str, value: str) -> bool:
+    """Whether a record's own source gives this alias: a short form always does
+    (the verifier refuses any other), an arXiv alias only the paper's own."""
+    if kind.startswith("pith_short_"):
+        return True
+    want = own.get(kind)
+    return want is not None and (value.lower() == want.lower() if kind == "doi" else value == want)
 
 
 def lookup_json(kind: str, value: str, pith_number: str, base: str) -> bytes:

@@ -42,10 +42,18 @@ def derivable_aliases(canonical_record: dict[str, Any], body: str) -> dict[str, 
     expected = {kind: body[:n] for kind, n in SHORT_ALIAS_LENGTHS.items()}
     source = canonical_record.get("source")
     if isinstance(source, dict) and source.get("kind") == "arxiv":
-        expected["arxiv"] = str(source.get("id"))
-        expected["arxiv_version"] = f"{source.get('id')}v{source.get('version')}"
-        expected["doi"] = f"10.48550/arxiv.{source.get('id')}"
+        expected.update(arxiv_aliases(source.get("id"), source.get("version")))
     return expected
+
+
+def arxiv_aliases(arxiv_id: object, version: object) -> dict[str, str]:
+    """The aliases an arXiv paper's signed source determines: its id, its
+    versioned id and the DOI arXiv gives it."""
+    return {
+        "arxiv": f"{arxiv_id}",
+        "arxiv_version": f"{arxiv_id}v{version}",
+        "doi": f"10.48550/arxiv.{arxiv_id}",
+    }
 
 
 @dataclass(frozen=True, slots=True)

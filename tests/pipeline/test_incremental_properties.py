@@ -4,7 +4,8 @@ A Hypothesis state machine changes a small content/ folder step by step: it
 adds, replaces, removes, renames and corrupts documents (records, bundles that
 grow, a bundle rebuilt later, a bundle that disagrees) and Markdown pages. The
 papers include two numbers that share their 8-character prefix and their arXiv
-id, and two versions of one paper. After every step three sites are built from
+id, two versions of one paper, and a paper of another source whose signed
+aliases name one of those arXiv ids. After every step three sites are built from
 the same content:
 
 - `cold`: an incremental build with the cache on disk (a new `pith-mirror build`);
@@ -34,19 +35,23 @@ import factories as f
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
-from sitekit import BOTH_KEYS, Project, bundle_events, record_doc, tree
+from sitekit import BOTH_KEYS, Project, bundle_events, tree
 
 from generator import pipeline
 from generator.cache import WarmCache
 
-# (arXiv id, version, title): the first two share "2310.01010v1" and the prefix
-# TSVXCBQ2 (see test_shared_prefix.py); the last two are versions of one paper.
+# (source id, version, title): the first two share "2310.01010v1" and the prefix
+# TSVXCBQ2 (see test_shared_prefix.py); the next two are versions of one paper;
+# the last is not an arXiv paper, but its bundles sign the second paper's arXiv
+# aliases (its record documents, unsigned, cannot list them).
 PAPERS = (
     ("2310.01010", 1, "Prefix 734080"),
     ("2310.01010", 1, "Prefix 1125271"),
     ("2311.02020", 1, "Two Versions"),
     ("2311.02020", 2, "Two Versions"),
+    ("hdl:1234/5678", 9, "Listed Elsewhere"),
 )
+CLAIMER = 4
 SLOTS = ("a.json", "b.json", "c.json", "d.json", "sub/e.json")
 IGNORED = (".hidden.json", "notes.txt")
 PAGE = "pages/about.md"
@@ -54,12 +59,17 @@ PAGE = "pages/about.md"
 
 def _record(paper: int) -> dict[str, Any]:
     source_id, version, title = PAPERS[paper]
-    return f.canonical_record(source_id=source_id, version=version, title=title)
+    kind = "handle" if paper == CLAIMER else "arxiv"
+    return f.canonical_record(source_id=source_id, version=version, title=title, kind=kind)
 
 
 def _bundle(paper: int, snapshots: int, start_day: int = 10, built_at: str | None = None) -> bytes:
     record, title = _record(paper), PAPERS[paper][2]
-    doc = f.bundle(record=record, title=title, events=bundle_events(record, title, snapshots, start_day))
+    aliases = f.aliases(record)
+    if paper == CLAIMER:
+        aliases += [a for a in f.aliases(_record(2)) if not a["alias_kind"].startswith("pith")]
+    events = bundle_events(record, title, snapshots, start_day)
+    doc = f.bundle(record=record, title=title, alias_list=aliases, events=events)
     if built_at is not None:  # the same events, signed again later
         doc = copy.deepcopy(doc)
         doc["built_at"] = built_at
@@ -71,8 +81,8 @@ def _documents() -> dict[tuple[int, str], bytes]:
     """Every document a step may write, by (paper, variant)."""
     docs: dict[tuple[int, str], bytes] = {}
     for paper in range(len(PAPERS)):
-        source_id, version, title = PAPERS[paper]
-        docs[paper, "record"] = f.to_bytes(record_doc(source_id=source_id, version=version, title=title))
+        record = _record(paper)
+        docs[paper, "record"] = f.to_bytes(f.record_document(record=record, title=PAPERS[paper][2]))
         for snapshots in range(3):
             docs[paper, f"bundle{snapshots}"] = _bundle(paper, snapshots)
         docs[paper, "later"] = _bundle(paper, 1, built_at="2026-07-09T00:00:00Z")
@@ -155,6 +165,9 @@ class IncrementalMatchesFull(RuleBasedStateMachine):
                 assert number in published, f"{number} was unpublished while content/ names it"
             if number in published:
                 assert events_before[number] <= _event_ids(self.cold, number), f"{number} lost events"
+        if {NUMBERS[2], NUMBERS[3]} & published.keys():  # (the arXiv paper's own, not a claim)
+            look_up = self.cold.json("api/pith-number/resolve/arxiv/2311.02020.json")
+            assert look_up["pith_number"] in (NUMBERS[2], NUMBERS[3])
 
     def _documents_in_content(self) -> list[bytes]:
         """The bytes of every file the build reads as a document (not the ignored names)."""

@@ -191,6 +191,37 @@ def test_a_record_document_cannot_claim_another_papers_look_ups_with_unsigned_al
     }
 
 
+def test_a_signed_bundle_of_another_source_does_not_take_an_arxiv_papers_look_ups(
+    project: Project,
+) -> None:
+    """A bundle's aliases are signed, so one of another source may list an arXiv
+    id: its look-ups still belong to the paper whose source gives that id, even
+    where the bundle's own version number is higher."""
+    victim = record_doc(source_id="2101.00001", title="The Real Paper")
+    project.add("victim.json", victim)
+    other = f.canonical_record(source_id="hdl:1234/5678", kind="handle", version=99, title="Elsewhere")
+    listed = [
+        a for a in f.aliases(f.canonical_record(source_id="2101.00001")) if a["alias_kind"][:4] != "pith"
+    ]
+    claimer = f.bundle(
+        record=other,
+        title="Elsewhere",
+        alias_list=listed + [a for a in f.aliases(other) if a["alias_kind"].startswith("pith")],
+        events=bundle_events(other, "Elsewhere", 1),
+    )
+    project.add("claimer.json", claimer)
+    report = project.build()
+    assert report.published == 2 and not report.rejections, report.rejections
+    for alias in listed:
+        path = expected_resolve_path(alias["alias_kind"], alias["alias_value"])
+        assert project.json(path)["pith_number"] == victim["pith_number"], path
+    project.remove("victim.json")
+    project.build()  # alone, the bundle's signed aliases are its to resolve
+    for alias in listed:
+        path = expected_resolve_path(alias["alias_kind"], alias["alias_value"])
+        assert project.json(path)["pith_number"] == claimer["pith_number"], path
+
+
 @pytest.mark.parametrize("listed", ["none", "pith only"])
 def test_leaving_aliases_out_of_a_record_document_does_not_move_their_look_ups(
     project: Project, listed: str
