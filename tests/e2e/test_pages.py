@@ -100,6 +100,38 @@ def test_documents_at_the_edges_verify_in_the_browser_as_in_the_build(page: Any,
         served.stop()
 
 
+_LEFT_TO_RIGHT = """word => {
+    const walker = document.createTreeWalker(document.querySelector(".source-line"), NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        const at = node.data.indexOf(word);
+        if (at < 0) continue;
+        const xs = [...word].map((_, i) => {
+            const range = document.createRange();
+            range.setStart(node, at + i);
+            range.setEnd(node, at + i + 1);
+            return range.getBoundingClientRect().left;
+        });
+        return xs.every((x, i) => i === 0 || x > xs[i - 1]);
+    }
+    return null;
+}"""
+
+
+def test_a_signed_override_does_not_reverse_the_page_s_own_words(page: Any, tmp_path: Path) -> None:
+    """A signed source id may end in RIGHT-TO-LEFT OVERRIDE (U+202E): the page's
+    own words after it ("submitted", the date) must still read left to right."""
+    record = factories.canonical_record(source_id="2101.00009\u202e", title="An Override")
+    content = tmp_path / "content"
+    factories.write(content / "override.json", factories.record_document(record=record, title="An Override"))
+    keys = factories.write(tmp_path / "keys.json", [factories.TEST_SIGNER.key_entry()])
+    served = Served(content, tmp_path / "site", "--keys", str(keys))
+    try:
+        page.goto(f"{served.url}pith/{factories.pith_body(record)}")
+        assert page.evaluate(_LEFT_TO_RIGHT, "submitted") is True
+    finally:
+        served.stop()
+
+
 @pytest.mark.parametrize(
     ("query", "expected"),
     [

@@ -22,11 +22,27 @@ class _Html:
 
 
 _TEXT = st.text(alphabet=st.sampled_from("ab <>&'\"é\x00\U0001f600;#"), max_size=30) | st.text(max_size=30)
+_CONTROLS = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"  # bidirectional formatting
+_BIDI = st.text(alphabet=st.sampled_from("a<é" + _CONTROLS), max_size=12)
 
 
 @given(_TEXT | st.integers() | st.none() | st.floats(allow_nan=False) | _TEXT.map(Markup))
 def test_text_is_escaped_exactly_as_markupsafe_escapes_it(value: Any) -> None:
+    if isinstance(value, str) and not isinstance(value, Markup):
+        value = value.translate(dict.fromkeys(range(0x202A, 0x202F)) | dict.fromkeys(range(0x2066, 0x206A)))
     assert str(escape_text(value)) == str(escape(value))
+
+
+@given(_BIDI)
+def test_bidirectional_overrides_a_value_opens_are_closed_after_it(value: str) -> None:
+    """A signed value may hold a RIGHT-TO-LEFT OVERRIDE: it must not reverse the
+    page's own text after it. Its characters are kept, closers are added."""
+    out = str(escape_text(value))
+    assert out.startswith(str(escape(value)))
+    closers = out[len(str(escape(value))) :]
+    isolates = sum(value.count(c) for c in "\u2066\u2067\u2068")
+    embeddings = sum(value.count(c) for c in "\u202a\u202b\u202d\u202e")
+    assert closers == "\u2069" * isolates + "\u202c" * embeddings
 
 
 def test_markup_and_objects_with_html_pass_as_markup() -> None:
