@@ -154,6 +154,10 @@ def _read_table(path: Path, in_pyproject: bool) -> dict[str, Any]:
         data = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError("config", f"{shown_name(str(path))} is not valid TOML: {exc}") from None
+    except RecursionError:  # (tomllib recurses into nested arrays and inline tables)
+        raise ConfigError(
+            "config", f"{shown_name(str(path))} nests arrays or tables too deeply to be a settings file"
+        ) from None
     if not in_pyproject:
         return data
     tool = data.get("tool", {})

@@ -340,7 +340,9 @@ def _decode_strict(raw: bytes, limits: Limits) -> dict[str, Any]:
     except RecursionError:
         raise fail(Code.JSON_TOO_DEEP, f"nesting is deeper than {limits.max_depth} levels") from None
     except json.JSONDecodeError as exc:
-        raise fail(Code.JSON_INVALID, f"line {exc.lineno} column {exc.colno}: {exc.msg.lower()}") from None
+        # (json's messages end "... at" before the position it leaves out: the line and column say it)
+        reason = exc.msg.lower().removesuffix(" at")
+        raise fail(Code.JSON_INVALID, f"line {exc.lineno} column {exc.colno}: {reason}") from None
     except ValueError as exc:  # e.g. an integer longer than Python's digit limit
         message = str(exc)
         if "integer string conversion" in message:

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from generator.config import build_time, find_config_file
+from generator.errors import ConfigError
 
 
 def test_a_pyproject_without_a_pith_mirror_table_means_no_settings(tmp_path: Path) -> None:
@@ -34,3 +35,12 @@ def test_build_time_reads_source_date_epoch_up_to_the_last_second_of_9999(
     else:
         monkeypatch.setenv("SOURCE_DATE_EPOCH", epoch)
     assert build_time() == time
+
+
+@pytest.mark.parametrize("value", ["[" * 1000 + "]" * 1000, "{a=" * 1000 + "1" + "}" * 1000])
+def test_a_settings_file_nested_too_deeply_is_a_configuration_error(tmp_path: Path, value: str) -> None:
+    """tomllib recurses: without care, a deep array is a RecursionError traceback."""
+    path = tmp_path / "pith-mirror.toml"
+    path.write_text(f"x = {value}\n")
+    with pytest.raises(ConfigError, match="nests arrays or tables too deeply"):
+        find_config_file(path, tmp_path)

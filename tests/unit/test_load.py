@@ -128,6 +128,8 @@ def test_messages_say_where() -> None:
     assert "byte 7" in refused(b'{"a": "\xff"}')[2]
     assert "line 2 column" in refused(b'{\n"a": }')[2]
     assert "'k' appears twice" in refused(b'{"k": 1, "k": 1}')[2]
+    # (json's own message ends "at", before a position it leaves to the line and column)
+    assert refused(b'{"a": "\x01"}')[2].endswith("line 1 column 8: invalid control character")
 
 
 def test_an_integer_too_long_to_read_is_named_in_the_readers_terms() -> None:
