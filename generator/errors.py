@@ -34,6 +34,7 @@ class Code(StrEnum):
     JSON_TOO_DEEP = "json.too_deep"
     JSON_NOT_OBJECT = "json.not_object"
     DOC_UNKNOWN_KIND = "doc.unknown_kind"
+    DOC_MORE_PROBLEMS = "doc.more_problems"
     # (3) shape
     SCHEMA_MISSING_FIELD = "schema.missing_field"
     SCHEMA_WRONG_TYPE = "schema.wrong_type"
@@ -87,6 +88,7 @@ CODE_HELP: dict[Code, str] = {
     Code.JSON_TOO_DEEP: "arrays and objects nest deeper than the documented bound",
     Code.JSON_NOT_OBJECT: "the top level is not a JSON object",
     Code.DOC_UNKNOWN_KIND: "neither a Pith record nor a Pith bundle (record_type / bundle_type)",
+    Code.DOC_MORE_PROBLEMS: "the document has more problems than are listed for one file",
     Code.SCHEMA_MISSING_FIELD: "a required field is missing",
     Code.SCHEMA_WRONG_TYPE: "a field has the wrong JSON type",
     Code.SCHEMA_BAD_VALUE: "a field has a value outside what the format allows",
@@ -135,6 +137,34 @@ class Problem:
     code: Code
     pointer: str
     message: str
+
+
+MAX_PROBLEMS = 100
+"""The most problems listed for one document. A few megabytes of `{}` events
+would otherwise give millions, each in memory, in the report and on the
+terminal; one is enough to refuse the document."""
+
+
+class Problems(list[Problem]):
+    """A document's problems: the first MAX_PROBLEMS, and how many in all."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found = 0
+        """How many problems were found, listed or not (checks compare it before and after)."""
+
+    def append(self, problem: Problem) -> None:
+        self.found += 1
+        if len(self) < MAX_PROBLEMS:
+            super().append(problem)
+
+    def listed(self) -> tuple[Problem, ...]:
+        """Every problem kept, and one saying how many more there were."""
+        more = self.found - len(self)
+        if more <= 0:
+            return tuple(self)
+        said = f"and {more:,} more problem(s) in this document, not listed"
+        return (*self, Problem(Code.DOC_MORE_PROBLEMS, "", said))
 
 
 @dataclass(frozen=True, slots=True, order=True)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .errors import Code, Problem, pointer
+from .errors import Code, Problem, Problems, pointer
 from .load import JSON_TYPE_NAMES, SourceDocument, json_type_name
 from .model import PITH_RE, Event, Kind, ParsedDoc
 
@@ -117,10 +117,10 @@ def document_kind(data: dict[str, Any]) -> Kind | None:
     return None
 
 
-def parse(source: SourceDocument) -> tuple[ParsedDoc | None, list[Problem]]:
+def parse(source: SourceDocument) -> tuple[ParsedDoc | None, Problems]:
     """Shape-check a document. Returns None when it cannot even be identified."""
     data = source.data
-    problems: list[Problem] = []
+    problems = Problems()
     kind = document_kind(data)
     if kind is None:
         problems.append(

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .canonical import canonical_digest, canonical_json, pith_body, sha256
-from .errors import Code, Problem, pointer
+from .errors import Code, Problem, Problems, pointer
 from .keys import Keyring, PinnedKey, decode_signature, verify_signature
 from .load import SourceDocument
 from .merge import KNOWN_EVENT_TYPES, differences, merge
@@ -42,10 +42,10 @@ def verify_document(source: SourceDocument, keyring: Keyring) -> tuple[Verdict, 
     doc, problems = parse(source)
     if doc is None:
         kind = None
-        return Verdict(source.file, kind, None, tuple(problems)), None
+        return Verdict(source.file, kind, None, problems.listed()), None
     checker = _Checker(doc, keyring, problems)
     state = checker.run()
-    verdict = Verdict(source.file, doc.kind, doc.pith_number, tuple(checker.problems))
+    verdict = Verdict(source.file, doc.kind, doc.pith_number, checker.problems.listed())
     if not verdict.ok:
         return verdict, None
     return verdict, Verified(
@@ -68,11 +68,11 @@ def title_matches(title: str, title_sha256: str) -> bool:
 class _Checker:
     """Accumulates problems for one document; each method is one check."""
 
-    def __init__(self, doc: ParsedDoc, keyring: Keyring, problems: list[Problem]) -> None:
+    def __init__(self, doc: ParsedDoc, keyring: Keyring, problems: Problems) -> None:
         self.doc = doc
         self.data = doc.data
         self.keyring = keyring
-        self.problems = list(problems)
+        self.problems = problems
         self.record_json = canonical_json(doc.canonical_record)  # an embedded copy must be these bytes
         self.digest = sha256(self.record_json)
         self.digest_hex = self.digest.hex()
@@ -330,7 +330,7 @@ class _Checker:
         """Checks one event; returns why it is invalid for the merge, or None."""
         data, path = event.data, ("events", event.index)
         event_type = event.event_type
-        before = len(self.problems)
+        before = self.problems.found
         if event_type not in KNOWN_EVENT_TYPES:
             self.fail(
                 Code.EVENT_UNKNOWN_TYPE,
@@ -381,8 +381,9 @@ class _Checker:
                 self.check_title(
                     payload["graph_snapshot"].get("paper"), (*path, "payload", "graph_snapshot", "paper")
                 )
-        if len(self.problems) > before:
-            return self.problems[before].code.value
+        if self.problems.found > before:
+            # (the first of them, when it is listed; past the limit, the last listed)
+            return self.problems[min(before, len(self.problems) - 1)].code.value
         return None
 
     # (7) a record_created payload is the bundle's own record

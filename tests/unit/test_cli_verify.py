@@ -15,6 +15,7 @@ import factories as f
 import pytest
 
 from generator.cli import main
+from generator.errors import MAX_PROBLEMS
 
 REPO = Path(__file__).resolve().parents[2]
 CONTENT = REPO / "content"
@@ -399,3 +400,23 @@ def test_a_name_or_key_with_control_characters_prints_as_one_line(
     ]
     assert any("/a\\x0afake: ok.json: " in line for line in lines), lines
     assert not any("\x1b" in line for line in lines)
+
+
+def test_a_document_with_thousands_of_problems_lists_a_bounded_number(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A few hundred kilobytes of `{}` events are tens of thousands of problems: the
+    report, the terminal and memory get the first MAX_PROBLEMS and a count of the rest."""
+    bundle = json.loads((CONTENT / "Z5NAPRQPUU4SIDOBV5N2FREXWZ.bundle.json").read_bytes())
+    bundle["events"] = [{}] * 20_000
+    path = tmp_path / "junk.bundle.json"
+    path.write_text(json.dumps(bundle))
+    code, report, _err = run_json(capsys, path)
+    assert code == 1
+    (document,) = report["results"]
+    problems = document["errors"]
+    assert len(problems) == MAX_PROBLEMS + 1
+    assert problems[-1]["code"] == "doc.more_problems"
+    assert problems[-1]["message"].startswith("and ") and "more problem(s)" in problems[-1]["message"]
+    more = int(problems[-1]["message"].split()[1].replace(",", ""))
+    assert more > 20_000  # (every event misses several fields)
