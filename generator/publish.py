@@ -48,7 +48,7 @@ import binascii
 import contextlib
 import hashlib
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -225,17 +225,15 @@ def parse_sha256sums(data: bytes) -> tuple[dict[str, str], list[str]]:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return {}, ["SHA256SUMS is not UTF-8"]
-    # (lines end at "\n" alone, as sha256sum reads them: str.splitlines also ends one
-    # at a form feed, U+2028 and others, which a file name may hold)
-    lines = text.split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    for number, line in enumerate(lines, 1):
+    unread = 0
+    for number, line in enumerate(_lines(text), 1):
         escaped = line.startswith("\\")
         body = line[1:] if escaped else line
         digest, sep, name = body.partition("  ")
         if not sep or len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest) or not name:
-            bad.append(f"SHA256SUMS line {number} is not '<sha256>  <path>'")
+            unread += 1
+            if unread <= MAX_UNREAD_LINES:
+                bad.append(f"SHA256SUMS line {number} is not '<sha256>  <path>'")
             continue
         if escaped:
             name = name.replace("\\\\", "\0").replace("\\n", "\n").replace("\\r", "\r").replace("\0", "\\")
@@ -243,7 +241,29 @@ def parse_sha256sums(data: bytes) -> tuple[dict[str, str], list[str]]:
             bad.append(f"SHA256SUMS line {number} lists {name!r} again")
             continue
         listed[name] = digest
+    if unread > MAX_UNREAD_LINES:
+        bad.append(
+            f"and {unread - MAX_UNREAD_LINES:,} more lines of SHA256SUMS that are not '<sha256>  <path>'"
+        )
     return listed, bad
+
+
+MAX_UNREAD_LINES = 100
+"""The most unreadable SHA256SUMS lines named one by one: a file of millions of
+empty lines would otherwise be millions of messages."""
+
+
+def _lines(text: str) -> Iterator[str]:
+    """The lines of `text`, one at a time (a SHA256SUMS may be large). Lines end at
+    "\n" alone, as sha256sum reads them: str.splitlines also ends one at a form
+    feed, U+2028 and others, which a file name may hold."""
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start)
+        if end < 0:
+            end = len(text)
+        yield text[start:end]
+        start = end + 1
 
 
 def check_sha256sums(site: Path) -> list[str]:
@@ -266,7 +286,10 @@ def check_sha256sums(site: Path) -> list[str]:
         elif relative in links or any(relative.startswith(link + "/") for link in links):
             continue  # (said above)
         elif not target.is_file():
-            problems.append(f"{relative}: listed in {SUMS_PATH} but missing")
+            gone = not os.path.lexists(target)
+            problems.append(
+                f"{relative}: listed in {SUMS_PATH} but {'missing' if gone else 'not a regular file'}"
+            )
         elif _site_file_sha256(target) != expected:
             problems.append(f"{relative}: content differs from {SUMS_PATH}")
     unlisted = (shown_name(r) for r in present if r not in listed)

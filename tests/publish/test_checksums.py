@@ -14,7 +14,14 @@ from typing import Any
 import pytest
 
 from generator.errors import BuildError
-from generator.publish import SIGNATURE_PATH, SUMS_PATH, check_sha256sums, parse_sha256sums, sha256sums
+from generator.publish import (
+    MAX_UNREAD_LINES,
+    SIGNATURE_PATH,
+    SUMS_PATH,
+    check_sha256sums,
+    parse_sha256sums,
+    sha256sums,
+)
 
 from .conftest import BUNDLE_BODY, publish_cli
 
@@ -234,3 +241,31 @@ def test_a_tree_deeper_than_the_recursion_limit_is_listed(tmp_path: Path) -> Non
         while deep != str(site):
             os.rmdir(deep)
             deep = os.path.dirname(deep)
+
+
+def test_millions_of_unreadable_lines_are_counted_not_listed(tmp_path: Path) -> None:
+    """A hostile SHA256SUMS of empty lines must not become one message (and one
+    string in memory) per line."""
+    site = small_site(tmp_path / "site", {"a.txt": "a"})
+    write_sums(site)
+    with (site / SUMS_PATH).open("ab") as handle:
+        handle.write(b"\n" * 50_000)
+    problems = check_sha256sums(site)
+    assert len(problems) == MAX_UNREAD_LINES + 1
+    assert problems[0] == "SHA256SUMS line 2 is not '<sha256>  <path>'"
+    assert (
+        problems[-1]
+        == f"and {50_000 - MAX_UNREAD_LINES:,} more lines of SHA256SUMS that are not '<sha256>  <path>'"
+    )
+
+
+def test_a_listed_file_replaced_by_a_folder_is_not_called_missing(tmp_path: Path) -> None:
+    site = small_site(tmp_path / "site", {"a.txt": "a", "b.txt": "b"})
+    write_sums(site)
+    (site / "b.txt").unlink()
+    (site / "b.txt").mkdir()
+    (site / "a.txt").unlink()
+    assert check_sha256sums(site) == [
+        "a.txt: listed in SHA256SUMS but missing",
+        "b.txt: listed in SHA256SUMS but not a regular file",
+    ]
