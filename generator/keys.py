@@ -27,6 +27,7 @@ from nacl.signing import VerifyKey
 from .canonical import b32
 from .config import read_settings_file
 from .errors import ConfigError
+from .files import parse_json
 from .load import DEFAULT_MAX_DEPTH, first_lone_surrogate, first_too_deep, shown_name
 
 
@@ -119,11 +120,9 @@ def load_keyring(path: Path) -> Keyring:
     nested past Python's recursion limit is "not valid JSON" like any other breakage."""
     raw = read_settings_file(path, "keys")
     try:
-        data = json.loads(raw)
-    except RecursionError:
-        raise ConfigError("keys", f"{shown_name(str(path))} is not valid JSON: it nests too deeply") from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ConfigError("keys", f"{shown_name(str(path))} is not valid JSON: {exc}") from None
+        data = parse_json(raw)  # (as strict as documents: a key id given twice is refused)
+    except ValueError as exc:
+        raise ConfigError("keys", f"{shown_name(str(path))} is {exc}") from None
     return keyring_from_json(data, shown_name(str(path)))
 
 

@@ -138,8 +138,14 @@ def test_load_keyring_from_files(tmp_path: Path) -> None:
         (b"{not json", "not valid JSON"),
         (b'{"key_id": "\xff"}', "not valid JSON"),
         (b"[]", "pins no key"),
+        # read as strictly as documents: which of two key ids would the pin be?
+        (b'{"key_id": "other", "key_id": "pith-v1"}', "key 'key_id' appears twice in one object"),
+        (b'[{"x": NaN}]', "NaN is not a JSON number"),
+        (b"\xef\xbb\xbf[]", "byte-order mark"),
+        ("[]".encode("utf-16"), "byte-order mark"),
+        (b"[" + b"9" * 5000 + b"]", "a number in it is too long to read"),
     ],
-    ids=["missing", "empty", "broken", "invalid-utf8", "empty-list"],
+    ids=["missing", "empty", "broken", "invalid-utf8", "empty-list", "twice", "nan", "bom", "utf-16", "long"],
 )
 def test_load_keyring_failures_name_the_file(tmp_path: Path, content: bytes | None, reason: str) -> None:
     path = tmp_path / "keys.json"
