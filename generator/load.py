@@ -164,6 +164,14 @@ def _resolved(path: Path) -> Path | None:
         return None
 
 
+def _why_unlisted(folder: Path) -> str:
+    try:
+        with os.scandir(folder):
+            return "it could not be listed while the build looked"
+    except OSError as exc:
+        return exc.strerror or str(exc)
+
+
 def read_bytes(path: Path, content: Path, limits: Limits) -> bytes:
     """(1) Read at most max_bytes + 1 bytes; refuse links out of content/."""
     if path.is_symlink():
@@ -178,6 +186,10 @@ def read_bytes(path: Path, content: Path, limits: Limits) -> bytes:
             raise RejectionError(
                 Problem(Code.FILE_UNREADABLE, "", "a symbolic link to a folder, which is never followed")
             )
+    elif path.is_dir():  # (listed by discover_names: a folder it could not list)
+        raise RejectionError(
+            Problem(Code.FILE_UNREADABLE, "", f"a folder that cannot be listed ({_why_unlisted(path)})")
+        )
     try:
         raw = read_at_most(path, limits.max_bytes + 1)
     except OSError as exc:

@@ -829,6 +829,31 @@ def test_a_folder_of_documents_replaced_by_a_link_keeps_its_numbers_published(
     assert (project.site / "pith" / f"{body}.html").read_bytes() == page
 
 
+def test_a_folder_that_cannot_be_listed_is_refused_as_such(
+    project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It was refused as "it is a folder, not a regular file", which says nothing of why."""
+    monkeypatch.chdir(project.root)
+    keys = str(project.write_keys())
+    record = f.record_document()
+    body = record["pith_number"].split(":")[2]
+    project.add("sub/record.json", f.to_bytes(record))
+    assert main(["build", "--keys", keys, "--jobs", "1", "--quiet"]) == 0
+    real = os.scandir
+
+    def refusing(path: Any) -> Any:
+        if str(path).endswith("sub"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", refusing)
+    capsys.readouterr()
+    assert main(["build", "--keys", keys, "--jobs", "1", "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "content/sub: file.unreadable: a folder that cannot be listed (Permission denied)" in err
+    assert (project.site / "pith" / f"{body}.html").is_file()
+
+
 def test_signed_values_too_long_to_name_a_file_get_no_file_and_break_no_build(
     project: Project, monkeypatch: pytest.MonkeyPatch
 ) -> None:
