@@ -807,18 +807,23 @@ def test_a_second_build_of_the_same_site_at_once_is_refused(
     assert tree(project.site) != before
 
 
+def published_from_a_subfolder(project: Project, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
+    """Build (by the CLI, in the project) a record kept in content/sub/: the keys file and its body."""
+    monkeypatch.chdir(project.root)
+    keys = str(project.write_keys())
+    record = f.record_document()
+    project.add("sub/record.json", f.to_bytes(record))
+    assert main(["build", "--keys", keys, "--jobs", "1", "--quiet"]) == 0
+    return keys, record["pith_number"].split(":")[2]
+
+
 def test_a_folder_of_documents_replaced_by_a_link_keeps_its_numbers_published(
     project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A link to a folder is not followed, and a folder that cannot be listed is not
     read: both were skipped without a word, their documents taken as deleted and
     their numbers unpublished. Each is now refused by name, like an unreadable file."""
-    monkeypatch.chdir(project.root)
-    keys = str(project.write_keys())
-    record = f.record_document()
-    body = record["pith_number"].split(":")[2]
-    project.add("sub/record.json", f.to_bytes(record))
-    assert main(["build", "--keys", keys, "--jobs", "1", "--quiet"]) == 0
+    keys, body = published_from_a_subfolder(project, monkeypatch)
     page = (project.site / "pith" / f"{body}.html").read_bytes()
     moved = project.root / "moved"
     (project.content / "sub").rename(moved)
@@ -833,12 +838,7 @@ def test_a_folder_that_cannot_be_listed_is_refused_as_such(
     project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """It was refused as "it is a folder, not a regular file", which says nothing of why."""
-    monkeypatch.chdir(project.root)
-    keys = str(project.write_keys())
-    record = f.record_document()
-    body = record["pith_number"].split(":")[2]
-    project.add("sub/record.json", f.to_bytes(record))
-    assert main(["build", "--keys", keys, "--jobs", "1", "--quiet"]) == 0
+    keys, body = published_from_a_subfolder(project, monkeypatch)
     real = os.scandir
 
     def refusing(path: Any) -> Any:
