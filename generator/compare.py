@@ -31,8 +31,9 @@ from urllib.parse import urlsplit
 from . import layout
 from .errors import ConfigError, pointer
 from .fetch import RedirectRefused, TooLarge, TooSlow, fetch
-from .files import parse_json, read_at_most
+from .files import read_at_most
 from .layout import MANIFEST_PATH, MANIFEST_TYPE
+from .load import parse_json
 from .manifest import published_entries
 from .merge import state_sha256
 from .model import number_body

@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import errno
 import hashlib
-import json
 import os
 import stat
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 _NOT_REGULAR = (
     (stat.S_ISFIFO, "a named pipe"),
@@ -119,49 +118,3 @@ def file_sha256(path: Path) -> str:
     finally:
         os.close(fd)
     return digest.hexdigest()
-
-
-class _Repeated(ValueError):
-    """A key twice in one object, or NaN or Infinity: JSON Python reads but we refuse."""
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result = dict(pairs)
-    if len(result) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise _Repeated(f"key {key!r} appears twice in one object")
-            seen.add(key)
-    return result
-
-
-def _no_constant(name: str) -> Any:
-    raise _Repeated(f"{name} is not a JSON number")
-
-
-def parse_json(data: bytes) -> Any:
-    """Strict JSON (keys, trust and signature files, and what `compare` reads of
-    other sites), or a ValueError whose text completes "FILE is ...".
-
-    Strict as documents are read: plain UTF-8, no byte-order mark, no key twice
-    in one object (which of the two counts would be the reader's guess), no NaN
-    or Infinity. `json.loads` alone takes all of these, and UTF-16 besides. The
-    decoder reports a document nested past Python's recursion limit (`[[[[...`)
-    as RecursionError; to a reader it is invalid JSON like any other."""
-    if data.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")):
-        raise ValueError("not valid JSON: it starts with a byte-order mark (plain UTF-8 is expected)")
-    try:
-        text = data.decode("utf-8")
-        return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"not valid JSON: invalid UTF-8 at byte {exc.start}") from None
-    except RecursionError:
-        raise ValueError("not valid JSON: it nests too deeply") from None
-    except _Repeated as exc:
-        raise ValueError(f"not valid JSON: {exc}") from None
-    except json.JSONDecodeError as exc:
-        reason = exc.msg.lower().removesuffix(" at")
-        raise ValueError(f"not valid JSON: line {exc.lineno} column {exc.colno}: {reason}") from None
-    except ValueError:  # (an integer longer than Python reads)
-        raise ValueError("not valid JSON: a number in it is too long to read") from None

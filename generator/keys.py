@@ -27,8 +27,7 @@ from nacl.signing import VerifyKey
 from .canonical import b32
 from .config import read_settings_file
 from .errors import ConfigError
-from .files import parse_json
-from .load import DEFAULT_MAX_DEPTH, first_lone_surrogate, first_too_deep, shown_name
+from .load import DEFAULT_MAX_DEPTH, first_lone_surrogate, first_too_deep, parse_json, shown_name
 
 
 @dataclass(frozen=True, slots=True)

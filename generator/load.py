@@ -325,7 +325,11 @@ JSON_TYPE_NAMES: dict[type, str] = {
 }
 
 
-def _decode_strict(raw: bytes, limits: Limits) -> dict[str, Any]:
+def _decode_text(raw: bytes, too_deep: str) -> tuple[Any, str]:
+    """Strict JSON of any shape, with the text it was decoded from: plain UTF-8
+    with no byte-order mark, no key twice in one object, no NaN or Infinity,
+    nothing after the value. RejectionError otherwise; `too_deep` says what
+    nesting past Python's recursion limit is."""
 
     def fail(code: Code, message: str, where: str = "") -> RejectionError:
         return RejectionError(Problem(code, where, message))
@@ -350,7 +354,7 @@ def _decode_strict(raw: bytes, limits: Limits) -> dict[str, Any]:
     except _NonFinite as exc:
         raise fail(Code.JSON_NON_FINITE, f"{exc.args[0]} is not a finite JSON number") from None
     except RecursionError:
-        raise fail(Code.JSON_TOO_DEEP, f"nesting is deeper than {limits.max_depth} levels") from None
+        raise fail(Code.JSON_TOO_DEEP, too_deep) from None
     except json.JSONDecodeError as exc:
         # (json's messages end "... at" before the position it leaves out: the line and column say it)
         reason = exc.msg.lower().removesuffix(" at")
@@ -363,6 +367,27 @@ def _decode_strict(raw: bytes, limits: Limits) -> dict[str, Any]:
         raise fail(Code.JSON_INVALID, message) from None
     if text[end:].strip(" \t\r\n"):
         raise fail(Code.JSON_TRAILING_DATA, f"unexpected data after the JSON value at character {end}")
+    return value, text
+
+
+def parse_json(data: bytes) -> Any:
+    """Strict JSON of any shape, read by the rules documents are (`_decode_text`):
+    keys, trust and signature files, and what `compare` reads of other sites. A
+    ValueError's text completes "FILE is ..."; `json.loads` alone would take a
+    key given twice (pinning whichever came last), NaN, and UTF-16."""
+    try:
+        return _decode_text(data, "it nests too deeply")[0]
+    except RejectionError as exc:
+        where = f" (at {exc.problem.pointer})" if exc.problem.pointer else ""
+        raise ValueError(f"not valid JSON: {exc.problem.message}{where}") from None
+
+
+def _decode_strict(raw: bytes, limits: Limits) -> dict[str, Any]:
+    value, text = _decode_text(raw, f"nesting is deeper than {limits.max_depth} levels")
+
+    def fail(code: Code, message: str, where: str = "") -> RejectionError:
+        return RejectionError(Problem(code, where, message))
+
     if not isinstance(value, dict):
         raise fail(Code.JSON_NOT_OBJECT, f"the top level is {json_type_name(value)}, not an object")
     too_deep = first_too_deep(value, limits.max_depth)

@@ -58,10 +58,10 @@ from nacl.signing import SigningKey, VerifyKey
 
 from .canonical import b32, canonical_digest, pretty_json
 from .errors import BuildError, ConfigError, pointer
-from .files import NotRegularFile, file_sha256, not_regular, parse_json, read_regular
+from .files import NotRegularFile, file_sha256, not_regular, read_regular
 from .keys import Keyring, PinnedKey, decode_signature, keyring_from_json
 from .layout import MANIFEST_PATH
-from .load import NOT_UTF8_NAME, is_utf8, shown_name
+from .load import NOT_UTF8_NAME, is_utf8, parse_json, shown_name
 
 SUMS_PATH = "SHA256SUMS"
 SIGNATURE_PATH = ".well-known/pith/mirror.sig.json"

@@ -178,8 +178,9 @@ def run_checksums(args: argparse.Namespace) -> int:
 
 def load_trust(path: Path) -> list[dict[str, Any]]:
     """Public entries from a key file of `keygen`, a public entry, or a list of them."""
-    from .files import parse_json, read_regular
+    from .files import read_regular
     from .keys import keyring_from_json
+    from .load import parse_json
     from .publish import KEY_FILE_LIMIT, load_mirror_key
 
     try:

@@ -223,7 +223,7 @@ _NO_HASH = "what it holds does not hash to its state_sha256"
             ),
             _NO_HASH,
         ),
-        (lambda state: state.update(extra=float("nan")), "not valid JSON: NaN is not a JSON number"),
+        (lambda state: state.update(extra=float("nan")), "not valid JSON: NaN is not a finite JSON number"),
     ],
     ids=["a count", "an alias", "a value canonical JSON cannot hold"],
 )
