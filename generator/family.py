@@ -29,7 +29,7 @@ from jinja2 import Environment
 from . import layout
 from .canonical import pretty_json
 from .config import SiteConfig
-from .model import arxiv_aliases, number_body
+from .model import alias_matches, arxiv_aliases, number_body
 from .render import DERIVED_BY, OutputFile
 from .sitewide import Lazy, browse_side, eager, fingerprint, lazy_page, render, xml_escape
 from .view import Summary
@@ -275,7 +275,7 @@ def _determines(own: dict[str, str], kind: str, value: str) -> bool:
     if kind.startswith("pith_short_"):
         return True
     want = own.get(kind)
-    return want is not None and (value.lower() == want.lower() if kind == "doi" else value == want)
+    return want is not None and alias_matches(kind, value, want)
 
 
 def lookup_json(kind: str, value: str, pith_number: str, base: str) -> bytes:

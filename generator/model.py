@@ -46,6 +46,12 @@ def derivable_aliases(canonical_record: dict[str, Any], body: str) -> dict[str, 
     return expected
 
 
+def alias_matches(kind: str, value: str, expected: str) -> bool:
+    """Whether an alias's value is the one its canonical record gives (a DOI
+    compares case-insensitively, as DOIs do)."""
+    return value.lower() == expected.lower() if kind == "doi" else value == expected
+
+
 def arxiv_aliases(arxiv_id: object, version: object) -> dict[str, str]:
     """The aliases an arXiv paper's signed source determines: its id, its
     versioned id and the DOI arXiv gives it."""

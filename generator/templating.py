@@ -107,7 +107,7 @@ def close_bidi(text: str) -> str:
     override it opens, so that a signed value ("2101.00009" + RIGHT-TO-LEFT
     OVERRIDE) cannot reverse the page's own words after it. The value's own
     characters stay as they are; a closer too many is ignored by browsers."""
-    if text.isascii() or not _BIDI_OPENERS.search(text):
+    if not _BIDI_OPENERS.search(text):
         return text
     isolates = sum(text.count(c) for c in _ISOLATES)
     embeddings = sum(text.count(c) for c in _EMBEDDINGS)
@@ -124,7 +124,7 @@ def escape_text(value: Any) -> Any:
     them hashes, numbers and dates, and markupsafe's two Python calls for each
     (the function, then the Markup it returns) were 60 % of the page's render."""
     if type(value) is str:
-        if not value.isascii():
+        if not value.isascii():  # (no override is ASCII: most values need no search)
             value = close_bidi(value)
         if not ("&" in value or "<" in value or ">" in value or "'" in value or '"' in value):
             return value  # (five scans in C: faster than one regular expression for such short text)

@@ -28,7 +28,16 @@ from .errors import Code, Problem, Problems, pointer
 from .keys import Keyring, PinnedKey, decode_signature, verify_signature
 from .load import SourceDocument
 from .merge import KNOWN_EVENT_TYPES, differences, merge
-from .model import MERGE_VERSION, Event, ParsedDoc, Provenance, Verdict, Verified, derivable_aliases
+from .model import (
+    MERGE_VERSION,
+    Event,
+    ParsedDoc,
+    Provenance,
+    Verdict,
+    Verified,
+    alias_matches,
+    derivable_aliases,
+)
 from .parse import parse
 
 _SUBMITTED_AT = re.compile(r"([0-9]{4})-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?Z")
@@ -156,8 +165,7 @@ class _Checker:
             want = expected.get(str(kind))
             if want is None or not isinstance(value, str):
                 continue
-            same = value.lower() == want.lower() if kind == "doi" else value == want
-            if not same:
+            if not alias_matches(str(kind), value, want):
                 self.fail(
                     Code.ALIAS_MISMATCH,
                     (name, index, "alias_value"),
