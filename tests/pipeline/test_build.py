@@ -16,6 +16,7 @@ from typing import Any
 
 import factories as f
 import pytest
+from fskit import refuse_listing
 from sitekit import (
     BOTH_KEYS,
     BUNDLE_BODY,
@@ -839,14 +840,7 @@ def test_a_folder_that_cannot_be_listed_is_refused_as_such(
 ) -> None:
     """It was refused as "it is a folder, not a regular file", which says nothing of why."""
     keys, body = published_from_a_subfolder(project, monkeypatch)
-    real = os.scandir
-
-    def refusing(path: Any) -> Any:
-        if str(path).endswith("sub"):
-            raise PermissionError(13, "Permission denied", str(path))
-        return real(path)
-
-    monkeypatch.setattr(os, "scandir", refusing)
+    refuse_listing(monkeypatch, "sub")
     capsys.readouterr()
     assert main(["build", "--keys", keys, "--jobs", "1", "--quiet"]) == 1
     err = capsys.readouterr().err

@@ -189,9 +189,12 @@ class IncrementalMatchesFull(RuleBasedStateMachine):
         path.write_bytes(data)
         self.changed.add(name)
 
-    def _present(self) -> list[str]:
+    def _pick(self, data: st.DataObject, documents_only: bool = False) -> str | None:
+        """A file now in content/ (with `documents_only`, in a document's slot), or None."""
         files = (p for p in self.cold.content.rglob("*") if p.is_file())
-        return sorted(p.relative_to(self.cold.content).as_posix() for p in files)
+        present = sorted(p.relative_to(self.cold.content).as_posix() for p in files)
+        present = [name for name in present if name in SLOTS or not documents_only]
+        return data.draw(st.sampled_from(present)) if present else None
 
     # ---------------------------------------------------------------- steps
 
@@ -211,39 +214,30 @@ class IncrementalMatchesFull(RuleBasedStateMachine):
 
     @rule(data=st.data())
     def remove(self, data: st.DataObject) -> None:
-        present = self._present()
-        if present:
-            name = data.draw(st.sampled_from(present))
+        if name := self._pick(data):
             (self.cold.content / name).unlink()
             self.changed.add(name)
         self._build_all()
 
     @rule(data=st.data(), how=st.sampled_from(["not json", "truncated", "signature"]))
     def corrupt(self, data: st.DataObject, how: str) -> None:
-        present = [p for p in self._present() if p in SLOTS]
-        if present:
-            name = data.draw(st.sampled_from(present))
+        if name := self._pick(data, documents_only=True):
             self._write(name, _corrupted((self.cold.content / name).read_bytes(), how))
         self._build_all()
 
     @rule(data=st.data(), new_name=st.sampled_from(SLOTS + IGNORED))
     def rename(self, data: st.DataObject, new_name: str) -> None:
-        present = self._present()
-        if present:
-            name = data.draw(st.sampled_from(present))
-            if name != new_name:
-                source = self.cold.content / name
-                self._write(new_name, source.read_bytes())
-                source.unlink()
-                self.changed.add(name)
+        if (name := self._pick(data)) and name != new_name:
+            source = self.cold.content / name
+            self._write(new_name, source.read_bytes())
+            source.unlink()
+            self.changed.add(name)
         self._build_all()
 
     @rule(data=st.data())
     def touch(self, data: st.DataObject) -> None:
         """A new modification time, the same bytes (an editor's save, `touch`)."""
-        present = self._present()
-        if present:
-            name = data.draw(st.sampled_from(present))
+        if name := self._pick(data):
             stat = (self.cold.content / name).stat()
             os.utime(self.cold.content / name, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
             self.changed.add(name)

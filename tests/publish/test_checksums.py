@@ -9,9 +9,9 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
+from fskit import refuse_listing
 
 from generator.errors import BuildError
 from generator.publish import (
@@ -212,14 +212,7 @@ def test_a_folder_that_cannot_be_listed_is_an_error_not_skipped(
     write_sums(site)
     (site / "assets").mkdir()
     (site / "assets" / "evil.js").write_text("x")  # (added since: not listed)
-    real = os.scandir
-
-    def refusing(path: Any) -> Any:
-        if str(path).endswith("assets"):
-            raise PermissionError(13, "Permission denied", str(path))
-        return real(path)
-
-    monkeypatch.setattr(os, "scandir", refusing)
+    refuse_listing(monkeypatch, "assets")
     for check in (sha256sums, check_sha256sums):  # (checksums, and verify-site)
         with pytest.raises(BuildError, match=r"cannot list this folder \(Permission denied\)") as info:
             check(site)
