@@ -40,10 +40,11 @@ from .model import BuildReport
 from .pages import page_files, page_titles
 from .write import write_atomic
 
-CACHE_FORMAT = 24
+CACHE_FORMAT = 25
 """The build cache's format (cache.py), kept in its companion file too: code that
 changes what the cache holds changes this, and the next build is then a full
-one, not an answer that nothing changed."""
+one, not an answer that nothing changed. So does a verification rule made stricter:
+a record the cache holds as verified is verified again."""
 QUICK_FILE = "unchanged-check.json"
 
 Listed = list[tuple[str, str, int]]

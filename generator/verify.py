@@ -65,13 +65,21 @@ def verify_document(source: SourceDocument, keyring: Keyring) -> tuple[Verdict, 
     )
 
 
+_SHOWN_WHITE_SPACE = re.compile("[\t\n\x0c\r \xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+")
+"""What the collapsed title form collapses: Unicode's White_Space characters a
+browser shows as space. Not `str.split()`'s set, which adds U+000B, U+001C to
+U+001F and U+0085: shown as nothing, they would let a title joined by them
+("A\x1fSmall\x1fPaper", read "ASmallPaper") pass as the signed one."""
+
+
 def title_matches(title: str, title_sha256: str) -> bool:
     """SPEC.md: lower-cased title, or with white space collapsed; nothing looser.
 
     The collapsed form is hashed only when the plain one does not match."""
     if sha256(title.lower().encode("utf-8")).hex() == title_sha256:
         return True
-    return sha256(" ".join(title.split()).lower().encode("utf-8")).hex() == title_sha256
+    collapsed = " ".join(word for word in _SHOWN_WHITE_SPACE.split(title) if word)
+    return sha256(collapsed.lower().encode("utf-8")).hex() == title_sha256
 
 
 class _Checker:

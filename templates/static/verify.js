@@ -130,8 +130,9 @@
     return typeof id === "string" ? id : id === undefined ? "" : show(id);
   }
 
-  /* Python's str.split() with no argument splits on these (str.isspace). */
-  const PY_WHITESPACE = /[\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+/;
+  /* verify.py's _SHOWN_WHITE_SPACE: the White_Space characters a browser shows as space
+     (not U+000B, U+001C to U+001F or U+0085, which it shows as nothing). */
+  const SHOWN_WHITE_SPACE = /[\t\n\x0c\r \xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+/;
 
   /* ------------------------------------------------------------- crypto */
 
@@ -521,7 +522,7 @@
             continue;
           }
           const plain = hex(await crypto.sha256(new TextEncoder().encode(title.toLowerCase())));
-          const collapsed = title.split(PY_WHITESPACE).filter((w) => w !== "").join(" ").toLowerCase();
+          const collapsed = title.split(SHOWN_WHITE_SPACE).filter((w) => w !== "").join(" ").toLowerCase();
           const collapsedHex = hex(await crypto.sha256(new TextEncoder().encode(collapsed)));
           if (want !== plain && want !== collapsedHex) {
             titleStep.fail(who + " does not hash to title_canon_sha256 in the signed record: it has been altered");

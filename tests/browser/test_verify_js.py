@@ -271,7 +271,20 @@ CASES: dict[str, Case] = {
         ),
         python="record",
     ),
+    "title-unicode-spaces-allowed": Case(
+        changed(
+            R, (("paper", "title"), "\u3000" + R["paper"]["title"].replace(" ", "\t\u2003\u00a0") + "\r\n")
+        ),
+        python="record",
+    ),
     # a record document, altered
+    "record-title-joined-by-invisible-separators": Case(
+        changed(R, (("paper", "title"), R["paper"]["title"].replace(" ", "\x1f", 2).replace(" ", "\x0b"))),
+        result="failed",
+        failing={"title"},
+        python="record",
+        says="has been altered",
+    ),
     "record-title-altered": Case(
         changed(R, (("paper", "title"), R["paper"]["title"] + " (revised)")),
         result="failed",

@@ -896,7 +896,15 @@ def test_title_matches_lower_cased_or_whitespace_collapsed(title: str) -> None:
 
 @pytest.mark.parametrize(
     "title",
-    ["A Small Test Paper.", "A Small Test Papér", "ASmallTestPaper", "A Small Test Paper\u00a0x"],
+    [
+        "A Small Test Paper.",
+        "A Small Test Papér",
+        "ASmallTestPaper",
+        "A Small Test Paper\u00a0x",
+        # str.split() splits on these, but a browser shows them as nothing: "ASmallTestPaper"
+        "A\x1fSmall\x1cTest\x0bPaper",
+        "A\x1dSmall\x1eTest\x85Paper",
+    ],
 )
 def test_title_refuses_anything_looser(title: str) -> None:
     assert not title_matches(title, f.title_sha256("A Small Test Paper"))
