@@ -319,10 +319,22 @@ def _count(value: Any) -> int:
 
 
 def _snapshots(pub: Publication) -> list[Any]:
+    """The merged state's graph snapshots, oldest first by the instant each was made.
+
+    The merge orders them by `created_at` as text (SPEC.md), and text order is not
+    time order (`model.utc_timestamp`): "...:30Z" sorts after "...:30.5Z". The pages
+    call the last one the newest, so they order by time; entries made at one instant,
+    or whose time is not one, keep the merge's order (a time that is not one first)."""
     if pub.bundle is None:
         return []
     found = _get(pub.bundle.state, "current", "graph_snapshots")
-    return found if isinstance(found, list) else []
+    if not isinstance(found, list):
+        return []
+    return sorted(found, key=lambda entry: _made_at(_get(entry, "created_at")))
+
+
+def _made_at(value: Any) -> str:
+    return (utc_timestamp(value) or "") if isinstance(value, str) else ""
 
 
 def _signed_paper(pub: Publication) -> tuple[dict[str, Any], Any] | None:

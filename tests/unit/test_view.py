@@ -31,6 +31,7 @@ from generator.view import (
     _fingerprint,
     compress_small,
     events,
+    graph_snapshot,
     pack_aliases,
     pack_hashes,
     paper_block,
@@ -70,6 +71,31 @@ def test_a_different_field_gives_a_different_digest(keyring: Keyring) -> None:
     one = summarize(pub, paper, b"{}", None, "ab" * 32, None)
     other = summarize(pub, paper, b"{}", None, "cd" * 32, None)
     assert one.digest != other.digest
+
+
+@pytest.mark.parametrize(
+    ("older", "newer"),
+    [
+        ("2026-07-05T01:44:30Z", "2026-07-05T01:44:30.500Z"),  # "." sorts before "Z"
+        ("2026-07-05T10:00:00+09:00", "2026-07-05T05:00:00Z"),  # 01:00 UTC, then 05:00 UTC
+    ],
+)
+def test_the_newest_snapshot_is_the_latest_in_time(older: str, newer: str, keyring: Keyring) -> None:
+    signer = factories.TEST_SIGNER
+    record = factories.canonical_record(title="Newer Small Test Paper")
+    made = [
+        factories.record_created_event(signer, record),
+        factories.graph_snapshot_event(signer, record, "newer small test paper", created_at=older),
+        factories.graph_snapshot_event(signer, record, "NEWER SMALL TEST PAPER", created_at=newer),
+    ]
+    pub = publication(factories.bundle(record=record, events=made), keyring)
+    assert pub.bundle is not None
+    merged = pub.bundle.state["current"]["graph_snapshots"]
+    assert [entry["created_at"] for entry in merged] == [newer, older]  # the merge orders them as text
+    paper, provenance = paper_block(pub)
+    assert paper["title"] == "NEWER SMALL TEST PAPER"
+    assert made[2]["event_id"] in provenance.text
+    assert graph_snapshot(pub)[0]["paper"]["title"] == "NEWER SMALL TEST PAPER"
 
 
 EMPTY_SNAPSHOT = SnapshotView(0, 0, 0, 0, 0, False, False, 0, "", "", "")
