@@ -15,6 +15,8 @@
  *   title             each title shown hashes to title_canon_sha256
  *   aliases           arXiv id, version, DOI and pith_short_* agree with the record
  *   event-N           each bundle event: content hash, event_id, subject, signer, signature
+ *   paper             a record JSON the mirror derived shows the paper details of a
+ *                     signed graph snapshot of the bundle, unaltered
  *   bundle-keys       the bundle's embedded public keys are pinned keys
  *   bundle-signature  bundle_sha256 and its signature
  *   state             the state recomputed by the merge equals the bundle's
@@ -122,6 +124,21 @@
     const out = new Uint8Array(bin.length);
     for (let k = 0; k < bin.length; k++) out[k] = bin.charCodeAt(k);
     return out;
+  }
+
+  /**
+   * Does a derived record's `paper` say only what one signed snapshot's paper says?
+   * Each field it shows must be in the snapshot: the text fields view.py copies as
+   * text (a value that is not text becomes ""), any other field as it is signed.
+   */
+  const PAPER_TEXT_FIELDS = ["title", "authors_text", "abstract_excerpt", "headline"];
+  function paperFrom(shown, signed) {
+    if (!isObject(shown)) return false;
+    return Object.keys(shown).every((name) => {
+      if (!has(signed, name)) return false;
+      if (PAPER_TEXT_FIELDS.includes(name)) return shown[name] === (typeof signed[name] === "string" ? signed[name] : "");
+      return C.canonicalEqual(shown[name], signed[name]);
+    });
   }
 
   /** An event's id as merge.py keys it: str(event.get("event_id", "")). */
@@ -608,6 +625,31 @@
       if (reason) invalid.set(idOf(event), reason);
       if (!s.problems.length) {
         s.passText = s.unsupported ? "signed by a pinned key" : "hash and signature verify";
+      }
+    }
+
+    // paper: a record JSON the mirror derived may show only the paper of a signed graph
+    // snapshot of the bundle (render.py takes the newest; any signed one is the resolver's words)
+    if (!docs.recordSigned) {
+      const paperStep = step("paper", "Paper details");
+      const signedPapers = events
+        .filter((e) => get(e, "event_type") === "graph_snapshot" && !invalid.has(idOf(e)))
+        .map((e) => [idOf(e), get(get(get(e, "payload"), "graph_snapshot"), "paper")])
+        .filter(([, paper]) => isObject(paper));
+      const shown = get(record, "paper");
+      if (shown === undefined) {
+        paperStep.passText = signedPapers.length
+          ? "the record JSON shows no paper details (the bundle's signed snapshots hold them)"
+          : "no signed graph snapshot holds paper details, and the record JSON shows none";
+      } else {
+        const from = signedPapers.find(([, signed]) => paperFrom(shown, signed));
+        if (from === undefined) {
+          paperStep.fail(
+            "the record JSON's paper details (title, authors, abstract) are not those of any signed graph snapshot in the bundle: they have been altered"
+          );
+        } else {
+          paperStep.passText = "the paper details are those signed in event " + from[0];
+        }
       }
     }
 

@@ -235,8 +235,10 @@ def test_bundle_and_derived_record_verify(page, site):
     result, steps, _ = verify(page, f"{site}/pith/{Z5NA}/")
     assert result == "verified", steps
     ids = [s[0] for s in steps]
-    assert ids[-5:] == ["event-0", "event-1", "bundle-keys", "bundle-signature", "state"]
+    assert ids[-6:] == ["event-0", "event-1", "paper", "bundle-keys", "bundle-signature", "state"]
     assert all(ok == "true" for _, ok, _ in steps)
+    paper = dict((s[0], s[2]) for s in steps)["paper"]
+    assert "Paper details: the paper details are those signed in event sha256:" in paper
     assert page.problems == []
 
 

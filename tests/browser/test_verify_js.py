@@ -36,7 +36,7 @@ REAL_BUNDLE = json.loads(BUNDLE_FILE.read_bytes())
 TEST_KEYS = json.dumps([factories.TEST_SIGNER.key_entry()]).encode()
 
 RECORD_STEPS = ["load", "keys", "canonical-hash", "pith-number", "receipt-signature", "title", "aliases"]
-BUNDLE_STEPS = [*RECORD_STEPS, "event-0", "event-1", "bundle-keys", "bundle-signature", "state"]
+BUNDLE_STEPS = [*RECORD_STEPS, "event-0", "event-1", "paper", "bundle-keys", "bundle-signature", "state"]
 
 
 def derived_record(bundle: dict[str, Any], derived_by: Any = None) -> dict[str, Any]:
@@ -209,7 +209,15 @@ def factory_cases() -> dict[str, Case]:
             attacker_bundle,
             signed=False,
             result="failed",
-            failing={"receipt-signature", "event-0", "event-1", "bundle-keys", "bundle-signature", "state"},
+            failing={
+                "receipt-signature",
+                "event-0",
+                "event-1",
+                "paper",
+                "bundle-keys",
+                "bundle-signature",
+                "state",
+            },
             python="bundle",
             says="not pinned key test-key-2026's",
             **common,
@@ -219,7 +227,7 @@ def factory_cases() -> dict[str, Case]:
             impostor_bundle,
             signed=False,
             result="failed",
-            failing={"receipt-signature", "event-0", "event-1", "bundle-signature", "state"},
+            failing={"receipt-signature", "event-0", "event-1", "paper", "bundle-signature", "state"},
             python="bundle",
             says="does not verify with the pinned key test-key-2026",
             **common,
@@ -251,6 +259,33 @@ CASES: dict[str, Case] = {
     ),
     "derived-record-says-derived-by-as-a-string": Case(
         derived_record(B, derived_by="pith-mirror"), B, BSTATE, signed=False
+    ),
+    "derived-record-authors-altered": Case(
+        changed(DERIVED, (("paper", "authors_text"), "Mallory Forger")),
+        B,
+        BSTATE,
+        signed=False,
+        result="failed",
+        failing={"paper"},
+        says="are not those of any signed graph snapshot",
+    ),
+    "derived-record-headline-altered": Case(
+        changed(DERIVED, (("paper", "headline"), "Proves P = NP")),
+        B,
+        BSTATE,
+        signed=False,
+        result="failed",
+        failing={"paper"},
+        says="have been altered",
+    ),
+    "derived-record-paper-field-added": Case(
+        changed(DERIVED, (("paper", "retracted"), True)),
+        B,
+        BSTATE,
+        signed=False,
+        result="failed",
+        failing={"paper"},
+        says="have been altered",
     ),
     "derived-record-copied-receipt-altered": Case(
         changed(DERIVED, (("receipt", "signed_at"), "2030-01-01T00:00:00Z")),
@@ -422,7 +457,7 @@ CASES: dict[str, Case] = {
         BSTATE,
         signed=False,
         result="failed",
-        failing={"title", "event-1", "bundle-signature", "state"},
+        failing={"title", "event-1", "paper", "bundle-signature", "state"},
         python="bundle",
     ),
     "bundle-event-signature-flipped": Case(
@@ -458,7 +493,7 @@ CASES: dict[str, Case] = {
         BSTATE,
         signed=False,
         result="failed",
-        failing={"event-1", "bundle-signature", "state"},
+        failing={"event-1", "paper", "bundle-signature", "state"},
         python="bundle",
     ),
     "bundle-embedded-key-replaced": Case(
@@ -540,7 +575,7 @@ CASES: dict[str, Case] = {
         BSTATE,
         signed=False,
         result="failed",
-        failing={"title"},
+        failing={"title", "paper"},
     ),
     # browsers without Ed25519 (or without Web Crypto at all, on plain HTTP)
     "no-ed25519-record": Case(R, crypto="no-ed25519", result="unsupported"),
