@@ -85,7 +85,8 @@
   /* ---------------------------------------------------------------- page */
 
   function sitePath(value) {
-    return typeof value === "string" && value.charAt(0) === "/" && value.charAt(1) !== "/" && value.indexOf("\\") < 0 ? value : null;
+    // A URL parser drops tabs and line breaks anywhere ("/\t/host" is "//host"): no control character passes
+    return typeof value === "string" && /^\/(?![\/\\])[^\\\x00-\x1f\x7f]*$/.test(value) ? value : null;
   }
 
   function siteBase(doc) {
@@ -149,7 +150,7 @@
     root.location.replace(target);
   }
 
-  const api = { encodeValue: encodeValue, parseQuery: parseQuery, lookupPath: lookupPath, normalizeValue: normalizeValue, KINDS: KINDS };
+  const api = { sitePath: sitePath, encodeValue: encodeValue, parseQuery: parseQuery, lookupPath: lookupPath, normalizeValue: normalizeValue, KINDS: KINDS };
   if (typeof module === "object" && module && module.exports) module.exports = api;
   if (root) {
     root.PithResolve = api;

@@ -217,7 +217,8 @@
 
   /** Only same-site absolute paths become links (never javascript: or other hosts). */
   function sitePath(value) {
-    return typeof value === "string" && value.charAt(0) === "/" && value.charAt(1) !== "/" && value.indexOf("\\") < 0 ? value : null;
+    // A URL parser drops tabs and line breaks anywhere ("/\t/host" is "//host"): no control character passes
+    return typeof value === "string" && /^\/(?![\/\\])[^\\\x00-\x1f\x7f]*$/.test(value) ? value : null;
   }
 
   async function fetchJson(url) {
@@ -317,7 +318,7 @@
     if (input.value) run();
   }
 
-  const api = { queryTokens: queryTokens, queryPieces: queryPieces, shardKey: shardKey, SearchIndex: SearchIndex, MAX_RESULTS: MAX_RESULTS };
+  const api = { sitePath: sitePath, queryTokens: queryTokens, queryPieces: queryPieces, shardKey: shardKey, SearchIndex: SearchIndex, MAX_RESULTS: MAX_RESULTS };
   if (typeof module === "object" && module && module.exports) module.exports = api;
   if (root) {
     root.PithSearch = api;

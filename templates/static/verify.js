@@ -956,7 +956,8 @@
 
   /** Only same-site absolute paths: a data attribute must not send us elsewhere. */
   function sitePath(value) {
-    return typeof value === "string" && value.charAt(0) === "/" && value.charAt(1) !== "/" && value.indexOf("\\") < 0 ? value : null;
+    // A URL parser drops tabs and line breaks anywhere ("/\t/host" is "//host"): no control character passes
+    return typeof value === "string" && /^\/(?![\/\\])[^\\\x00-\x1f\x7f]*$/.test(value) ? value : null;
   }
 
   async function fetchFile(path) {
@@ -1078,6 +1079,7 @@
     decodeBase64: decodeBase64,
     sha256Fallback: sha256Fallback,
     firstDifference: firstDifference,
+    sitePath: sitePath,
   };
   if (typeof module === "object" && module && module.exports) module.exports = api;
   if (root) {

@@ -50,3 +50,25 @@ def test_scripts_load_as_classic_scripts(run_node):
     assert {"encodeValue", "parseQuery"} <= set(exposed["PithResolve"])
     assert exposed["sample"] == '{"a":[10],"b":1.0}'
     assert exposed["encoded"] == "a~20b/~2E~2E"
+
+
+ON_SITE = ["/", "/pith/Z5NAPRQP/", "/search/terms/ab.json", "/a page/x.html"]
+OFF_SITE = [
+    "//evil.example/x",
+    "/\\evil.example/x",
+    "/\t/evil.example/x",  # a URL parser drops the tab: "//evil.example/x"
+    "/\n/evil.example/x",
+    "/\r\n/evil.example/x",
+    "/pith/\x00x",
+    "https://evil.example/",
+    "pith/relative",
+    "",
+]
+
+
+def test_paths_from_site_data_stay_on_the_site(run_node):
+    """Each script follows a path from the site's JSON only when a browser would read it
+    as a path on this site: no scheme, no second slash or backslash, no control character."""
+    answer = run_node("run_site_path.js", ON_SITE + OFF_SITE)
+    for name, results in answer.items():
+        assert results == ON_SITE + [None] * len(OFF_SITE), name
