@@ -4,8 +4,11 @@ lower-cased, traversal refused."""
 
 from __future__ import annotations
 
+import html
 import json
 import re
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -467,3 +470,31 @@ def sorted_bodies(project: Project) -> list[str]:
     """The record bodies in the listings' order (newest first)."""
     rows = json.loads(project.read("search/records/0.json"))
     return [row[0].rsplit(":", 1)[1] for row in rows]
+
+
+def _shell_snippets(page: str) -> list[str]:
+    """The Python programs of the record page's "Verify this Pith Number yourself" lines."""
+    section = page[page.index('id="shell-h"') :]
+    section = section[: section.index("</section>")]
+    text = html.unescape(re.sub(r"<[^>]+>", "", section))
+    return re.findall(r'python3 -c "(.*?)"$', text, re.M)
+
+
+def test_the_shell_lines_on_a_record_page_recompute_its_hash_and_signature(project: Project) -> None:
+    """Run as a reader would, on the record JSON the page names: numbers no tool between
+    curl and Python may round (an integer beyond 2**53, a float written 1.0) still hash."""
+    record = f.canonical_record(title="Shell Lines")
+    record["metadata"]["page_count"] = 12345678901234567891
+    record["metadata"]["ratio"] = 1.0
+    doc = f.record_document(record=record, title="Shell Lines")
+    project.add("r.json", doc)
+    assert project.build().published == 1
+    body = f.pith_body(record)
+    page = (project.site / "pith" / f"{body}.html").read_text("utf-8")
+    hashing, signature = _shell_snippets(page)
+    served = (project.site / "pith" / f"{body}.json").read_bytes()
+    digest = f.canonical_sha256(record)
+    for program, expected in ((hashing, digest), (signature, f"signature verifies {digest}")):
+        ran = subprocess.run([sys.executable, "-c", program], input=served, capture_output=True, timeout=60)
+        assert ran.returncode == 0, ran.stderr
+        assert ran.stdout.decode().strip() == expected
