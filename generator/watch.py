@@ -367,11 +367,23 @@ class Rebuilder:
         """Begin watching and rebuilding in the background."""
         if self._thread is not None:
             raise RuntimeError("already started")
-        self._observer = Observer()
-        self._observer.daemon = True
-        with self._building:
-            self._sync_watches()
-        self._observer.start()
+        try:
+            self._observer = Observer()  # (the inotify instance is made here, or by start())
+            self._observer.daemon = True
+            with self._building:
+                self._sync_watches()
+            self._observer.start()
+        except OSError as exc:
+            observer, self._observer = self._observer, None
+            if observer is not None:
+                with contextlib.suppress(OSError, RuntimeError):  # (the folders it did start watching)
+                    observer.stop()
+            raise ConfigError(
+                "watch",
+                f"cannot watch the inputs for changes ({exc.strerror or exc}): raise the system's"
+                " inotify limits (fs.inotify.max_user_instances, fs.inotify.max_user_watches),"
+                " or build without watching (serve --no-watch, build without --watch)",
+            ) from None
         self._thread = threading.Thread(target=self._loop, name="pith-mirror-rebuild", daemon=True)
         self._thread.start()
 

@@ -143,3 +143,53 @@ def test_serve_never_serves_a_folder_the_build_refuses(workspace: Workspace, sit
     assert said in result.stderr
     assert "Serving" not in result.stdout
     assert "Traceback" not in result.stderr
+
+
+def _limited(*argv: str) -> list[str]:
+    """argv run with no inotify instance to be had, as on a machine whose limit is used up
+    (a user namespace of its own sets the limit without changing the machine's)."""
+    probe = subprocess.run(
+        ["unshare", "--user", "--map-root-user", "sh", "-c", "echo 0 > /proc/sys/user/max_inotify_instances"],
+        capture_output=True,
+    )
+    if probe.returncode != 0:
+        pytest.skip("cannot set an inotify limit in a user namespace here")
+    script = 'echo 0 > /proc/sys/user/max_inotify_instances && exec "$@"'
+    return [
+        "unshare",
+        "--user",
+        "--map-root-user",
+        "sh",
+        "-c",
+        script,
+        "sh",
+        sys.executable,
+        "-m",
+        "generator",
+        *argv,
+    ]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["serve", "--port", "0", "--jobs", "1", "content", "site"],
+        ["build", "--watch", "--jobs", "1", "content", "site"],
+    ],
+    ids=["serve", "build-watch"],
+)
+def test_watching_beyond_the_inotify_limit_is_a_usage_error(workspace: Workspace, argv: list[str]) -> None:
+    """It was a traceback from watchdog (OSError: inotify instance limit reached)."""
+    workspace.add(SEED_RECORD)
+    result = subprocess.run(
+        _limited(*argv),
+        cwd=workspace.root,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert "pith-mirror: configuration: watch: cannot watch the inputs for changes (" in result.stderr
+    assert "--no-watch" in result.stderr
+    assert "Traceback" not in result.stderr
