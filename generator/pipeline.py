@@ -63,7 +63,7 @@ from .model import BuildReport, number_body
 from .pages import skipped_pages
 from .reconcile import Candidate, Choice, select
 from .sitewide_write import PaperPages, SitewideStage
-from .unchanged import Listed, Look, Unchanged, content_files, look, stat_key
+from .unchanged import Listed, Look, Unchanged, content_files, content_top, look, stat_key
 from .view import fork_notes
 from .workers import (
     Examined,
@@ -422,7 +422,7 @@ class _Build:
     def examine_content(self) -> tuple[dict[str, FileEntry], dict[str, Examined], list[str]]:
         content = self.config.content
         previous = self.cache.files if self.cache else {}
-        top = f"{content.name}/"
+        top = content_top(content)
         listed: Iterable[tuple[str, str, int | None]]
         if self.hints is not None:  # every name not hinted at is as it was
             entries = dict(previous)

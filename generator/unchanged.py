@@ -239,8 +239,15 @@ def content_files(content: Path) -> Iterator[tuple[str, str]]:
     """(path, name) of every document in `content`, named as the build cache and
     rejections name them: the folder's own name, then the path within it
     ("content/a/b.json")."""
-    top = f"{content.name}/"
+    top = content_top(content)
     return ((path, top + rel) for path, rel in discover_names(content))
+
+
+def content_top(content: Path) -> str:
+    """The start of every document's name: the content folder's own name and a slash,
+    as the watcher names changed files too. Not `content.name`, which is "" for "."
+    and ".." for ".." (the watcher's hints then named no document)."""
+    return os.path.basename(os.path.abspath(content)) + "/"
 
 
 _U64 = (1 << 64) - 1

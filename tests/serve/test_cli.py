@@ -81,6 +81,30 @@ def test_build_watch_rebuilds_until_ctrl_c(workspace: Workspace, running: list[R
     assert "Traceback" not in err
 
 
+@pytest.mark.parametrize("spelling", ["..", "."])
+def test_a_content_folder_named_by_dots_is_rebuilt_once_a_change(
+    workspace: Workspace, running: list[Running], spelling: str
+) -> None:
+    """The watcher named a new file 'content/x.json' and the build 'content/../x.json'
+    ('/x.json' for '.'): the hinted build found nothing changed, and a second build,
+    for a change "without an event", published the file."""
+    workspace.add(SEED_RECORD)
+    here = workspace.content / "sub" if spelling == ".." else workspace.content
+    here.mkdir(exist_ok=True)
+    process = Running(["build", "--watch", "--jobs", "1", spelling, str(workspace.site)], here)
+    running.append(process)
+    process.wait_for_line(r"Watching .* Ctrl-C to stop")
+
+    workspace.add(SEED_BUNDLE)
+    process.wait_for_line(
+        rf"content/{re.escape(SEED_BUNDLE.name)} created -> published 2, refused 0 file\(s\)"
+    )
+    code, out, err = process.interrupt()
+    assert code in (0, 130), err
+    assert "without an event" not in out + err
+    assert "Traceback" not in err
+
+
 @pytest.mark.parametrize("command", [["build", "--watch"], ["serve", "--port", "0", "--no-watch"]])
 def test_clean_makes_the_first_build_a_full_one(
     workspace: Workspace, running: list[Running], command: list[str]
