@@ -141,6 +141,8 @@ def resolve(site: Path, url_path: str, base_path: str = "/") -> Lookup:
     found = _segments(url_path, base_path)
     if isinstance(found, Lookup):
         return found
+    if os.path.islink(site):  # (swapped in while serving: refused at start, and by every build)
+        return Lookup(HTTPStatus.NOT_FOUND)
     root = os.path.realpath(site)
     for name in candidates(found):
         target = os.path.join(root, *name.split("/"))
@@ -155,9 +157,13 @@ def resolve(site: Path, url_path: str, base_path: str = "/") -> Lookup:
 
 
 def read_inside(file: Path) -> bytes | None:
-    """The bytes of a regular file, not following a link swapped in since `resolve`; None if gone."""
+    """The bytes of a regular file, not following a link swapped in since `resolve`, nor
+    waiting on a FIFO swapped in (opened without blocking, then refused); None if gone."""
+    flags = (
+        os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    )
     try:
-        fd = os.open(file, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0))
+        fd = os.open(file, flags)
     except OSError:
         return None
     with os.fdopen(fd, "rb") as handle:

@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import socket
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import pytest
 
 from generator.keys import Keyring
 from generator.pipeline import build
-from generator.serve import LIVE_RELOAD_TAG, candidates, inject_live_reload, resolve
+from generator.serve import LIVE_RELOAD_TAG, candidates, inject_live_reload, read_inside, resolve
 from generator.watch import Counter
 
 from .conftest import BUNDLE_PAGE, RECORD_PAGE, SEED_BUNDLE, SEED_RECORD, TEMPLATES, Preview, Workspace
@@ -273,6 +274,35 @@ def test_resolve_order_and_refusals(tmp_path: Path) -> None:
     assert resolve(site, "/c").status == 404
     assert resolve(site, "/%2e%2e/x").status == 403
     assert resolve(site, "/%ff").status == 400
+
+
+def test_a_site_folder_swapped_for_a_link_is_not_followed(tmp_path: Path) -> None:
+    """A SITE that is a link is refused when serve starts; one swapped in while it runs
+    served the files of wherever it pointed."""
+    site, outside = tmp_path / "site", tmp_path / "outside"
+    site.mkdir()
+    (site / "index.html").write_text("mirror")
+    outside.mkdir()
+    (outside / "secret.txt").write_text("secret")
+    assert resolve(site, "/").status == 200
+    site.rename(tmp_path / "site.old")
+    site.symlink_to(outside, target_is_directory=True)
+    assert resolve(site, "/secret.txt").status == 404
+    assert resolve(site, "/").status == 404
+
+
+def test_a_fifo_is_read_as_nothing_without_waiting(tmp_path: Path) -> None:
+    fifo = tmp_path / "x.html"
+    os.mkfifo(fifo)
+    answers: list[bytes | None] = []
+    reader = threading.Thread(target=lambda: answers.append(read_inside(fifo)), daemon=True)
+    reader.start()
+    reader.join(10)
+    if reader.is_alive():  # (a blocking open waits for a writer: give it one, so the thread ends)
+        with open(fifo, "wb"):
+            pass
+        pytest.fail("read_inside waited on a FIFO")
+    assert answers == [None]
 
 
 def test_a_request_target_that_is_no_url_gets_400(served: Preview) -> None:
