@@ -325,48 +325,49 @@ JSON_TYPE_NAMES: dict[type, str] = {
 }
 
 
+def _rejection(code: Code, message: str, where: str = "") -> RejectionError:
+    """A refusal with its code, message and JSON pointer, to raise."""
+    return RejectionError(Problem(code, where, message))
+
+
 def _decode_text(raw: bytes, too_deep: str) -> tuple[Any, str]:
     """Strict JSON of any shape, with the text it was decoded from: plain UTF-8
     with no byte-order mark, no key twice in one object, no NaN or Infinity,
     nothing after the value. RejectionError otherwise; `too_deep` says what
     nesting past Python's recursion limit is."""
-
-    def fail(code: Code, message: str, where: str = "") -> RejectionError:
-        return RejectionError(Problem(code, where, message))
-
     if raw.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")):
-        raise fail(Code.JSON_BOM, "file starts with a byte-order mark; Pith JSON is plain UTF-8")
+        raise _rejection(Code.JSON_BOM, "file starts with a byte-order mark; Pith JSON is plain UTF-8")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise fail(Code.JSON_INVALID_UTF8, f"invalid UTF-8 at byte {exc.start}") from None
+        raise _rejection(Code.JSON_INVALID_UTF8, f"invalid UTF-8 at byte {exc.start}") from None
     start = len(text) - len(text.lstrip(" \t\r\n"))
     if start == len(text):
-        raise fail(Code.JSON_INVALID, "file is empty")
+        raise _rejection(Code.JSON_INVALID, "file is empty")
     try:
         value, end = _DECODER.raw_decode(text, start)
     except _DuplicateKey:
         found = _find_duplicate(text)
         if found is None:  # (what follows the duplicate cannot even be decoded to find it)
-            raise fail(Code.JSON_DUPLICATE_KEY, "a key appears twice in one object") from None
+            raise _rejection(Code.JSON_DUPLICATE_KEY, "a key appears twice in one object") from None
         where, key = found
-        raise fail(Code.JSON_DUPLICATE_KEY, f"key {key!r} appears twice in one object", where) from None
+        raise _rejection(Code.JSON_DUPLICATE_KEY, f"key {key!r} appears twice in one object", where) from None
     except _NonFinite as exc:
-        raise fail(Code.JSON_NON_FINITE, f"{exc.args[0]} is not a finite JSON number") from None
+        raise _rejection(Code.JSON_NON_FINITE, f"{exc.args[0]} is not a finite JSON number") from None
     except RecursionError:
-        raise fail(Code.JSON_TOO_DEEP, too_deep) from None
+        raise _rejection(Code.JSON_TOO_DEEP, too_deep) from None
     except json.JSONDecodeError as exc:
         # (json's messages end "... at" before the position it leaves out: the line and column say it)
         reason = exc.msg.lower().removesuffix(" at")
-        raise fail(Code.JSON_INVALID, f"line {exc.lineno} column {exc.colno}: {reason}") from None
+        raise _rejection(Code.JSON_INVALID, f"line {exc.lineno} column {exc.colno}: {reason}") from None
     except ValueError as exc:  # e.g. an integer longer than Python's digit limit
         message = str(exc)
         if "integer string conversion" in message:
             limit = sys.get_int_max_str_digits()
             message = f"an integer has more than {limit:,} digits, more than any Pith document holds"
-        raise fail(Code.JSON_INVALID, message) from None
+        raise _rejection(Code.JSON_INVALID, message) from None
     if text[end:].strip(" \t\r\n"):
-        raise fail(Code.JSON_TRAILING_DATA, f"unexpected data after the JSON value at character {end}")
+        raise _rejection(Code.JSON_TRAILING_DATA, f"unexpected data after the JSON value at character {end}")
     return value, text
 
 
@@ -384,20 +385,16 @@ def parse_json(data: bytes) -> Any:
 
 def _decode_strict(raw: bytes, limits: Limits) -> dict[str, Any]:
     value, text = _decode_text(raw, f"nesting is deeper than {limits.max_depth} levels")
-
-    def fail(code: Code, message: str, where: str = "") -> RejectionError:
-        return RejectionError(Problem(code, where, message))
-
     if not isinstance(value, dict):
-        raise fail(Code.JSON_NOT_OBJECT, f"the top level is {json_type_name(value)}, not an object")
+        raise _rejection(Code.JSON_NOT_OBJECT, f"the top level is {json_type_name(value)}, not an object")
     too_deep = first_too_deep(value, limits.max_depth)
     if too_deep is not None:
-        raise fail(Code.JSON_TOO_DEEP, f"nesting is deeper than {limits.max_depth} levels", too_deep)
+        raise _rejection(Code.JSON_TOO_DEEP, f"nesting is deeper than {limits.max_depth} levels", too_deep)
     if _SURROGATE_ESCAPE.search(text):
         lone = first_lone_surrogate(value)
         if lone is not None:
             where, what = lone
-            raise fail(
+            raise _rejection(
                 Code.JSON_INVALID_UTF8,
                 f"{what} holds a \\u escape of a lone surrogate, which has no UTF-8 (so no canonical) form",
                 where,

@@ -67,6 +67,7 @@ from .errors import BuildError, ConfigError, Rejection, printable
 from .keys import Keyring
 from .load import is_ignored_name, shown_name
 from .model import BuildReport
+from .unchanged import content_top
 
 BuildFn = Callable[[SiteConfig, Keyring], BuildReport]
 
@@ -221,8 +222,8 @@ class Scope:
         """A short name for messages, as rejections name files: 'content/x.json'."""
         path = os.path.abspath(path)
         for root, _kind in self.trees:
-            if _inside(path, root) and path != root:
-                return Path(os.path.basename(root), os.path.relpath(path, root)).as_posix()
+            if _inside(path, root) and path != root:  # (as the build names documents)
+                return content_top(Path(root)) + Path(os.path.relpath(path, root)).as_posix()
         here = os.getcwd()
         return Path(os.path.relpath(path, here)).as_posix() if _inside(path, here) else path
 

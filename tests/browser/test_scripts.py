@@ -70,5 +70,6 @@ def test_paths_from_site_data_stay_on_the_site(run_node):
     """Each script follows a path from the site's JSON only when a browser would read it
     as a path on this site: no scheme, no second slash or backslash, no control character."""
     answer = run_node("run_site_path.js", ON_SITE + OFF_SITE)
+    assert set(answer) == {"verify.js", "search.js", "resolve.js"}
     for name, results in answer.items():
         assert results == ON_SITE + [None] * len(OFF_SITE), name
