@@ -85,9 +85,12 @@ def settings_from(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def print_rejections(rejections: tuple[Rejection, ...]) -> None:
-    for rejection in sorted(rejections):
-        print(rejection.line(), file=sys.stderr)
+def print_rejections(rejections: tuple[Rejection, ...], keyring: Keyring, report_path: Path) -> None:
+    """Refusals grouped by cause (`causes.py`): a few files each, all of them in the report."""
+    from .causes import by_cause, pinned_names, terminal_lines
+
+    for line in terminal_lines(by_cause(rejections, pinned_names(keyring)), report_path.as_posix()):
+        print(line, file=sys.stderr)
 
 
 def summary_line(report: Any) -> str:
@@ -110,7 +113,7 @@ def run_build(args: argparse.Namespace) -> int:
     # whole build, and the code that renders a site is never imported.
     seen = look(config, keyring, quick=not args.clean)
     report = seen.report or _build(args, config, keyring, seen)
-    print_rejections(report.rejections)
+    print_rejections(report.rejections, keyring, config.site / "report.json")
     if not args.quiet:
         for note in report.notes:
             print(f"note: {note}", file=sys.stderr)
