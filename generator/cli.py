@@ -53,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # (for the command a build suggests next)
     try:
         code: int = args.handler(args) if hasattr(args, "handler") else run_verify(args)
         sys.stdout.flush()  # (a reader that went away is found here, not at exit)

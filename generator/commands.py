@@ -7,6 +7,8 @@ is presentation only: stages return values, these functions print them.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -117,8 +119,22 @@ def run_build(args: argparse.Namespace) -> int:
     if not args.quiet:
         for note in report.notes:
             print(f"note: {note}", file=sys.stderr)
-    print(summary_line(report) + f" -> {config.site}")
+    print(summary_line(report) + f" -> {config.site}; to view it: {view_command(args)}")
     return EXIT_REJECTED if report.rejections else EXIT_OK
+
+
+def view_command(args: argparse.Namespace) -> str:
+    """The `serve` command that shows the site just built: this build's own words with
+    `serve` for `build` (the same folders, keys and settings), and the program as it was
+    started when that is inside the folder it runs in (`.venv/bin/pith-mirror`, which
+    works before the environment is activated)."""
+    shown = "pith-mirror"
+    program = Path(sys.argv[0])
+    if program.name == "pith-mirror":
+        with contextlib.suppress(ValueError, OSError):
+            shown = program.absolute().relative_to(Path.cwd()).as_posix()
+    words = list(getattr(args, "argv", None) or ["build"])
+    return shlex.join([shown, "serve", *words[1:]])
 
 
 def _build(args: argparse.Namespace, config: SiteConfig, keyring: Keyring, seen: Look) -> BuildReport:

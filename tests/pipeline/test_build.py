@@ -72,6 +72,7 @@ def test_exit_0_and_the_summary_line(cli: Project, capsys: pytest.CaptureFixture
     published, refused, written = map(int, match.groups())
     assert (published, refused) == (2, 0)
     assert written == len(tree(cli.site))
+    assert lines[-1].endswith(" -> site; to view it: pith-mirror serve --jobs 1")  # (serve, same options)
     assert (cli.site / f"pith/{RECORD_BODY}.html").is_file()
     assert (cli.site / f"pith/{BUNDLE_BODY}/bundle.json").is_file()
 
