@@ -160,6 +160,27 @@ def newest_first(summaries: Iterable[Summary]) -> list[Summary]:
     return sorted(summaries, key=lambda s: (s.submitted_at[:-1], s.pith_number), reverse=True)
 
 
+PAGE_WINDOW = 2
+"""Pages named on either side of the current one in a listing's pager."""
+
+
+def page_links(path: str, number: int, pages: int) -> list[tuple[int | None, str | None]]:
+    """A listing's page numbers: (page, its path, None for the page itself), the first
+    and last always, PAGE_WINDOW either side of `number`, and (None, None) for a gap.
+    So a reader of 60 pages reaches any of them in a few clicks, not 59 "Older"."""
+    if pages <= 1:
+        return []
+    shown = {1, pages, *range(max(1, number - PAGE_WINDOW), min(pages, number + PAGE_WINDOW) + 1)}
+    shown |= {n + 1 for n in shown if n + 2 in shown}  # (a gap of one page: the page itself)
+    links: list[tuple[int | None, str | None]] = []
+    for n in sorted(shown):
+        if links and links[-1][0] is not None and n - (links[-1][0] or 0) > 1:
+            links.append((None, None))
+        href = None if n == number else (path if n == 1 else f"{path}/page/{n}".lstrip("/"))
+        links.append((n, href))
+    return links
+
+
 def listing_pages(
     env: Environment,
     path: str,
@@ -183,6 +204,7 @@ def listing_pages(
             "total": len(records),
             "prev": None if number == 1 else (path if number == 2 else f"{prefix}page/{number - 1}"),
             "next": None if number == pages else f"{prefix}page/{number + 1}",
+            "page_links": page_links(path, number, pages),
             **extra,
         }
         key = fingerprint(heading, number, pages, len(records), extra_key, *(s.digest for s in chunk))
@@ -201,6 +223,7 @@ LISTED_FIELDS = (
     "authors",
     "submitted_at",
     "primary_cat",
+    "cross_cats",
     "source_kind",
     "source_id",
     "source_version",
