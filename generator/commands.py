@@ -58,6 +58,12 @@ def add_site_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--clean", action="store_true", help="ignore the build cache: a full build")
     parser.add_argument("--quiet", action="store_true", help="print only the summary line and problems")
+    parser.add_argument(
+        "--relative",
+        action="store_true",
+        default=None,
+        help="links relative to each page, so the site opens from disk (always a full build)",
+    )
 
 
 def port_number(text: str) -> int:
@@ -83,6 +89,7 @@ def settings_from(args: argparse.Namespace) -> dict[str, Any]:
         "primary_url": args.primary_url,
         "cname": args.cname,
         "checksums": True if args.checksums or args.mirror_key else None,
+        "relative": args.relative,
         "mirror_key": args.mirror_key,
     }
 
@@ -119,7 +126,8 @@ def run_build(args: argparse.Namespace) -> int:
     if not args.quiet:
         for note in report.notes:
             print(f"note: {note}", file=sys.stderr)
-    print(summary_line(report) + f" -> {config.site}; to view it: {view_command(args)}")
+    opened = f"open {(config.site / 'index.html').as_posix()}, or " if config.relative else ""
+    print(summary_line(report) + f" -> {config.site}; to view it: {opened}{view_command(args)}")
     return EXIT_REJECTED if report.rejections else EXIT_OK
 
 
