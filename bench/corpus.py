@@ -4,15 +4,22 @@ Each bundle has the shape of a real resolver bundle (record_created and
 graph_snapshot events, six aliases, the merged state, a bundle signature),
 signed with a fixed benchmark key. Titles, authors and abstracts come from a
 seeded random generator, so the same N always gives the same bytes.
+
+Run alone, it writes N such bundles into a folder's content/ and the key that
+signed them into bench-keys.json beside it: a corpus to try the mirror on, such
+as `pith-mirror build --keys OUT/bench-keys.json OUT/content OUT/site`, or
+without `--keys`, to see thousands of files refused for one cause.
 """
 
 from __future__ import annotations
 
+import argparse
 import base64
 import functools
 import hashlib
 import json
 import random
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -294,3 +301,33 @@ def sign_bundle(bundle: dict[str, Any], signed_at: str) -> bytes:
 
 def write_keys(path: Path) -> None:
     path.write_text(json.dumps([key_entry()], indent=2) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="bench/corpus.py",
+        description=__doc__.split("\n\n")[0],
+        epilog=__doc__.split("\n\n")[2],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--records", type=int, required=True, metavar="N", help="how many signed bundles")
+    parser.add_argument(
+        "out", type=Path, metavar="OUT", help="a new or empty folder for content/ and bench-keys.json"
+    )
+    args = parser.parse_args(argv)
+    if args.records < 1:
+        parser.error("--records must be at least 1")
+    content = args.out / "content"
+    if content.exists() and any(content.iterdir()):
+        parser.error(f"{content} is not empty: the corpus goes into a new folder")
+    content.mkdir(parents=True, exist_ok=True)
+    for index in range(args.records):
+        body, data = make_bundle(index)
+        (content / f"{body}.bundle.json").write_bytes(data)
+    write_keys(args.out / "bench-keys.json")
+    print(f"{args.records:,} bundles in {content}, signed by the key in {args.out / 'bench-keys.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -53,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # (for the command a build suggests next)
     try:
         code: int = args.handler(args) if hasattr(args, "handler") else run_verify(args)
         sys.stdout.flush()  # (a reader that went away is found here, not at exit)
@@ -87,6 +88,7 @@ def load_keys(path: Path | None) -> Any:
 
 
 def run_verify(args: argparse.Namespace) -> int:
+    from .causes import by_cause, cause_of, pinned_names
     from .config import check_max_bytes
     from .examine import examine
     from .load import NOT_UTF8_NAME, Limits, discover, is_utf8, shown_name
@@ -114,6 +116,10 @@ def run_verify(args: argparse.Namespace) -> int:
         verdict, _verified, _source = examine(file_path, name, root, keyring, limits)
         results.append(verdict)
     rejected = [v for v in results if not v.ok]
+    problems = {
+        v.file: [Rejection(v.file, p.pointer, p.code, p.message) for p in v.problems] for v in rejected
+    }
+    causes = {file: cause_of(found) for file, found in problems.items()}
     if args.json:
         print(
             json.dumps(
@@ -124,11 +130,16 @@ def run_verify(args: argparse.Namespace) -> int:
                             "kind": v.kind,
                             "pith_number": v.pith_number,
                             "ok": v.ok,
-                            "errors": [
-                                Rejection(v.file, p.pointer, p.code, p.message).as_json() for p in v.problems
-                            ],
+                            "errors": [r.as_json() for r in problems.get(v.file, ())],
+                            "cause": causes[v.file].as_json() if v.file in causes else None,
                         }
                         for v in results
+                    ],
+                    "causes": [
+                        c.as_json()
+                        for c in by_cause(
+                            (r for found in problems.values() for r in found), pinned_names(keyring)
+                        )
                     ],
                     "summary": {
                         "checked": len(results),
@@ -143,7 +154,10 @@ def run_verify(args: argparse.Namespace) -> int:
     else:
         for v in results:
             word = "verified" if v.ok else "REJECTED"
-            first = "" if v.ok else f"  {v.problems[0].code.value}: {v.problems[0].message}"
+            cause = causes.get(v.file)
+            more = len(v.problems) - 1
+            first = "" if cause is None else f"  {cause.code.value}: {cause.message}"
+            first += f" (and {more:,} more problem(s) that follow from it)" if more > 0 else ""
             print(f"{word:<9} {v.kind or '?':<7} {v.pith_number or '-':<38} {printable(v.file)}{first}")
         for v in rejected:
             for line in sorted(Rejection(v.file, p.pointer, p.code, p.message) for p in v.problems):

@@ -7,6 +7,8 @@ is presentation only: stages return values, these functions print them.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -56,6 +58,12 @@ def add_site_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--clean", action="store_true", help="ignore the build cache: a full build")
     parser.add_argument("--quiet", action="store_true", help="print only the summary line and problems")
+    parser.add_argument(
+        "--relative",
+        action="store_true",
+        default=None,
+        help="links relative to each page, so the site opens from disk (always a full build)",
+    )
 
 
 def port_number(text: str) -> int:
@@ -81,13 +89,17 @@ def settings_from(args: argparse.Namespace) -> dict[str, Any]:
         "primary_url": args.primary_url,
         "cname": args.cname,
         "checksums": True if args.checksums or args.mirror_key else None,
+        "relative": args.relative,
         "mirror_key": args.mirror_key,
     }
 
 
-def print_rejections(rejections: tuple[Rejection, ...]) -> None:
-    for rejection in sorted(rejections):
-        print(rejection.line(), file=sys.stderr)
+def print_rejections(rejections: tuple[Rejection, ...], keyring: Keyring, report_path: Path) -> None:
+    """Refusals grouped by cause (`causes.py`): a few files each, all of them in the report."""
+    from .causes import by_cause, pinned_names, terminal_lines
+
+    for line in terminal_lines(by_cause(rejections, pinned_names(keyring)), report_path.as_posix()):
+        print(line, file=sys.stderr)
 
 
 def summary_line(report: Any) -> str:
@@ -110,12 +122,27 @@ def run_build(args: argparse.Namespace) -> int:
     # whole build, and the code that renders a site is never imported.
     seen = look(config, keyring, quick=not args.clean)
     report = seen.report or _build(args, config, keyring, seen)
-    print_rejections(report.rejections)
+    print_rejections(report.rejections, keyring, config.site / "report.json")
     if not args.quiet:
         for note in report.notes:
             print(f"note: {note}", file=sys.stderr)
-    print(summary_line(report) + f" -> {config.site}")
+    opened = f"open {(config.site / 'index.html').as_posix()}, or " if config.relative else ""
+    print(summary_line(report) + f" -> {config.site}; to view it: {opened}{view_command(args)}")
     return EXIT_REJECTED if report.rejections else EXIT_OK
+
+
+def view_command(args: argparse.Namespace) -> str:
+    """The `serve` command that shows the site just built: this build's own words with
+    `serve` for `build` (the same folders, keys and settings), and the program as it was
+    started when that is inside the folder it runs in (`.venv/bin/pith-mirror`, which
+    works before the environment is activated)."""
+    shown = "pith-mirror"
+    program = Path(sys.argv[0])
+    if program.name == "pith-mirror":
+        with contextlib.suppress(ValueError, OSError):
+            shown = program.absolute().relative_to(Path.cwd()).as_posix()
+    words = list(getattr(args, "argv", None) or ["build"])
+    return shlex.join([shown, "serve", *words[1:]])
 
 
 def _build(args: argparse.Namespace, config: SiteConfig, keyring: Keyring, seen: Look) -> BuildReport:

@@ -53,6 +53,8 @@ class SiteConfig:
     per_page: int = 50
     checksums: bool = False
     """Write SHA256SUMS of the whole site (and sign it with mirror_key) after each build."""
+    relative: bool = False
+    """Links relative to each page, so the site opens from disk (`relative.py`)."""
 
     @property
     def base_path(self) -> str:
@@ -92,6 +94,7 @@ _KEYS: dict[str, tuple[type, ...]] = {
     "mirror_key": (str,),
     "per_page": (int,),
     "checksums": (bool,),
+    "relative": (bool,),
 }
 _TOML_TYPE_NAMES: dict[type, str] = {
     bool: "true or false",

@@ -358,8 +358,13 @@ def _decode_text(raw: bytes, too_deep: str) -> tuple[Any, str]:
         raise _rejection(Code.JSON_TOO_DEEP, too_deep) from None
     except json.JSONDecodeError as exc:
         # (json's messages end "... at" before the position it leaves out: the line and column say it)
-        reason = exc.msg.lower().removesuffix(" at")
-        raise _rejection(Code.JSON_INVALID, f"line {exc.lineno} column {exc.colno}: {reason}") from None
+        reason = f"line {exc.lineno} column {exc.colno}: {exc.msg.lower().removesuffix(' at')}"
+        if _ends_early(text, exc):
+            reason = (
+                f"the file ends early, after {len(raw):,} bytes, in the middle of the JSON value"
+                f" ({reason}): it looks cut off, as an interrupted download or copy leaves a file"
+            )
+        raise _rejection(Code.JSON_INVALID, reason) from None
     except ValueError as exc:  # e.g. an integer longer than Python's digit limit
         message = str(exc)
         if "integer string conversion" in message:
@@ -369,6 +374,21 @@ def _decode_text(raw: bytes, too_deep: str) -> tuple[Any, str]:
     if text[end:].strip(" \t\r\n"):
         raise _rejection(Code.JSON_TRAILING_DATA, f"unexpected data after the JSON value at character {end}")
     return value, text
+
+
+_TOKEN_START = re.compile(r"t(r(ue?)?)?|f(a(l(se?)?)?)?|n(u(ll?)?)?|-?[0-9]*\.?[0-9]*([eE][+-]?[0-9]*)?")
+"""What is left of a literal or a number that a file cut off in its middle ends with."""
+
+
+def _ends_early(text: str, exc: json.JSONDecodeError) -> bool:
+    """Whether the text is a JSON value cut short: the decoder ran out of text (a string
+    never closed, or nothing, or only the start of a literal or a number, after the
+    place it failed), rather than meeting a wrong character. Said apart from other
+    malformed JSON because its cause, a copy or download that stopped, is another."""
+    if exc.msg.startswith("Unterminated string"):
+        return True
+    rest = text[exc.pos :].rstrip(" \t\r\n")
+    return _TOKEN_START.fullmatch(rest) is not None
 
 
 def parse_json(data: bytes) -> Any:

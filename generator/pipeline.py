@@ -119,6 +119,8 @@ def _build(
     seen = seen or look(config, keyring, quick)
     if seen.report is not None and quick:
         return seen.report
+    if config.relative:  # (a site whose links are relative is built whole: see relative.py)
+        incremental = False
     started, key, extra, site = seen.started, seen.key, seen.extra, config.site
     cache = warm_cache_for(warm, key, site) if incremental else None
     undo(site)  # (a killed incremental build's changes are taken back first)
@@ -155,6 +157,10 @@ def _build(
         with _collection_deferred():
             report = run.execute(started)
         if cache is None:
+            if config.relative:
+                from .relative import make_relative
+
+                make_relative(staging, config.base_path)
             finish_publication(staging, config)
             swap_in(staging, site)
         else:

@@ -62,8 +62,8 @@ def search_key(ordered: Sequence[Summary], config: SiteConfig) -> str:
     Each record is a JSON array, then its packed aliases after their length."""
     digest = hashlib.sha1(f"search\x1f{config.base_path}".encode())
     for s in ordered:
-        number, title, authors, source_id, source_kind, version, aliases = s.search_row
-        fields = [number, title, authors, source_id, source_kind, str(version)]
+        number, title, authors, source_id, source_kind, version, aliases, categories = s.search_row
+        fields = [number, title, authors, source_id, source_kind, str(version), *categories]
         digest.update(orjson.dumps(fields) + len(aliases).to_bytes(4, "big") + aliases)
     return digest.hexdigest()[:24]
 

@@ -29,6 +29,7 @@ from markupsafe import Markup
 
 from . import layout
 from .canonical import pretty_json
+from .causes import by_cause, pinned_names
 from .config import SiteConfig, build_time
 from .errors import Rejection
 from .keys import Keyring
@@ -159,6 +160,27 @@ def newest_first(summaries: Iterable[Summary]) -> list[Summary]:
     return sorted(summaries, key=lambda s: (s.submitted_at[:-1], s.pith_number), reverse=True)
 
 
+PAGE_WINDOW = 2
+"""Pages named on either side of the current one in a listing's pager."""
+
+
+def page_links(path: str, number: int, pages: int) -> list[tuple[int | None, str | None]]:
+    """A listing's page numbers: (page, its path, None for the page itself), the first
+    and last always, PAGE_WINDOW either side of `number`, and (None, None) for a gap.
+    So a reader of 60 pages reaches any of them in a few clicks, not 59 "Older"."""
+    if pages <= 1:
+        return []
+    shown = {1, pages, *range(max(1, number - PAGE_WINDOW), min(pages, number + PAGE_WINDOW) + 1)}
+    shown |= {n + 1 for n in shown if n + 2 in shown}  # (a gap of one page: the page itself)
+    links: list[tuple[int | None, str | None]] = []
+    for n in sorted(shown):
+        if links and links[-1][0] is not None and n - (links[-1][0] or 0) > 1:
+            links.append((None, None))
+        href = None if n == number else (path if n == 1 else f"{path}/page/{n}".lstrip("/"))
+        links.append((n, href))
+    return links
+
+
 def listing_pages(
     env: Environment,
     path: str,
@@ -182,6 +204,7 @@ def listing_pages(
             "total": len(records),
             "prev": None if number == 1 else (path if number == 2 else f"{prefix}page/{number - 1}"),
             "next": None if number == pages else f"{prefix}page/{number + 1}",
+            "page_links": page_links(path, number, pages),
             **extra,
         }
         key = fingerprint(heading, number, pages, len(records), extra_key, *(s.digest for s in chunk))
@@ -200,6 +223,7 @@ LISTED_FIELDS = (
     "authors",
     "submitted_at",
     "primary_cat",
+    "cross_cats",
     "source_kind",
     "source_id",
     "source_version",
@@ -242,7 +266,16 @@ def render_site(
     files = []
     if listings:
         files = listing_files(
-            summaries, rejections, notes, env, config, md_pages, previous or {}, on_pages, on_search
+            summaries,
+            rejections,
+            notes,
+            env,
+            config,
+            md_pages,
+            previous or {},
+            on_pages,
+            on_search,
+            pinned_names(keyring),
         )
     return files + [eager(f.path, f.data) for f in fixed_files(summaries, keyring, env, config)]
 
@@ -257,9 +290,11 @@ def listing_files(
     previous: Previous,
     on_pages: Callable[[list[Lazy]], None] | None = None,
     on_search: SearchMaker | None = None,
+    pinned: str = "",
 ) -> list[Lazy]:
     """Home and browse listings, Markdown pages, the report, the search index and
-    the sitemap: everything made from LISTED_FIELDS, rejections and notes."""
+    the sitemap: everything made from LISTED_FIELDS, rejections and notes (and, for
+    the report's hint about a key, `pinned`: the pinned keys' names)."""
     ordered = newest_first(summaries)
     by_year: dict[str, list[Summary]] = defaultdict(list)
     by_cat: dict[str, list[Summary]] = defaultdict(list)
@@ -304,8 +339,8 @@ def listing_files(
     slugs = [slug for slug, _, _ in md_pages]
     refused = sorted(rejections)
     files += group(
-        fingerprint("report", build_time(), *(s.pith_number for s in summaries), *refused, *notes),
-        partial(report_files, ordered, refused, notes, env),
+        fingerprint("report", build_time(), pinned, *(s.pith_number for s in summaries), *refused, *notes),
+        partial(report_files, ordered, refused, notes, env, pinned),
         previous,
     )
     files += group(
@@ -358,9 +393,21 @@ def render(env: Environment, name: str, **context: Any) -> str:
     return render_template(env, name, context)
 
 
+REPORT_FILES_SHOWN = 200
+"""Refused files report.html names for each cause (the heaviest part of the page: at
+20,000 refusals the whole list would take seconds to open); report.json names all."""
+
+
 def report_files(
-    ordered: Sequence[Summary], refused: Sequence[Rejection], notes: Sequence[str], env: Environment
+    ordered: Sequence[Summary],
+    refused: Sequence[Rejection],
+    notes: Sequence[str],
+    env: Environment,
+    pinned: str = "",
 ) -> list[OutputFile]:
+    """report.json (every problem, and since the causes, refusals grouped by cause) and
+    report.html (the causes, each with its count, sentence, hint and first files)."""
+    causes = by_cause(refused, pinned)
     report = {
         "derived_by": DERIVED_BY,
         "generated_at": build_time(),
@@ -371,9 +418,12 @@ def report_files(
         },
         "published": sorted(s.pith_number for s in ordered),
         "rejections": [{"file": r.file, **r.as_json()} for r in refused],
+        "causes": [c.as_json() for c in causes],
         "notes": list(notes),
     }
-    html = render(env, "report.html", report=report, rejections=refused)
+    html = render(
+        env, "report.html", report=report, rejections=refused, causes=causes, shown=REPORT_FILES_SHOWN
+    )
     return [OutputFile("report.json", pretty_json(report)), *page("report", html)]
 
 

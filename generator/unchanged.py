@@ -219,6 +219,8 @@ def build_key(config: SiteConfig, keyring: Keyring) -> str:
         "content": str(config.content.resolve()),
         "navigation": page_titles(config.content / "pages"),
     }
+    if config.relative:  # (named only when set: the key of every other build stays what it was)
+        options["relative"] = True
     digest.update(orjson.dumps(options, option=orjson.OPT_SORT_KEYS))
     for path in sorted(p for p in config.templates.rglob("*") if p.is_file()):
         digest.update(path.relative_to(config.templates).as_posix().encode() + b"\0")

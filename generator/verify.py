@@ -19,6 +19,7 @@ README.md's trust model (1 and 2 are in `load.py`, 3 in `parse.py`):
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -70,6 +71,18 @@ _SHOWN_WHITE_SPACE = re.compile("[\t\n\x0c\r \xa0\u1680\u2000-\u200a\u2028\u2029
 browser shows as space. Not `str.split()`'s set, which adds U+000B, U+001C to
 U+001F and U+0085: shown as nothing, they would let a title joined by them
 ("A\x1fSmall\x1fPaper", read "ASmallPaper") pass as the signed one."""
+
+
+def _fingerprint_of(entry: Mapping[str, Any]) -> str:
+    """ " (fingerprint F)" for an embedded key that is 32 bytes of standard base64, else "":
+    what the build's summary names the key by, so that an operator can compare it with
+    the fingerprint its owner publishes before pinning it."""
+    text = entry.get("public_key_b64")
+    try:
+        raw = base64.b64decode(text, validate=True) if isinstance(text, str) else b""
+    except ValueError:
+        return ""
+    return f" (fingerprint {sha256(raw)[:16].hex()})" if len(raw) == 32 else ""
 
 
 def title_matches(title: str, title_sha256: str) -> bool:
@@ -199,7 +212,9 @@ class _Checker:
     def pinned(self, key_id: object, fingerprint: object, path: Path) -> PinnedKey | None:
         key = self.keyring.get(key_id)
         if key is None:
-            self.fail(Code.KEY_UNKNOWN, (*path, "key_id"), f"key {key_id!r} is not pinned")
+            said = isinstance(fingerprint, str) and len(fingerprint) <= 64  # (a document's own words)
+            stated = f" (fingerprint {fingerprint!r})" if said else ""
+            self.fail(Code.KEY_UNKNOWN, (*path, "key_id"), f"key {key_id!r}{stated} is not pinned")
             return None
         if fingerprint is not None and fingerprint != key.fingerprint_hex:
             self.fail(
@@ -297,7 +312,8 @@ class _Checker:
                 self.fail(
                     Code.KEY_NOT_PINNED,
                     (*path, "public_key_b64"),
-                    f"embedded key {entry.get('key_id')!r} is not a pinned key; it proves nothing",
+                    f"embedded key {entry.get('key_id')!r}{_fingerprint_of(entry)} is not a pinned key;"
+                    " it proves nothing",
                 )
                 continue
             stated = {

@@ -165,6 +165,7 @@ class Summary:
             self.source_kind,
             self.source_version,
             self.alias_data,
+            (self.primary_cat, *self.cross_cats),
         )
 
     @property
@@ -639,17 +640,19 @@ def _fingerprint(values: tuple[Any, ...]) -> str:
     return hashlib.sha256(data).hexdigest()[:32]  # (128 bits tell a change; one per record in memory)
 
 
-SearchRow = tuple[str, str, str, str, str, int, bytes]
+SearchRow = tuple[str, str, str, str, str, int, bytes, tuple[str, ...]]
 """(pith_number, title, authors, source_id, source_kind, source_version,
-alias_data): a record's part of the search index. Small and picklable, so a
+alias_data, categories): a record's part of the search index. Small and picklable, so a
 worker process can make the index for a chunk of records."""
 
 
 def row_terms(row: SearchRow) -> list[str]:
     """The search terms of a `SearchRow` (the same rules as search.js), sorted."""
-    pith_number, title, authors, source_id, source_kind, source_version, alias_data = row
+    pith_number, title, authors, source_id, source_kind, source_version, alias_data, categories = row
     aliases = _alias_pairs(alias_data)
     terms = search_terms(title, authors, pith_number, aliases, source_kind, source_id, source_version)
+    for category in categories:  # "cs.DC" as an identifier (search.js reads a "." so), "hep-th" as words
+        terms |= {category.lower(), *(w for w in words_of(category) if len(w) >= 2)}
     return sorted(t for t in terms if TERM_SEPARATOR not in t)  # (no one types a control character)
 
 

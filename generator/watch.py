@@ -627,9 +627,13 @@ class Rebuilder:
 
     def _report_new(self, report: BuildReport) -> None:
         """Print refusals and notes not printed by the previous build (the line said how many)."""
+        from .causes import by_cause, pinned_names, terminal_lines
+
         current: set[Rejection | str] = set(report.rejections) | set(report.notes)
-        for rejection in sorted(set(report.rejections) - self._seen):
-            self._say("  " + rejection.line(), error=True)
+        new = set(report.rejections) - self._seen
+        report_path = (self._setup.config.site / "report.json").as_posix()
+        for line in terminal_lines(by_cause(new, pinned_names(self._setup.keyring)), report_path):
+            self._say("  " + line, error=True)
         if self.show_notes:
             for note in report.notes:
                 if note not in self._seen:

@@ -52,3 +52,33 @@ def test_what_a_build_leaves_beside_the_site_is_ignored_by_git() -> None:
     for relative in names:
         result = subprocess.run(["git", "check-ignore", "-q", "--no-index", relative], cwd=ROOT, check=False)
         assert result.returncode == 0, f"{relative} is not ignored by git"
+
+
+def quick_start() -> list[str]:
+    readme = (ROOT / "README.md").read_text("utf-8")
+    section = readme.split("## Quick start", 1)[1]
+    block = section.split("```sh\n", 1)[1].split("```", 1)[0]
+    return block.splitlines()
+
+
+def test_the_quick_start_works_where_pip_is_refused_outside_a_virtual_environment() -> None:
+    """Debian 12 and Ubuntu refuse `python3 -m pip install` (externally-managed-environment):
+    the quick start makes a virtual environment in its own commands, still two lines,
+    and nothing in the README installs with the system's pip."""
+    install, test = quick_start()
+    assert install.startswith("python3 -m venv .venv && .venv/bin/pip install -e '.[test]' && ")
+    assert install.endswith(" && .venv/bin/pith-mirror build")
+    assert test == ".venv/bin/python -m pytest"
+    readme = (ROOT / "README.md").read_text("utf-8")
+    assert "python3 -m pip install" not in readme and "\npip install" not in readme
+
+
+def test_ci_runs_exactly_the_readmes_test_command() -> None:
+    """.ci/run installs as the quick start does and runs its test line, word for word."""
+    test = quick_start()[1]
+    ci = (ROOT / ".ci" / "run").read_text("utf-8").splitlines()
+    assert test in ci
+    assert "python3 -m venv .venv" in ci and ".venv/bin/pip install -q -e '.[test]'" in ci
+    commands = [line for line in ci if line.strip() and not line.lstrip().startswith("#")]
+    assert not [line for line in commands if "-m pytest" in line and line != test]
+    assert '"$status" -eq 5' in "\n".join(ci)  # (no tests collected is a failure)

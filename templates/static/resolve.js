@@ -45,12 +45,30 @@
     return encoded.join("/");
   }
 
-  /** How a value is looked up: DOIs are case-insensitive, Pith bodies are upper-case base32. */
+  // How identifiers are cited and pasted, as the home page's search reads them:
+  // the look-up files are named by the value alone.
+  const PREFIXES = {
+    arxiv: /^(?:https?:\/\/(?:www\.)?arxiv\.org\/(?:abs|pdf)\/|arxiv:)/i,
+    doi: /^(?:https?:\/\/(?:dx\.)?doi\.org\/|doi:)/i,
+    pith: /^pith:/i,
+  };
+  const ARXIV_VERSION = /v[0-9]+$/;
+
+  /** How a value is looked up: without the prefix it is cited with; DOIs are case-insensitive,
+   * Pith bodies are upper-case base32. */
   function normalizeValue(kind, value) {
     const v = value.trim();
-    if (kind === "doi") return v.toLowerCase();
-    if (kind.startsWith("pith_short_")) return v.toUpperCase();
+    if (kind === "doi") return v.replace(PREFIXES.doi, "").toLowerCase();
+    if (kind.startsWith("pith_short_")) return v.replace(PREFIXES.pith, "").toUpperCase();
+    if (kind.startsWith("arxiv")) return v.replace(PREFIXES.arxiv, "").replace(/\.pdf$/, "");
     return v;
+  }
+
+  /** The kind a value is filed under: an arXiv id with a version ("2111.04007v1") is an
+   * arxiv_version alias whichever of the two the address names, and one without, arxiv. */
+  function kindOf(kind, value) {
+    if (kind === "arxiv" || kind === "arxiv_version") return ARXIV_VERSION.test(value) ? "arxiv_version" : "arxiv";
+    return kind;
   }
 
   /**
@@ -72,7 +90,9 @@
     const raw = params.get(kind);
     if (!raw || !raw.trim()) return { error: "The look-up for " + kind + " has no value." };
     const json = (params.get("json") || "").toLowerCase();
-    return { kind: kind, value: normalizeValue(kind, raw), wantJson: json === "true" || json === "1" };
+    const value = normalizeValue(kind, raw);
+    if (!value) return { error: "The look-up for " + kind + " has no value." };
+    return { kind: kindOf(kind, value), value: value, wantJson: json === "true" || json === "1" };
   }
 
   /** The look-up file's path, or null when the value cannot name one. */
@@ -93,6 +113,13 @@
     let base = doc.documentElement.getAttribute("data-base") || "/";
     if (!base.endsWith("/")) base += "/";
     return base;
+  }
+
+  /** The same look-up on the primary resolver, for a miss here: its own address, with
+   * this page's query string; null when the page names no primary (data-primary). */
+  function primaryLookup(primary, search) {
+    if (typeof primary !== "string" || !/^https?:\/\/[^\s]+$/.test(primary)) return null;
+    return primary.replace(/\/+$/, "") + "/api/pith-number/resolve" + (search || "");
   }
 
   /** Show a sentence and a link home; textContent only, the query is the visitor's text. */
@@ -123,8 +150,19 @@
     }
     const label = query.kind + " " + query.value;
     const path = lookupPath(base, query.kind, query.value);
-    if (path === null) {
+    const main = doc.querySelector("[data-primary]");
+    const elsewhere = primaryLookup(main && main.getAttribute("data-primary"), root.location.search);
+    function missed() {
       say(doc, base, "No record on this mirror has " + label + ".", true);
+      if (elsewhere === null) return;
+      const link = doc.createElement("a");
+      link.href = elsewhere;
+      link.id = "resolve-primary";
+      link.textContent = "Look it up on the primary resolver";
+      doc.getElementById("resolve-status").append(" ", link, " (the mirror may not hold every record yet).");
+    }
+    if (path === null) {
+      missed();
       return;
     }
     say(doc, base, "Looking up " + label + "…", false);
@@ -132,7 +170,7 @@
     try {
       const response = await fetch(path, { credentials: "same-origin" });
       if (response.status === 404) {
-        say(doc, base, "No record on this mirror has " + label + ".", true);
+        missed();
         return;
       }
       if (!response.ok) throw new Error("HTTP " + response.status);
@@ -150,7 +188,7 @@
     root.location.replace(target);
   }
 
-  const api = { sitePath: sitePath, encodeValue: encodeValue, parseQuery: parseQuery, lookupPath: lookupPath, normalizeValue: normalizeValue, KINDS: KINDS };
+  const api = { sitePath: sitePath, encodeValue: encodeValue, parseQuery: parseQuery, lookupPath: lookupPath, normalizeValue: normalizeValue, primaryLookup: primaryLookup, KINDS: KINDS };
   if (typeof module === "object" && module && module.exports) module.exports = api;
   if (root) {
     root.PithResolve = api;

@@ -23,6 +23,9 @@
  * The page: <html data-base="/">, <form id="search" role="search"> with
  * <input id="search-input">, <ol id="search-results">, and optionally
  * <p id="search-status" role="status"> (created after the form if missing).
+ * While a query is searched, its results stand in for the page's listing (the
+ * <section> holding #list-h, hidden meanwhile), and the query is kept in the
+ * address as ?q=, so that reloading, going back or sharing the link finds it.
  */
 (function (root) {
   "use strict";
@@ -272,12 +275,28 @@
       form.after(status);
     }
     const index = new SearchIndex(siteBase(), fetchJson);
+    const heading = doc.getElementById("list-h");
+    const listing = heading ? heading.closest("section") : null;
     let timer = null;
     let generation = 0; // answers to old queries arriving late are dropped
+
+    /** The query in the address (?q=), replacing the entry: one history entry a page, not a keystroke. */
+    function keepInAddress(query) {
+      try {
+        const url = new URL(root.location.href);
+        if (query.trim()) url.searchParams.set("q", query);
+        else url.searchParams.delete("q");
+        if (url.href !== root.location.href) root.history.replaceState(root.history.state, "", url.href);
+      } catch (err) {
+        // (an address that cannot be changed, as some file:// pages: the search still works)
+      }
+    }
 
     async function run() {
       const mine = ++generation;
       const query = input.value;
+      keepInAddress(query);
+      if (listing) listing.hidden = queryTokens(query).length > 0;
       if (!query.trim()) {
         results.textContent = "";
         status.textContent = "";

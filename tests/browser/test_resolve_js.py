@@ -114,6 +114,45 @@ def test_queries(run_node):
         assert set(answer) == {"error"} and answer["error"], query
 
 
+def test_queries_accept_every_form_search_accepts(run_node):
+    """The home page's search reads identifiers as they are cited; the resolve page read
+    only the bare value, so `?arxiv=arXiv:…`, `?arxiv=…v1` and `?doi=https://doi.org/…`
+    found nothing. A version makes the value an arxiv_version alias, whichever kind names it."""
+    queries = {
+        "?arxiv=arXiv:2111.04007": ("arxiv", "2111.04007"),
+        "?arxiv=ARXIV:2111.04007": ("arxiv", "2111.04007"),
+        "?arxiv=2111.04007v1": ("arxiv_version", "2111.04007v1"),
+        "?arxiv=arXiv:2111.04007v2": ("arxiv_version", "2111.04007v2"),
+        "?arxiv=https://arxiv.org/abs/2111.04007": ("arxiv", "2111.04007"),
+        "?arxiv=http://www.arxiv.org/abs/hep-th/9901001v1": ("arxiv_version", "hep-th/9901001v1"),
+        "?arxiv=https://arxiv.org/pdf/2111.04007v1.pdf": ("arxiv_version", "2111.04007v1"),
+        "?arxiv_version=2111.04007": ("arxiv", "2111.04007"),
+        "?doi=https://doi.org/10.48550/arXiv.2111.04007": ("doi", "10.48550/arxiv.2111.04007"),
+        "?doi=http://dx.doi.org/10.48550/arXiv.2111.04007": ("doi", "10.48550/arxiv.2111.04007"),
+        "?doi=doi:10.48550/arXiv.2111.04007": ("doi", "10.48550/arxiv.2111.04007"),
+        "?pith_short_8=pith:GO43K6A5": ("pith_short_8", "GO43K6A5"),
+    }
+    got = run_node("run_resolve.js", {"parse": list(queries)})["parse"]
+    assert [(g.get("kind"), g.get("value")) for g in got] == list(queries.values())
+    bare = run_node("run_resolve.js", {"parse": ["?doi=https://doi.org/", "?arxiv=arXiv:"]})["parse"]
+    assert all(set(answer) == {"error"} for answer in bare)
+
+
+def test_a_miss_links_the_same_query_on_the_primary(run_node):
+    cases = [
+        ["https://pith.science", "?arxiv=arXiv:2111.04007"],
+        ["https://pith.science/", "?doi=10.1/x&json=true"],
+        ["javascript:alert(1)", "?arxiv=1"],
+        ["", "?arxiv=1"],
+    ]
+    assert run_node("run_resolve.js", {"primary": cases})["primary"] == [
+        "https://pith.science/api/pith-number/resolve?arxiv=arXiv:2111.04007",
+        "https://pith.science/api/pith-number/resolve?doi=10.1/x&json=true",
+        None,
+        None,
+    ]
+
+
 def test_lookup_paths(run_node):
     lookups = [
         ["/", "arxiv", "2111.04007"],

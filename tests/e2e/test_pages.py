@@ -160,6 +160,12 @@ def test_search_finds_records(page: Any, real_site: Served, query: str, expected
         ("doi=10.48550/arxiv.2010.10458", f"/pith/{BUNDLE}"),
         ("pith_short_8=Z5NAPRQP", f"/pith/{BUNDLE}"),
         ("arxiv=2111.04007&json=true", f"/pith/{RECORD}.json"),
+        # every form the search accepts: cited, versioned, as a link
+        ("arxiv=arXiv:2111.04007", f"/pith/{RECORD}"),
+        ("arxiv=2010.10458v1", f"/pith/{BUNDLE}"),
+        ("arxiv=https://arxiv.org/abs/2111.04007v2", f"/pith/{RECORD}"),
+        ("doi=https://doi.org/10.48550/arXiv.2111.04007", f"/pith/{RECORD}"),
+        ("pith_short_8=pith:GO43K6A5", f"/pith/{RECORD}"),
     ],
 )
 def test_resolve_page_lands_on_the_record(
@@ -168,6 +174,36 @@ def test_resolve_page_lands_on_the_record(
     page.goto(f"{real_site.url}api/pith-number/resolve?{query}")
     page.wait_for_url(f"**{expected_path}")
     assert page.url.split("?")[0].endswith(expected_path)
+
+
+def test_a_resolve_miss_links_the_same_query_on_the_primary(page: Any, real_site: Served) -> None:
+    page.goto(f"{real_site.url}api/pith-number/resolve?arxiv=arXiv:2999.99999&json=true")
+    link = page.locator("#resolve-primary")
+    link.wait_for()
+    assert link.get_attribute("href") == (
+        "https://pith.science/api/pith-number/resolve?arxiv=arXiv:2999.99999&json=true"
+    )
+    assert "No record on this mirror has arxiv 2999.99999" in page.text_content("#resolve-status")
+
+
+def test_search_results_replace_the_listing_and_stay_in_the_address(page: Any, real_site: Served) -> None:
+    """A category is searchable; while a query is searched its results stand in for the
+    list of every record, and the address keeps the query, so a reload finds it again."""
+    page.goto(real_site.url)
+    listing = page.locator("section:has(#list-h)")
+    assert listing.is_visible()
+    page.fill("#search-input", "cs.DC")
+    page.locator("#search-status").filter(has_text="2 records match").wait_for()
+    assert page.locator("#search-results li").count() == 2
+    assert listing.is_hidden()
+    page.wait_for_url("**/?q=cs.DC")
+    page.reload()
+    page.locator("#search-status").filter(has_text="2 records match").wait_for()
+    assert page.input_value("#search-input") == "cs.DC" and listing.is_hidden()
+    page.fill("#search-input", "")
+    listing.wait_for(state="visible")
+    assert page.locator("#search-results li").count() == 0
+    page.wait_for_url(lambda url: "?" not in url)
 
 
 @pytest.mark.parametrize("body", [RECORD, BUNDLE])

@@ -72,6 +72,7 @@ def test_exit_0_and_the_summary_line(cli: Project, capsys: pytest.CaptureFixture
     published, refused, written = map(int, match.groups())
     assert (published, refused) == (2, 0)
     assert written == len(tree(cli.site))
+    assert lines[-1].endswith(" -> site; to view it: pith-mirror serve --jobs 1")  # (serve, same options)
     assert (cli.site / f"pith/{RECORD_BODY}.html").is_file()
     assert (cli.site / f"pith/{BUNDLE_BODY}/bundle.json").is_file()
 
@@ -128,6 +129,47 @@ def test_exit_1_when_something_is_refused_and_the_rest_is_published(
     html = cli.text("report.html")
     assert "content/garbage.json" in html and "json.invalid" in html
     assert "<td>the whole file</td>" in html  # its pointer is "", the whole document
+
+
+def test_refusals_are_grouped_by_cause_on_the_terminal_and_in_the_report(
+    cli: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Many bundles signed by a key that is not pinned are one cause, with a count, the
+    key and its fingerprint, and how to pin it; a few files are named and the report
+    lists all. A tampered bundle's cause (its edited title) comes first, and once; a
+    cut-off file says that it ends early."""
+    for i in range(8):
+        cli.add(f"foreign-{i}.bundle.json", f.bundle(record=f.canonical_record(source_id=f"2110.1010{i}")))
+    real = json.loads(REAL_BUNDLE.read_bytes())
+    real["events"][1]["payload"]["graph_snapshot"]["paper"]["title"] = "Forged"
+    cli.add("tampered.bundle.json", real)
+    cli.add("cut.json", (cli.content / REAL_BUNDLE.name).read_bytes()[:1000])
+    code, _, err = run(["build", "--jobs", "1"], capsys)
+    assert code == 1
+    lines = err.splitlines()
+    assert len(lines) < 20, err
+    assert lines[0].startswith("refused 10 file(s) for 3 cause(s)") and "site/report.json" in lines[0]
+    heading = "key.not_pinned: 8 file(s): an embedded public key is not one of the pinned keys: embedded key "
+    assert lines[1].startswith(heading + f"'{f.TEST_KEY_ID}' (fingerprint {f.TEST_SIGNER.fingerprint_hex})")
+    assert "--keys FILE" in lines[2] and "content/foreign-0.bundle.json" in lines[2]
+    assert "  ... and 5 more file(s) with this cause" in lines
+    assert err.count("content/foreign-") == 3 + 1  # three named, one in the hint
+    title = [line for line in lines if "content/tampered.bundle.json" in line]
+    assert len(title) == 1 and ": title.mismatch: " in title[0] and "more problem(s) that follow" in title[0]
+    assert "content/cut.json: json.invalid: the file ends early, after 1,000 bytes" in err
+    report = cli.json("report.json")
+    assert len(report["rejections"]) > 8 * 10  # every problem, as before
+    causes = {c["code"]: c for c in report["causes"]}
+    assert causes.keys() == {"key.not_pinned", "title.mismatch", "json.invalid"}
+    assert [r["file"] for r in causes["key.not_pinned"]["refused"]] == [
+        f"content/foreign-{i}.bundle.json" for i in range(8)
+    ]
+    assert causes["key.not_pinned"]["files"] == 8 and "--keys FILE" in causes["key.not_pinned"]["hint"]
+    html = cli.text("report.html")
+    by_cause, every_problem = html.split("Every problem, file by file")
+    assert by_cause.count("content/foreign-3.bundle.json") == 1  # once, under its cause
+    assert every_problem.count("content/foreign-3.bundle.json") > 8  # every problem, in a closed details
+    assert "What to do:" in html and f.TEST_SIGNER.fingerprint_hex in html
 
 
 def test_keys_flag_pins_other_keys(cli: Project, capsys: pytest.CaptureFixture[str]) -> None:

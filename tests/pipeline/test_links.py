@@ -193,3 +193,40 @@ def test_markdown_page_shows_raw_html_as_text(real_site: Project) -> None:
     assert any(a.get("href") == "https://example.org/" for a in doc.iter("a"))
     nav = {a.get("href") for a in doc.find(".//header").iter("a")}
     assert "/about" in nav
+
+
+def pager_numbers(page: Path) -> list[tuple[str, str | None]]:
+    """(the text, the link or None) of each entry of a listing page's page numbers."""
+    import re
+
+    block = page.read_text("utf-8").split('<ol class="page-numbers">', 1)[1].split("</ol>", 1)[0]
+    entries = re.findall(r'<li>(?:<a href="([^"]*)"[^>]*>(\d+)</a>|<span[^>]*>([^<]*)</span>)</li>', block)
+    return [(text or other, href or None) for href, text, other in entries]
+
+
+def test_listings_name_their_page_numbers(rich_site: Project) -> None:
+    """Six records one a page: every page names the first and last pages and two either
+    side of itself, links each but itself, and marks a gap; the last page has its pager
+    too (it had none on the home listing: its "newer" link is the empty path)."""
+    site = rich_site.site
+    assert pager_numbers(site / "index.html") == [
+        ("1", None),
+        ("2", "/page/2"),
+        ("3", "/page/3"),
+        ("…", None),
+        ("6", "/page/6"),
+    ]
+    assert pager_numbers(site / "page/4.html") == [
+        ("1", "/"),
+        ("2", "/page/2"),
+        ("3", "/page/3"),
+        ("4", None),
+        ("5", "/page/5"),
+        ("6", "/page/6"),
+    ]
+    last = (site / "page/6.html").read_text("utf-8")
+    assert '<a rel="prev" href="/page/5">' in last and 'aria-current="page">6<' in last
+    first = (site / "index.html").read_text("utf-8")
+    assert 'aria-current="page">1<' in first and '<a rel="next" href="/page/2">' in first
+    year = pager_numbers(site / "browse/year/2021/index.html")
+    assert year[:2] == [("1", None), ("2", "/browse/year/2021/page/2")]

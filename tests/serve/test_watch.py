@@ -199,6 +199,10 @@ def test_bad_signature_is_reported_while_the_record_stays_served(
         "content/tampered.bundle.json: /bundle_signature/signature_b64: bundle.bad_signature"
         in workspace.err.text()
     )
+    # (grouped by cause, as `build` prints them: the cause's count, sentence and hint)
+    said = workspace.err.text()
+    assert "  bundle.bad_signature: 1 file(s): the bundle signature does not verify" in said
+    assert "    hint: the document was changed after the resolver signed it" in said
 
 
 def test_bad_replacement_keeps_the_published_page(

@@ -133,11 +133,11 @@ def test_json_output_has_exactly_the_documented_shape(
         capsys, "--keys", keys_file(tmp_path, f.TEST_SIGNER.key_entry(), "k.keys"), good, bad
     )
     assert code == 1
-    assert set(report) == {"results", "summary"}
+    assert set(report) == {"results", "summary", "causes"}
     assert report["summary"] == {"checked": 2, "ok": 1, "rejected": 1}
     assert len(report["results"]) == 2
     for result in report["results"]:
-        assert set(result) == {"path", "kind", "pith_number", "ok", "errors"}
+        assert set(result) == {"path", "kind", "pith_number", "ok", "errors", "cause"}
         for error in result["errors"]:
             assert set(error) == {"code", "pointer", "message"}
     first, second = report["results"]
@@ -147,10 +147,18 @@ def test_json_output_has_exactly_the_documented_shape(
         "pith_number": f.pith_number(f.canonical_record()),
         "ok": True,
         "errors": [],
+        "cause": None,
     }
     assert (second["path"], second["kind"], second["ok"]) == (bad.as_posix(), "record", False)
     assert second["pith_number"] == bad_doc["pith_number"]
     assert [(e["code"], e["pointer"]) for e in second["errors"]] == [("title.mismatch", "/paper/title")]
+    assert second["cause"] == second["errors"][0]
+    (cause,) = report["causes"]
+    assert set(cause) == {"code", "files", "sentence", "message", "hint", "refused"}
+    assert (cause["code"], cause["files"]) == ("title.mismatch", 1)
+    assert cause["refused"] == [
+        {"file": bad.as_posix(), "pointer": "/paper/title", "message": cause["message"], "more_problems": 0}
+    ]
 
 
 def test_json_output_for_an_undecodable_file_has_null_kind_and_number(

@@ -132,6 +132,36 @@ def test_messages_say_where() -> None:
     assert refused(b'{"a": "\x01"}')[2].endswith("line 1 column 8: invalid control character")
 
 
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"a": [1, 2',
+        b'{"a": "abc',
+        b'{"a',
+        b'{"a": tru',
+        b'{"a": 1.',
+        b'{"a": -',
+        b'{"a": {"b": [\n  ',
+    ],
+)
+def test_a_file_cut_off_says_that_it_ends_early(raw: bytes) -> None:
+    """A copy or download that stopped is another cause than a wrong character: said so."""
+    code, _, message = refused(raw)
+    assert code == "json.invalid"
+    assert message.startswith(f"the file ends early, after {len(raw):,} bytes"), message
+
+
+def test_a_real_record_cut_in_the_middle_says_that_it_ends_early(seed_record_path: Path) -> None:
+    raw = seed_record_path.read_bytes()
+    message = refused(raw[: len(raw) // 2])[2]
+    assert "the file ends early" in message and "line 1 column" in message
+
+
+@pytest.mark.parametrize("raw", [b'{"a": 1,}', b'{"a": 01}', b'{"a": tx}', b'{"a": 1.x}', b"{'a': 1}"])
+def test_a_wrong_character_is_not_called_an_early_end(raw: bytes) -> None:
+    assert "ends early" not in refused(raw)[2]
+
+
 def test_an_integer_too_long_to_read_is_named_in_the_readers_terms() -> None:
     code, _, message = refused(b'{"n": ' + b"9" * 10_000 + b"}")
     assert code == "json.invalid"

@@ -113,3 +113,14 @@ def test_positions_past_the_format_are_refused() -> None:
     assert search_index.chunk_postings([row], limit - 1)  # (the last position that fits)
     with pytest.raises(ValueError, match="at most"):
         search_index.chunk_postings([row], limit)
+
+
+def test_categories_are_search_terms() -> None:
+    """`cs.DC` found nothing: a record is found by its primary and cross-listed
+    categories, whole (search.js reads "cs.dc" as an identifier) and, for "hep-th",
+    by their words."""
+    found = factories.summary(primary_cat="cs.DC", cross_cats=("hep-th", "cs.LG"))
+    terms = set(row_terms(found.search_row))
+    assert {"cs.dc", "hep-th", "cs.lg", "hep", "th"} <= terms
+    config = SiteConfig()
+    assert search_key([found], config) != search_key([replace(found, cross_cats=("cs.LG",))], config)
