@@ -34,7 +34,7 @@ import os
 import time
 import urllib.parse
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -59,6 +59,24 @@ LOOKUP_LIMIT = 1024 * 1024
 MIRRORS_PATH = "pith-mirrors.json"
 
 Status = Literal["fetched", "unchanged", "refused", "failed"]
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why one answer was not taken: where it came from, and every problem found in it."""
+
+    where: str
+    problems: tuple[Problem, ...]
+
+    @property
+    def code(self) -> Code:
+        return self.problems[0].code
+
+    @classmethod
+    def one(cls, where: str, problem: Problem) -> Refusal:
+        return cls(where, (problem,))
+
+
 _WORST: dict[Status, int] = {"unchanged": 0, "fetched": 1, "failed": 2, "refused": 3}
 
 
@@ -301,7 +319,7 @@ class Puller:
 
     async def pull_number(self, target: Target, body: str, entry: dict[str, Any] | None) -> Outcome:
         content = self.plan.content
-        results: list[tuple[Status, tuple[str, Problem] | None, str | None]] = []
+        results: list[tuple[Status, Refusal | None, str | None]] = []
         notes: list[str] = []
         number: str | None = None
         wanted: list[Kind] = ["bundle", "record"]
@@ -322,13 +340,13 @@ class Puller:
             for name in (content_name(body, "record"), content_name(body, "bundle"))
             if (content / name).is_file()
         )
-        everything = tuple(p for _, p, _ in results if p is not None)
-        if results and all(p is not None and p[1].code == Code.FETCH_NOT_FOUND for _, p, _ in results):
+        everything = _flat(r for _, r, _ in results)
+        if results and all(r is not None and r.code == Code.FETCH_NOT_FOUND for _, r, _ in results):
             return Outcome(str(target), number, "failed", files, everything, tuple(notes))
         # (a number has a record, a bundle or both: one the source does not have is no problem)
-        kept = [(s, p) for s, p, _ in results if p is None or p[1].code != Code.FETCH_NOT_FOUND]
+        kept = [(s, r) for s, r, _ in results if r is None or r.code != Code.FETCH_NOT_FOUND]
         status = max((s for s, _ in kept), key=_WORST.__getitem__, default="unchanged")
-        problems = tuple(p for _, p in kept if p is not None)
+        problems = _flat(r for _, r in kept)
         full = number or _number_of(content, body)
         return Outcome(str(target), full, status, files, problems, tuple(notes))
 
@@ -347,26 +365,27 @@ class Puller:
 
     async def pull_document(
         self, target: Target, body: str, kind: Kind
-    ) -> tuple[Status, tuple[str, Problem] | None, str | None, list[str]]:
+    ) -> tuple[Status, Refusal | None, str | None, list[str]]:
         """One document from the first source (by the number's turn among them) that gives
         a good one; a source that gives a bad or older one is named in a note and skipped."""
         sources = self.plan.sources
         start = zlib.crc32(body.encode()) % len(sources)
         order = sources[start:] + sources[:start]
         notes: list[str] = []
-        result: tuple[Status, tuple[str, Problem] | None, str | None] = ("failed", None, None)
+        result: tuple[Status, Refusal | None, str | None] = ("failed", None, None)
         for source in order:
             result = await self.from_source(source, target, body, kind)
             if result[0] in ("fetched", "unchanged") or len(order) == 1:
                 break
-            if result[1] is not None and result[1][1].code != Code.FETCH_NOT_FOUND:
-                where, problem = result[1]
-                notes.append(f"{where}: skipped ({problem.code.value}: {problem.message})")
+            refusal = result[1]
+            if refusal is not None and refusal.code != Code.FETCH_NOT_FOUND:
+                first = refusal.problems[0]
+                notes.append(f"{refusal.where}: skipped ({first.code.value}: {first.message})")
         return (*result, notes)
 
     async def from_source(
         self, source: str, target: Target, body: str, kind: Kind
-    ) -> tuple[Status, tuple[str, Problem] | None, str | None]:
+    ) -> tuple[Status, Refusal | None, str | None]:
         paths = (
             [layout.bundle_json(body), layout.well_known_bundle(body)]
             if kind == "bundle"
@@ -392,7 +411,7 @@ class Puller:
                 problem = fetch_problem(exc)
                 if missing:
                     problem = Problem(Code.FETCH_NOT_FOUND, "", f"the source has no {kind} for {body}")
-                return "failed", (url, problem), None
+                return "failed", Refusal.one(url, problem), None
             if answer.not_modified:
                 return "unchanged", None, None
             return self.accept(url, answer, target, body, kind, local)
@@ -400,18 +419,18 @@ class Puller:
 
     def accept(
         self, url: str, answer: Answer, target: Target, body: str, kind: Kind, local: Path
-    ) -> tuple[Status, tuple[str, Problem] | None, str | None]:
+    ) -> tuple[Status, Refusal | None, str | None]:
         """Verify an answer; write it when it is the document asked for and no rollback."""
         try:
             source = SourceDocument(url, answer.body, decode(answer.body, self.plan.limits))
         except RejectionError as exc:
-            return "refused", (url, exc.problem), None
+            return "refused", Refusal.one(url, exc.problem), None
         verdict, verified = verify_document(source, self.plan.keyring)
         if verified is None:
-            return "refused", (url, verdict.problems[0]), verdict.pith_number
+            return "refused", Refusal(url, verdict.problems), verdict.pith_number
         wrong = _not_asked_for(verified, target, body, kind)
         if wrong is not None:
-            return "refused", (url, Problem(Code.PULL_WRONG_DOCUMENT, "", wrong)), None
+            return "refused", Refusal.one(url, Problem(Code.PULL_WRONG_DOCUMENT, "", wrong)), None
         if kind == "record" and "derived_by" in source.data:
             self.state.put(url, answer, derived=True)  # (a mirror's derivation: the bundle is the source)
             return "unchanged", None, verified.pith_number
@@ -422,14 +441,14 @@ class Puller:
             old = None
         except OSError as exc:
             why = Problem(Code.FILE_UNREADABLE, "", f"the local copy cannot be read ({exc.strerror})")
-            return "refused", (str(local), why), verified.pith_number
+            return "refused", Refusal.one(str(local), why), verified.pith_number
         if old == data:
             self.state.put(url, answer)
             return "unchanged", None, verified.pith_number
         if old is not None:
             refusal = self.refuse_replacement(url, old, verified, local)
             if refusal is not None:
-                return "refused", (url, refusal), verified.pith_number
+                return "refused", Refusal.one(url, refusal), verified.pith_number
         write_atomic(local, data)
         self.state.put(url, answer)
         return "fetched", None, verified.pith_number
@@ -533,6 +552,10 @@ def _number_of(content: Path, body: str) -> str | None:
         if isinstance(number, str):
             return number
     return None
+
+
+def _flat(refusals: Iterable[Refusal | None]) -> tuple[tuple[str, Problem], ...]:
+    return tuple((r.where, p) for r in refusals if r is not None for p in r.problems)
 
 
 def fetch_problem(exc: FetchError) -> Problem:
