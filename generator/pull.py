@@ -52,7 +52,7 @@ from .verify import verify_document
 from .write import write_atomic
 
 STATE_FILE = ".pith-pull.json"
-STATE_SAVE_SECONDS = 5.0
+STATE_SAVE_SECONDS = 1.0
 MANIFEST_LIMIT = 256 * 1024 * 1024
 """The largest mirror manifest or mirror list read (20,000 numbers take about 10 MB)."""
 LOOKUP_LIMIT = 1024 * 1024
@@ -297,7 +297,8 @@ class Puller:
         or a redirect to the record page). A hint only: see `pull_number`."""
         source = self.plan.sources[0]
         static = layout.resolve_json(target.kind, target.value)
-        query = urllib.parse.urlencode({target.kind: target.value, "json": "true"})
+        key = "arxiv" if target.kind == "arxiv_version" else target.kind  # (the resolver's own parameter)
+        query = urllib.parse.urlencode({key: target.value, "json": "true"})
         urls = ([source + static] if static else []) + [f"{source}{layout.RESOLVE}?{query}"]
         last: tuple[str, Problem] | None = None
         for url in urls:
@@ -512,10 +513,7 @@ def _not_asked_for(verified: Verified, target: Target, body: str, kind: Kind) ->
     if target.kind != "number":
         aliases = derivable_aliases(verified.doc.canonical_record, body)
         value = aliases.get(target.kind)
-        same = value is not None and (value.lower() == target.value.lower())
-        if target.kind == "arxiv" and not same:
-            same = aliases.get("arxiv_version", "").lower() == target.value.lower()
-        if not same:
+        if value is None or value.lower() != target.value.lower():
             return f"the look-up of {target} named {verified.pith_number}, whose signed record is not that"
     return None
 

@@ -22,10 +22,13 @@ from typing import Literal
 
 from .model import BODY_RE, PITH_RE
 
-TargetKind = Literal["number", "pith_short_8", "pith_short_12", "pith_short_16", "arxiv", "doi"]
+TargetKind = Literal[
+    "number", "pith_short_8", "pith_short_12", "pith_short_16", "arxiv", "arxiv_version", "doi"
+]
 
 _SHORT = re.compile(r"(?:PITH:)?([A-Z2-7]{8}|[A-Z2-7]{12}|[A-Z2-7]{16})")
 _ARXIV = re.compile(r"(?:arxiv:)?([0-9]{4}\.[0-9]{4,5}(?:v[0-9]+)?|[a-z][a-z.-]*/[0-9]{7}(?:v[0-9]+)?)", re.I)
+_VERSIONED = re.compile(r"v[0-9]+$")
 _DOI = re.compile(r"(?:doi:|https?://(?:dx\.)?doi\.org/)?(10\.[0-9]{4,9}/\S+)", re.I)
 _SHORT_KINDS: dict[int, TargetKind] = {8: "pith_short_8", 12: "pith_short_12", 16: "pith_short_16"}
 MAX_LIST_BYTES = 64 * 1024 * 1024
@@ -59,8 +62,8 @@ def parse_alias(item: str, kind: str | None = None) -> Target:
     """An arXiv id or a DOI (`kind` forces one), as cited."""
     item = item.strip()
     if kind in (None, "arxiv") and (arxiv := _ARXIV.fullmatch(item)):
-        value = arxiv[1]
-        return Target("arxiv", value if "/" in value else value.lower())
+        value = arxiv[1] if "/" in arxiv[1] else arxiv[1].lower()
+        return Target("arxiv_version" if _VERSIONED.search(value) else "arxiv", value)
     if kind in (None, "doi") and (doi := _DOI.fullmatch(item)):
         return Target("doi", doi[1].lower())
     wanted = {"arxiv": "an arXiv id", "doi": "a DOI"}.get(kind or "", "a Pith number, arXiv id or DOI")

@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
@@ -142,6 +143,8 @@ class Server:
     routes: dict[str, Route] = field(default_factory=dict)
     log: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    delay: float = 0.0
+    """Seconds each answer waits (a slow host, so that a pull can be killed midway)."""
 
     def requests_for(self, needle: str) -> int:
         with self.lock:
@@ -155,6 +158,8 @@ class _Handler(SimpleHTTPRequestHandler):
         owner: Server = self.server.owner  # type: ignore[attr-defined]
         with owner.lock:
             owner.log.append(self.path)
+        if owner.delay:
+            time.sleep(owner.delay)
         route = owner.routes.get(self.path) or owner.routes.get(self.path.split("?", 1)[0])
         if route is not None:
             route(self)
