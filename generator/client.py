@@ -46,6 +46,7 @@ given up on for this request (and reported), not waited on for hours."""
 BACKOFF_BASE = 0.5
 BACKOFF_CAP = 30.0
 READ_CHUNK = 64 * 1024
+_CONDITIONAL = frozenset({"if-none-match", "if-modified-since"})
 
 
 class FetchError(Exception):
@@ -84,7 +85,11 @@ class HttpStatus(FetchError):
 
 
 class NotHttp(FetchError):
-    """No valid HTTP answer: a refused connection, a bad status line, a body cut short."""
+    """An answer that is not valid HTTP: a bad status line, too many headers, a body cut short."""
+
+
+class NoAnswer(FetchError):
+    """No answer at all: the name does not resolve, the connection is refused or reset."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,15 +197,22 @@ class Client:
             self._session = None
 
     async def get(
-        self, url: str, headers: Mapping[str, str] | None = None, limit: int | None = None
+        self,
+        url: str,
+        headers: Mapping[str, str] | None = None,
+        limit: int | None = None,
+        seconds: float | None = None,
     ) -> Answer:
         """The answer to GET `url`, retried as the rules say; raises a FetchError.
-        `limit` replaces the size limit for this one file (a manifest is larger than a document)."""
+        `limit` and `seconds` replace the size and time limits for this one file (a
+        manifest is larger than a document; a caller with a total budget has less time)."""
         attempt = 0
         while True:
             try:
-                return await self._get_once(url, dict(headers or {}), limit or self.limits.limit)
-            except (HttpStatus, TooSlow, NotHttp) as exc:
+                return await self._get_once(
+                    url, dict(headers or {}), limit or self.limits.limit, seconds or self.limits.seconds
+                )
+            except (HttpStatus, TooSlow, NotHttp, NoAnswer) as exc:
                 wait = self._retry_wait(exc, attempt)
                 if wait is None:
                     raise
@@ -218,14 +230,14 @@ class Client:
                 return exc.retry_after if exc.retry_after <= MAX_RETRY_AFTER else None
         return random.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2**attempt))  # (full jitter)
 
-    async def _get_once(self, url: str, headers: dict[str, str], limit: int) -> Answer:
+    async def _get_once(self, url: str, headers: dict[str, str], limit: int, seconds: float) -> Answer:
         try:
-            async with asyncio.timeout(self.limits.seconds):
-                return await self._follow(url, headers, limit)
+            async with asyncio.timeout(seconds):
+                return await self._follow(url, headers, limit, seconds)
         except TimeoutError:
-            raise TooSlow(url, f"the answer took longer than {self.limits.seconds:g} seconds") from None
+            raise TooSlow(url, f"the answer took longer than {seconds:g} seconds") from None
 
-    async def _follow(self, url: str, headers: dict[str, str], limit: int) -> Answer:
+    async def _follow(self, url: str, headers: dict[str, str], limit: int, seconds: float) -> Answer:
         assert self._session is not None, "use Client inside `async with`"
         current, seen = url, {url}
         while True:
@@ -233,7 +245,10 @@ class Client:
             self.requests += 1
             try:
                 async with self._session.get(
-                    current, headers=headers, allow_redirects=False, auto_decompress=True
+                    current,
+                    headers=headers,
+                    allow_redirects=False,
+                    timeout=aiohttp.ClientTimeout(total=seconds),
                 ) as response:
                     if response.status in (301, 302, 303, 307, 308):
                         location = response.headers.get("Location")
@@ -246,7 +261,7 @@ class Client:
                         seen.add(target)
                         current = target
                         continue
-                    if response.status == 304 and headers:
+                    if response.status == 304 and _CONDITIONAL & {h.lower() for h in headers}:
                         return Answer(current, b"", None, None, not_modified=True)
                     if response.status != 200:
                         asked = _retry_after(response.headers.get("Retry-After"))
@@ -259,12 +274,15 @@ class Client:
                 raise NotHttp(current, f"not a valid URL ({exc})") from None
             except aiohttp.ClientPayloadError as exc:
                 raise NotHttp(current, f"the answer was cut short ({_why(exc)})") from None
-            except (aiohttp.ClientResponseError, aiohttp.ClientConnectionError) as exc:
-                if isinstance(exc, aiohttp.ServerTimeoutError):
-                    raise TooSlow(
-                        url, f"the answer took longer than {self.limits.seconds:g} seconds"
-                    ) from None
-                raise NotHttp(current, _why(exc)) from None
+            except aiohttp.ServerTimeoutError:
+                raise TooSlow(url, f"the answer took longer than {seconds:g} seconds") from None
+            except aiohttp.ServerDisconnectedError:
+                raise NotHttp(current, "the server closed the connection before it answered") from None
+            except aiohttp.ClientResponseError as exc:  # (a bad status line, too many headers)
+                said = exc.message.strip().splitlines()[0] if exc.message.strip() else ""
+                raise NotHttp(current, f"{type(exc).__name__}: {said}" if said else _why(exc)) from None
+            except aiohttp.ClientConnectionError as exc:
+                raise NoAnswer(current, _why(exc)) from None
             except ValueError as exc:  # (a URL aiohttp cannot use at all, such as one without a host)
                 raise NotHttp(current, f"not a valid URL ({exc})") from None
 
@@ -285,3 +303,28 @@ class Client:
 def _why(exc: BaseException) -> str:
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class BlockingClient:
+    """A `Client` for callers that are not async (`compare`): one event loop and one
+    connection pool for all their requests. Close it (or use `with`)."""
+
+    def __init__(self, limits: Limits = Limits()) -> None:
+        self._runner = asyncio.Runner()
+        self._client = Client(limits)
+        self._runner.run(self._client.__aenter__())
+
+    def get(self, url: str, limit: int | None = None, seconds: float | None = None) -> Answer:
+        return self._runner.run(self._client.get(url, limit=limit, seconds=seconds))
+
+    def close(self) -> None:
+        self._runner.run(self._client.__aexit__(None, None, None))
+        self._runner.close()
+
+    def __enter__(self) -> BlockingClient:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()

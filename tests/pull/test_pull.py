@@ -225,15 +225,18 @@ def test_a_redirect_loop_is_refused(server: Server, content: Path, keys: Path) -
 def test_500s_then_success_is_retried(server: Server, content: Path, keys: Path) -> None:
     served = (server.root / BUNDLE_PATH[1:]).read_bytes()
     calls: list[int] = []
+    agents: list[str] = []
 
     def flaky(handler: SimpleHTTPRequestHandler) -> None:
         calls.append(1)
+        agents.append(handler.headers["User-Agent"])
         (answer(500, b"busy") if len(calls) <= 2 else answer(200, served))(handler)
 
     server.routes[BUNDLE_PATH] = flaky
     result = pull(server.url, content, keys, GROWN_BODY)
     assert result.code == 0, result.err
     assert len(calls) == 3
+    assert all(a.startswith("pith-mirror/") for a in agents)
     assert (content / f"{GROWN_BODY}.bundle.json").read_bytes() == served
 
 
