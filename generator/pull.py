@@ -178,6 +178,7 @@ class State:
         self.path = content / STATE_FILE
         self.entries: dict[str, dict[str, Any]] = {}
         self.saved = time.monotonic()
+        self.pause = STATE_SAVE_SECONDS
         self.dirty = False
         try:
             data = json.loads(self.path.read_bytes())
@@ -202,11 +203,15 @@ class State:
         self.dirty = True
 
     def save(self, force: bool = False) -> None:
-        if not self.dirty or (not force and time.monotonic() - self.saved < STATE_SAVE_SECONDS):
+        """Write the state now and then (at most a twentieth of the time goes to it:
+        a pull killed loses only the validators of its last moments)."""
+        if not self.dirty or (not force and time.monotonic() - self.saved < self.pause):
             return
+        started = time.monotonic()
         data = json.dumps({"pith_pull_state": 1, "entries": self.entries}, sort_keys=True).encode()
         write_atomic(self.path, data)
         self.saved, self.dirty = time.monotonic(), False
+        self.pause = max(STATE_SAVE_SECONDS, 20 * (self.saved - started))
 
 
 # ---------------------------------------------------------------- local documents
@@ -305,17 +310,15 @@ class Puller:
             try:
                 answer = await self.client.get(url, {"Accept": "application/json"}, LOOKUP_LIMIT)
             except FetchError as exc:
-                last = (url, fetch_problem(exc))
                 if isinstance(exc, HttpStatus) and exc.status in (404, 410):
+                    last = (url, Problem(Code.FETCH_NOT_FOUND, "", f"the source knows no {target}"))
                     continue
-                return None, [last]
+                return None, [(url, fetch_problem(exc))]
             body = _number_in(answer)
             if body is not None:
                 return body, []
             last = (url, Problem(Code.FETCH_NOT_FOUND, "", f"the look-up of {target} names no Pith number"))
-        assert last is not None
-        if last[1].code == Code.FETCH_FAILED and "HTTP 404" in last[1].message:
-            last = (last[0], Problem(Code.FETCH_NOT_FOUND, "", f"the source knows no {target}"))
+        assert last is not None  # (there is always the query URL)
         return None, [last]
 
     async def pull_number(self, target: Target, body: str, entry: dict[str, Any] | None) -> Outcome:
