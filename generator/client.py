@@ -26,18 +26,22 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import email.utils
 import random
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass
 from types import TracebackType
+from typing import Any, TypeVar
 from urllib.parse import urljoin, urlsplit
 
 import aiohttp
 
 from . import __version__
 
+T = TypeVar("T")
 USER_AGENT = f"pith-mirror/{__version__} (+https://pith.science)"
 MAX_REDIRECTS = 5
 MAX_RETRY_AFTER = 120.0
@@ -305,21 +309,41 @@ def _why(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
+    """`asyncio.run(coroutine)`, also from a thread whose own event loop is running
+    (an application that embeds the CLI, such as a browser driver's): there the
+    coroutine runs on a thread of its own."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
 class BlockingClient:
-    """A `Client` for callers that are not async (`compare`): one event loop and one
-    connection pool for all their requests. Close it (or use `with`)."""
+    """A `Client` for callers that are not async (`compare`): one event loop, on a
+    thread of its own, and one connection pool for all their requests. Close it (or
+    use `with`)."""
 
     def __init__(self, limits: Limits = Limits()) -> None:
-        self._runner = asyncio.Runner()
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._thread.start()
         self._client = Client(limits)
-        self._runner.run(self._client.__aenter__())
+        self._call(self._client.__aenter__())
+
+    def _call(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
 
     def get(self, url: str, limit: int | None = None, seconds: float | None = None) -> Answer:
-        return self._runner.run(self._client.get(url, limit=limit, seconds=seconds))
+        return self._call(self._client.get(url, limit=limit, seconds=seconds))
 
     def close(self) -> None:
-        self._runner.run(self._client.__aexit__(None, None, None))
-        self._runner.close()
+        self._call(self._client.__aexit__(None, None, None))
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._loop.close()
 
     def __enter__(self) -> BlockingClient:
         return self

@@ -9,7 +9,6 @@ ConfigError, which `cli.main` prints with exit 2, before anything is fetched.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 import time
@@ -121,7 +120,7 @@ def _check(args: argparse.Namespace) -> None:
 
 def run_pull(args: argparse.Namespace) -> int:
     from .cli import load_keys
-    from .client import Client
+    from .client import Client, run_sync
     from .client import Limits as NetLimits
     from .config import check_max_bytes, load_config
     from .load import Limits
@@ -159,7 +158,7 @@ def run_pull(args: argparse.Namespace) -> int:
             outcomes = await Puller(plan, client, progress.done).run(chosen, listed, args.jobs)
             return outcomes, client.requests
 
-    outcomes, requests = asyncio.run(pull())
+    outcomes, requests = run_sync(pull())
     progress.finish()
     seconds = time.monotonic() - started
     counts = {

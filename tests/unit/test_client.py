@@ -26,6 +26,7 @@ from generator.client import (
     TooSlow,
     _redirect_refusal,
     _retry_after,
+    run_sync,
 )
 
 
@@ -44,7 +45,8 @@ def trickle_body(conn: socket.socket) -> None:
 
 def test_aiohttp_total_timeout_is_a_deadline_for_the_whole_answer() -> None:
     """What the client rests on, measured on aiohttp itself: ClientTimeout(total=1) ends
-    the reading of a body that trickles in a byte a second after about one second."""
+    the reading of a body that trickles in a byte a second after about one second.
+    (`run_sync`: the browser tests may hold an event loop running in this thread.)"""
 
     async def read(url: str) -> bytes:
         async with (
@@ -56,7 +58,7 @@ def test_aiohttp_total_timeout_is_a_deadline_for_the_whole_answer() -> None:
     with raw_server(trickle_body) as url:
         started = time.monotonic()
         with pytest.raises(TimeoutError):
-            asyncio.run(read(url))
+            run_sync(read(url))
         took = time.monotonic() - started
     assert 0.9 < took < 2.5
 
@@ -209,6 +211,20 @@ def test_requests_name_pith_mirror_and_pace_themselves_per_host() -> None:
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
 
     with raw_server(ok) as url:
-        asyncio.run(run(url))
+        run_sync(run(url))
     assert len(heads) == 4 and heads[-1] - heads[0] >= 0.25  # (4 starts at 10 a second: 0.3 s)
     assert USER_AGENT.startswith("pith-mirror/")
+
+
+def test_run_sync_works_where_an_event_loop_is_already_running() -> None:
+    """`pull` and `compare` called from inside a running loop (as an application that
+    embeds the CLI calls them) run their own loop on a thread of their own."""
+
+    async def inner() -> str:
+        await asyncio.sleep(0)
+        return "done"
+
+    async def outer() -> str:
+        return run_sync(inner())
+
+    assert run_sync(outer()) == "done"
