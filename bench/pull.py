@@ -34,11 +34,10 @@ from multiprocessing import Pool
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-sys.path.insert(0, str(HERE))
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
 
-import corpus  # noqa: E402
+from bench import corpus  # noqa: E402
 
 
 class Counting(SimpleHTTPRequestHandler):
