@@ -44,9 +44,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .commands import add_site_commands
     from .publish_commands import add_publish_commands
+    from .pull_command import add_pull_command
 
     add_site_commands(commands)
     add_publish_commands(commands)
+    add_pull_command(commands)
     return parser
 
 

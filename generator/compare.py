@@ -2,9 +2,14 @@
 
 Rules:
 - A site is a folder, or the http(s) URL of a site's base (the folder that
-  holds `.well-known/`). URLs are fetched with a size limit and a time limit
-  for each whole answer, headers included (fetch.py); nothing else is
-  contacted. A bad URL or an answer that is not HTTP is a ConfigError.
+  holds `.well-known/`). URLs are fetched through `client.py` (pooled
+  connections, a size limit and a time limit for each whole answer, redirects
+  checked and refused with their reason); nothing else is contacted. A bad
+  URL, an answer that is not HTTP or is cut short, a refused redirect is a
+  ConfigError (exit 2): a fetch error, never "the file differs".
+- The whole comparison has a time budget (`budget`, seconds): a manifest of
+  thousands of numbers answered slowly stops with a ConfigError when it is
+  spent, and `progress` is told how far the check of each site's files went.
 - Each site's `.well-known/pith/mirror.json` is read as the build reads it
   (`generator.manifest.published_entries`); a site without a readable manifest
   is a ConfigError (nothing to compare).
@@ -18,19 +23,19 @@ Rules:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-import http.client
-import urllib.error
-import urllib.request
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from . import layout
+from .client import BlockingClient, FetchError, HttpStatus, NotHttp, RedirectRefused, TooLarge, TooSlow
+from .client import Limits as NetLimits
 from .errors import ConfigError, pointer
-from .fetch import RedirectRefused, TooLarge, TooSlow, fetch
 from .files import read_at_most
 from .layout import MANIFEST_PATH, MANIFEST_TYPE
 from .load import parse_json
@@ -41,7 +46,8 @@ from .model import number_body
 FIELDS = ("canonical_sha256", "record_sha256", "bundle_sha256", "state_sha256", "event_count", "key_ids")
 FETCH_TIMEOUT = 30.0
 FETCH_LIMIT = 64 * 1024 * 1024
-FETCH_CHUNK = 64 * 1024
+BUDGET = 3600.0
+"""The time one comparison may take in all, in seconds, unless told otherwise."""
 LIES = "file differs from its manifest entry"
 
 
@@ -83,6 +89,8 @@ class Source(Protocol):
     @property
     def label(self) -> str: ...
 
+    def close(self) -> None: ...
+
     def read(self, relative: str) -> bytes | None:
         """The file's bytes, or None when the site has no such file."""
         ...
@@ -92,6 +100,9 @@ class Source(Protocol):
 class FolderSource:
     root: Path
     label: str
+
+    def close(self) -> None:
+        pass
 
     def read(self, relative: str) -> bytes | None:
         path = self.root / relative
@@ -105,41 +116,70 @@ class FolderSource:
         return data
 
 
-@dataclass(frozen=True, slots=True)
+class Budget:
+    """The time left for a whole comparison."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.ends = time.monotonic() + seconds
+
+    def left(self) -> float:
+        return self.ends - time.monotonic()
+
+
 class UrlSource:
-    base: str
-    label: str
+    """A site served over http(s), read through one pooled client within a budget."""
+
+    def __init__(self, base: str, label: str, budget: Budget | None = None) -> None:
+        self.base = base
+        self.label = label
+        self.budget = budget or Budget(BUDGET)
+        self._client: BlockingClient | None = None
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
 
     def read(self, relative: str) -> bytes | None:
         url = self.base + relative
-        request = urllib.request.Request(url, headers={"User-Agent": "pith-mirror compare"})
+        left = self.budget.left()
+        if left <= 0:
+            raise ConfigError(
+                "site", f"the comparison took longer than its budget of {self.budget.seconds:g} seconds"
+            )
+        if self._client is None:
+            self._client = BlockingClient(
+                NetLimits(limit=FETCH_LIMIT, seconds=FETCH_TIMEOUT, retries=0, jobs=4)
+            )
+        seconds = min(FETCH_TIMEOUT, left)
         try:
-            return fetch(request, FETCH_LIMIT, FETCH_TIMEOUT, FETCH_CHUNK)
+            return self._client.get(url, seconds=seconds).body
         except TooSlow:
-            raise ConfigError("site", f"{url} took longer than {FETCH_TIMEOUT:g} seconds to arrive") from None
+            if seconds < FETCH_TIMEOUT:
+                raise ConfigError(
+                    "site",
+                    f"{url} did not arrive within what was left of the comparison's budget of "
+                    f"{self.budget.seconds:g} seconds",
+                ) from None
+            raise ConfigError("site", f"{url} took longer than {seconds:g} seconds to arrive") from None
         except TooLarge:
             raise ConfigError("site", f"{url} is larger than {FETCH_LIMIT} bytes") from None
         except RedirectRefused as exc:
-            raise ConfigError(
-                "site",
-                f"{url} redirects to {exc.url}, which is not followed "
-                "(from https only to https, from http only to http or https)",
-            ) from None
-        except urllib.error.HTTPError as exc:
-            if exc.code in (404, 410):
+            raise ConfigError("site", f"{url} {exc.reason}") from None
+        except HttpStatus as exc:
+            if exc.status in (404, 410):
                 return None
-            raise ConfigError("site", f"{url}: HTTP {exc.code}") from None
-        except (http.client.InvalidURL, ValueError) as exc:
-            raise ConfigError("site", f"{url} is not a valid URL ({exc})") from None
-        except http.client.HTTPException as exc:  # a bad status line, too many headers, a cut-off body
-            why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-            raise ConfigError("site", f"cannot fetch {url}: the answer is not valid HTTP ({why})") from None
-        except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise ConfigError("site", f"cannot fetch {url}: {reason}") from None
+            raise ConfigError("site", f"{url}: {exc.reason}") from None
+        except NotHttp as exc:
+            raise ConfigError(
+                "site", f"cannot fetch {url}: the answer is not valid HTTP ({exc.reason})"
+            ) from None
+        except FetchError as exc:
+            raise ConfigError("site", f"cannot fetch {url}: {exc.reason}") from None
 
 
-def open_site(where: str | Path) -> Source:
+def open_site(where: str | Path, budget: Budget | None = None) -> Source:
     """A folder path or an http(s) URL of a site's base."""
     text = str(where)
     try:
@@ -154,7 +194,7 @@ def open_site(where: str | Path) -> Source:
             raise ConfigError("site", f"{text!r} is not a valid URL (it holds a space or control character)")
         if parts.query or parts.fragment:
             raise ConfigError("site", f"{text}: a site URL has no query or fragment")
-        return UrlSource(text if text.endswith("/") else text + "/", text)
+        return UrlSource(text if text.endswith("/") else text + "/", text, budget)
     return _folder(where)
 
 
@@ -188,10 +228,19 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def check_files(source: Source, published: Mapping[str, Mapping[str, Any]]) -> list[str]:
+Progress = Callable[[str, int, int], None]
+"""(what, done, total): how far a long comparison has come."""
+
+
+def check_files(
+    source: Source, published: Mapping[str, Mapping[str, Any]], progress: Progress | None = None
+) -> list[str]:
     """Where the site's files disagree with its manifest, one sentence each."""
     problems: list[str] = []
-    for number, entry in sorted(published.items()):
+    total = len(published)
+    for done, (number, entry) in enumerate(sorted(published.items())):
+        if progress is not None:
+            progress(f"checking {source.label}", done, total)
         body = number_body(number)
 
         def lie(path: str, why: str, number: str = number) -> None:
@@ -241,26 +290,34 @@ def check_files(source: Source, published: Mapping[str, Mapping[str, Any]]) -> l
     return problems
 
 
-def compare_sites(a: str | Path, b: str | Path) -> ComparisonResult:
-    """Compare two sites (folders or URLs): their manifests, and each manifest against its files."""
-    site_a, site_b = open_site(a), open_site(b)
-    published_a, published_b = read_manifest(site_a), read_manifest(site_b)
-    different: dict[str, tuple[str, ...]] = {}
-    same = 0
-    for number in sorted(published_a.keys() & published_b.keys()):
-        ea, eb = published_a[number], published_b[number]
-        fields = tuple(f for f in FIELDS if ea.get(f) != eb.get(f))
-        if fields:
-            different[number] = fields
-        else:
-            same += 1
-    return ComparisonResult(
-        a=site_a.label,
-        b=site_b.label,
-        missing_in_b=tuple(sorted(published_a.keys() - published_b.keys())),
-        missing_in_a=tuple(sorted(published_b.keys() - published_a.keys())),
-        different=different,
-        same=same,
-        problems_a=tuple(check_files(site_a, published_a)),
-        problems_b=tuple(check_files(site_b, published_b)),
-    )
+def compare_sites(
+    a: str | Path, b: str | Path, budget: float = BUDGET, progress: Progress | None = None
+) -> ComparisonResult:
+    """Compare two sites (folders or URLs): their manifests, and each manifest against its
+    files, all within `budget` seconds."""
+    clock = Budget(budget)
+    with contextlib.ExitStack() as stack:
+        site_a = open_site(a, clock)
+        stack.callback(site_a.close)
+        site_b = open_site(b, clock)
+        stack.callback(site_b.close)
+        published_a, published_b = read_manifest(site_a), read_manifest(site_b)
+        different: dict[str, tuple[str, ...]] = {}
+        same = 0
+        for number in sorted(published_a.keys() & published_b.keys()):
+            ea, eb = published_a[number], published_b[number]
+            fields = tuple(f for f in FIELDS if ea.get(f) != eb.get(f))
+            if fields:
+                different[number] = fields
+            else:
+                same += 1
+        return ComparisonResult(
+            a=site_a.label,
+            b=site_b.label,
+            missing_in_b=tuple(sorted(published_a.keys() - published_b.keys())),
+            missing_in_a=tuple(sorted(published_b.keys() - published_a.keys())),
+            different=different,
+            same=same,
+            problems_a=tuple(check_files(site_a, published_a, progress)),
+            problems_b=tuple(check_files(site_b, published_b, progress)),
+        )

@@ -73,6 +73,13 @@ class Code(StrEnum):
     BUNDLE_CONFLICT = "bundle.conflict"
     BUNDLE_ROLLBACK = "bundle.rollback"
     RECORD_CONFLICT = "record.conflict"
+    RECORD_SIGNATURE_CHANGED = "record.signature_changed"
+    # (pull) fetching from a resolver or a mirror
+    FETCH_FAILED = "fetch.failed"
+    FETCH_TOO_SLOW = "fetch.too_slow"
+    FETCH_NOT_FOUND = "fetch.not_found"
+    FETCH_REDIRECT_REFUSED = "fetch.redirect_refused"
+    PULL_WRONG_DOCUMENT = "pull.wrong_document"
 
 
 CODE_HELP: dict[Code, str] = {
@@ -122,6 +129,12 @@ CODE_HELP: dict[Code, str] = {
     Code.BUNDLE_CONFLICT: "two bundles for one Pith number (or a bundle and the published one) disagree",
     Code.BUNDLE_ROLLBACK: "an older bundle would replace the published one (fewer events, or built earlier)",
     Code.RECORD_CONFLICT: "two different record documents for one Pith number",
+    Code.RECORD_SIGNATURE_CHANGED: "a fetched record's signed receipt differs from the local copy's",
+    Code.FETCH_FAILED: "the document could not be fetched (no answer, an HTTP error, not valid HTTP)",
+    Code.FETCH_TOO_SLOW: "the whole answer did not arrive within the time limit",
+    Code.FETCH_NOT_FOUND: "the source has no document for this Pith number or look-up",
+    Code.FETCH_REDIRECT_REFUSED: "the answer redirects where pull does not follow (another scheme, a loop)",
+    Code.PULL_WRONG_DOCUMENT: "the answer verifies but is not the document asked for",
 }
 
 

@@ -35,6 +35,13 @@ def add_publish_commands(commands: Any) -> None:
     compare.add_argument("site_a", metavar="SITE_A", help="a site folder or the http(s) URL of its base")
     compare.add_argument("site_b", metavar="SITE_B", help="a site folder or the http(s) URL of its base")
     compare.add_argument("--json", action="store_true", help="print the comparison as JSON on stdout")
+    compare.add_argument(
+        "--budget",
+        type=float,
+        default=3600.0,
+        metavar="SECONDS",
+        help="the longest the whole comparison may take (default 3600)",
+    )
     compare.set_defaults(handler=run_compare)
 
     checksums = commands.add_parser(
@@ -88,7 +95,17 @@ def run_keygen(args: argparse.Namespace) -> int:
 def run_compare(args: argparse.Namespace) -> int:
     from .compare import compare_sites
 
-    result = compare_sites(args.site_a, args.site_b)
+    if not args.budget > 0:
+        raise ConfigError("budget", "must be more than 0 seconds")
+    last = [time.monotonic()]
+
+    def progress(what: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - last[0] >= 2:  # (quiet for a quick comparison; a slow one says how far it is)
+            last[0] = now
+            print(f"  {what}: {done}/{total} record(s)", file=sys.stderr)
+
+    result = compare_sites(args.site_a, args.site_b, args.budget, progress)
     if args.json:
         print(json.dumps(result.as_json(), indent=2, ensure_ascii=False))
         return EXIT_OK if result.identical else EXIT_DIFFERENT

@@ -135,3 +135,12 @@ def test_the_run_summary_lists_each_refusal(
     assert "| content/a.json | the whole file | json.invalid | line 1: oops |" in table
     assert "| content/b.json | /events/0 | sig.invalid | a\\|b |" in table
     assert "Published **2** record(s); refused **2** file(s)." in table
+
+
+def test_an_optional_pull_of_a_list_file_before_the_build(workflow: dict[str, Any]) -> None:
+    names = [s.get("name", "") for s in steps(workflow, "build")]
+    pull = next(s for s in steps(workflow, "build") if s.get("name", "").startswith("Pull the papers"))
+    assert names.index(pull["name"]) < next(i for i, n in enumerate(names) if n.startswith("Build"))
+    assert pull["if"] == "hashFiles('pith-mirror-pull.txt') != ''"
+    assert "pith-mirror pull --list pith-mirror-pull.txt" in pull["run"]
+    assert 'if [ "$status" -ge 2 ]' in pull["run"]  # (a usage error stops the run; a refusal does not)

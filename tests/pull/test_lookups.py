@@ -1,0 +1,91 @@
+"""Look-ups through a stand-in for the resolver's query-string resolve
+(`api/pith-number/resolve?arxiv=...&json=true`), answering both ways the real one
+may: JSON with `pith_number`, or a redirect to the record page. Nothing more of
+the real answer is assumed, and the look-up is only a hint: the documents it
+leads to must verify as the paper asked for."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import urllib.parse
+from http.server import SimpleHTTPRequestHandler
+from pathlib import Path
+
+import factories as f
+
+from .pullkit import REAL_BUNDLE_BODY, REAL_RECORD_BODY, RECORD, RECORD_BODY, Server, answer, documents, pull
+
+REAL_RECORD_NUMBER = f"pith:2021:{REAL_RECORD_BODY}"
+
+
+def resolver(server: Server, names: dict[str, str]) -> list[dict[str, list[str]]]:
+    """The served site without its look-up files, and a resolve endpoint that answers
+    an arXiv look-up with JSON and a DOI look-up with a redirect; returns the queries seen."""
+    shutil.rmtree(server.root / "api" / "pith-number" / "resolve")
+    seen: list[dict[str, list[str]]] = []
+
+    def resolve(handler: SimpleHTTPRequestHandler) -> None:
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(handler.path).query)
+        seen.append(query)
+        if query.get("json") != ["true"]:
+            answer(400)(handler)
+        elif "arxiv" in query and query["arxiv"][0] in names:
+            number = names[query["arxiv"][0]]
+            answer(200, json.dumps({"pith_number": number, "other": "fields"}).encode())(handler)
+        elif "doi" in query and query["doi"][0] in names:
+            body = names[query["doi"][0]].rsplit(":", 1)[1]
+            answer(302, headers={"Location": f"/pith/{body}"})(handler)
+        else:
+            answer(404, b"no such paper")(handler)
+
+    server.routes["/api/pith-number/resolve"] = resolve
+    return seen
+
+
+def test_an_arxiv_look_up_answered_with_json(server: Server, content: Path, keys: Path) -> None:
+    seen = resolver(server, {"2111.04007": REAL_RECORD_NUMBER})
+    result = pull(server.url, content, keys, "--arxiv", "2111.04007", "--json")
+    assert result.code == 0, result.err
+    assert seen == [{"arxiv": ["2111.04007"], "json": ["true"]}]
+    assert result.json()["results"][0]["pith_number"] == REAL_RECORD_NUMBER
+    assert set(documents(content)) == {f"{REAL_RECORD_BODY}.record.json"}
+
+
+def test_a_doi_look_up_answered_with_a_redirect(server: Server, content: Path, keys: Path) -> None:
+    seen = resolver(server, {"10.48550/arxiv.2111.04007": REAL_RECORD_NUMBER})
+    result = pull(server.url, content, keys, "--doi", "10.48550/arXiv.2111.04007", "--json")
+    assert result.code == 0, result.err
+    assert seen == [{"doi": ["10.48550/arxiv.2111.04007"], "json": ["true"]}]
+    assert result.json()["results"][0]["pith_number"] == REAL_RECORD_NUMBER
+    assert set(documents(content)) == {f"{REAL_RECORD_BODY}.record.json"}
+
+
+def test_a_look_up_that_names_another_paper_is_refused(server: Server, content: Path, keys: Path) -> None:
+    """The resolve answer is not signed: the signed record of the number it names must be
+    the paper asked for."""
+    resolver(server, {"2111.04007": f.pith_number(RECORD), "2010.10458": f"pith:2021:{RECORD_BODY}"})
+    result = pull(server.url, content, keys, "--arxiv", "2111.04007", "--json")
+    assert result.code == 1
+    errors = result.json()["results"][0]["errors"]
+    assert {e["code"] for e in errors} == {"pull.wrong_document"}
+    assert documents(content) == {}
+    assert pull(server.url, content, keys, "--arxiv", "2010.10458").code == 1
+    assert pull(server.url, content, keys, "--arxiv", "2010.10458v1").code == 1
+    assert documents(content) == {}
+
+
+def test_a_paper_the_resolver_does_not_know(server: Server, content: Path, keys: Path) -> None:
+    resolver(server, {})
+    result = pull(server.url, content, keys, "--arxiv", "2401.99999", "--json")
+    assert result.code == 1
+    assert result.json()["results"][0]["errors"][0]["code"] == "fetch.not_found"
+    assert result.json()["results"][0]["status"] == "failed"
+
+
+def test_a_versioned_arxiv_id_on_a_mirror_uses_its_look_up_file(
+    server: Server, content: Path, keys: Path
+) -> None:
+    result = pull(server.url, content, keys, "--arxiv", "2010.10458v1", "--json")
+    assert result.code == 0, result.err
+    assert set(documents(content)) == {f"{REAL_BUNDLE_BODY}.bundle.json"}
