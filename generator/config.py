@@ -53,6 +53,10 @@ class SiteConfig:
     per_page: int = 50
     checksums: bool = False
     """Write SHA256SUMS of the whole site (and sign it with mirror_key) after each build."""
+    allow_removals: bool = False
+    """Let a build unpublish any share of the mirror (see removals.py)."""
+    deployed: Path | None = None
+    """The live site's mirror.json: its numbers count as published (see removals.py)."""
 
     @property
     def base_path(self) -> str:
@@ -92,6 +96,8 @@ _KEYS: dict[str, tuple[type, ...]] = {
     "mirror_key": (str,),
     "per_page": (int,),
     "checksums": (bool,),
+    "allow_removals": (bool,),
+    "deployed": (str,),
 }
 _TOML_TYPE_NAMES: dict[type, str] = {
     bool: "true or false",
@@ -101,7 +107,7 @@ _TOML_TYPE_NAMES: dict[type, str] = {
     list: "an array",
     dict: "a table",
 }
-_PATH_KEYS = {"content", "site", "keys", "templates", "cache", "mirror_key"}
+_PATH_KEYS = {"content", "site", "keys", "templates", "cache", "mirror_key", "deployed"}
 
 
 def _toml_type_name(value: object) -> str:
@@ -303,7 +309,7 @@ def validate(config: SiteConfig) -> None:
         value = getattr(config, name)
         if isinstance(value, str) and not is_utf8(value):
             raise ConfigError(name, "holds bytes that are not UTF-8")
-    for name in ("content", "site", "templates", "cache", "keys", "mirror_key"):
+    for name in ("content", "site", "templates", "cache", "keys", "mirror_key", "deployed"):
         path = getattr(config, name)
         if path is not None and "\0" in str(path):  # (every system call would refuse it, unexplained)
             raise ConfigError(name, "the path holds a NUL character (\\u0000), which no file name can")

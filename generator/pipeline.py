@@ -62,6 +62,7 @@ from .manifest import published_paths, read_published
 from .model import BuildReport, number_body
 from .pages import skipped_pages
 from .reconcile import Candidate, Choice, select
+from .removals import check_removals, final_numbers, manifest_numbers
 from .sitewide_write import PaperPages, SitewideStage
 from .unchanged import Listed, Look, Unchanged, content_files, content_top, look, stat_key
 from .view import fork_notes
@@ -121,6 +122,7 @@ def _build(
         return seen.report
     started, key, extra, site = seen.started, seen.key, seen.extra, config.site
     cache = warm_cache_for(warm, key, site) if incremental else None
+    deployed = manifest_numbers(config.deployed) if config.deployed else set()
     undo(site)  # (a killed incremental build's changes are taken back first)
     staging = prepare_staging(site)
     if incremental and cache is None:
@@ -150,6 +152,7 @@ def _build(
         run.journal = journal
         run.keeps_manifest = warm is not None
         run.listed = seen.listed
+        run.deployed = deployed
         if hints is not None and warm is not None and cache is not None and cache is warm.cache:
             run.hints = sorted(set(hints))
         with _collection_deferred():
@@ -342,6 +345,10 @@ class _Build:
         """An incremental build's record of what it changes in SITE (see journal.py)."""
         self.listed: Listed | None = None
         """(path, name, stat) of every input, when the check for no change listed them."""
+        self.deployed: set[str] = set()
+        """Numbers the deployed site publishes, besides SITE's (`config.deployed`)."""
+        self.previous: set[str] = set(cache.numbers) if cache else set()
+        """Every number SITE publishes before this build."""
 
     def execute(self, started: float) -> BuildReport:
         entries, fresh, changed = self.examine_content()
@@ -375,6 +382,10 @@ class _Build:
             selection_notes = self.cache.notes
         self.new_cache.notes = selection_notes
         rejections += selection.rejections
+        # (before SITE changes: a refusal leaves it exactly as it was)
+        kept = final_numbers(self.previous, touched, [c.pith_number for c in selection.choices])
+        allowed = self.config.allow_removals
+        check_removals(self.previous | self.deployed, kept, not entries, allowed, self.config.content)
         numbers, rendered_numbers, render_rejections = self.publish_numbers(
             selection.choices, fresh, paths, touched
         )
@@ -517,6 +528,7 @@ class _Build:
                 return {n: (cached[n].record, cached[n].bundle) for n in sorted(touched) if n in cached}
             return {n: (e.record, e.bundle) for n, e in cached.items()}
         published = read_published(self.site)
+        self.previous = set(published)
         new_hashes: dict[str, set[str]] = {}
         for c in candidates:
             new_hashes.setdefault(c.pith_number, set()).add(c.raw_sha256)
