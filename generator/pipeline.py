@@ -275,7 +275,7 @@ def _collection_deferred() -> Iterator[None]:
 def finish_publication(root: Path, config: SiteConfig, journal: Journal | None = None) -> None:
     """Last: SHA256SUMS of the whole tree and the operator's signature, when asked;
     otherwise remove any left by an earlier `pith-mirror checksums` (they would be stale)."""
-    from .publish import SIGNATURE_PATH, SUMS_PATH, load_mirror_key, sha256sums, sign_manifest
+    from .publish import SIGNATURE_PATH, SUMS_PATH, files_disagree, load_mirror_key, sha256sums, sign_manifest
 
     if journal is not None:
         journal.before([SUMS_PATH, SIGNATURE_PATH])
@@ -285,6 +285,15 @@ def finish_publication(root: Path, config: SiteConfig, journal: Journal | None =
         signature_path.unlink(missing_ok=True)
         return
     key = load_mirror_key(config.mirror_key) if config.mirror_key else None
+    if key is not None:  # (an incremental build trusts its cache: SITE may have been edited since)
+        disagree = files_disagree(root)
+        if disagree:
+            more = f" (and {len(disagree) - 1} more)" if len(disagree) > 1 else ""
+            raise BuildError(
+                str(root),
+                f"refusing to sign a site whose files disagree with its manifest: {disagree[0]}{more};"
+                " build with --clean to rewrite every file",
+            )
     signature_path.unlink(missing_ok=True)
     sums = sha256sums(root)
 
