@@ -377,6 +377,40 @@ def inside(folder: Path, path: Path) -> bool:
 INSIDE_SITE = "is inside the site folder, which a full build replaces and publishes: move it out"
 
 
+CACHE_NAMES = re.compile(r"templates|\.?(?:build-cache|unchanged-check)\.json(?:\.stale|\.tmp-\d+)?")
+"""The only names a cache folder holds: the build cache (cache.py), the check for no
+change (unchanged.py), a cache set aside while a warm build runs, each file's
+temporary name while it is written (write.temporary_path), and the compiled
+templates' folder (templating.py)."""
+
+
+def check_cache_folder(folder: Path) -> None:
+    """ConfigError unless `folder` may be the build cache: a folder of the mirror's own.
+
+    The rule: the folder does not exist yet, or is empty, or holds nothing but the
+    cache's own files (`CACHE_NAMES`). A build writes, renames and deletes files
+    there, so a folder holding anything else (`/etc`, a home folder, a project) is
+    someone else's and is refused, whatever it is. (Where it may be is checked with
+    the other folders: never in CONTENT or SITE; see `unchanged.check_site`.)"""
+    shown = shown_name(str(folder))
+    try:
+        with os.scandir(folder) as entries:
+            foreign = next((e.name for e in entries if not CACHE_NAMES.fullmatch(e.name)), None)
+    except FileNotFoundError:
+        return
+    except NotADirectoryError:
+        raise ConfigError("cache", f"{shown} is a file, not a folder") from None
+    except OSError as exc:
+        raise ConfigError("cache", f"cannot list {shown}: {exc.strerror}") from None
+    if foreign is not None:
+        raise ConfigError(
+            "cache",
+            f"{shown} holds {shown_name(foreign)!r}, which is no build cache file: the cache must be"
+            " a folder of the mirror's own (new, empty, or used only as its cache), since builds"
+            " write and delete files there; name another, such as .pith-cache/site beside the site",
+        )
+
+
 def load_config(explicit: Path | None, flags: dict[str, Any], cwd: Path | None = None) -> SiteConfig:
     config = SiteConfig()
     try:
