@@ -99,11 +99,40 @@ def build(
     and the caller checks that later with `unnoticed_changes`."""
     try:
         with one_build_at_a_time(config.site):
-            return _build(config, keyring, progress, incremental, warm, hints, seen)
+            new_folders = _missing_folders(config.cache_dir)  # (under the lock: no other build's)
+            try:
+                return _build(config, keyring, progress, incremental, warm, hints, seen)
+            except BaseException:
+                _remove_new_cache(new_folders)
+                raise
     except OSError as exc:  # e.g. a full disk
         raise BuildError.from_os_error(exc, str(config.site)) from None
     except BrokenProcessPool:
         raise BuildError(str(config.site), "a worker process stopped unexpectedly (out of memory?)") from None
+
+
+def _missing_folders(folder: Path) -> list[Path]:
+    """`folder` and each of its parents that does not exist yet, deepest first."""
+    missing: list[Path] = []
+    while not os.path.lexists(folder) and folder.parent != folder:
+        missing.append(folder)
+        folder = folder.parent
+    return missing
+
+
+def _remove_new_cache(new_folders: list[Path]) -> None:
+    """After a failed build: the cache folder it made (and the parents it made, such as
+    `.pith-cache/`), which hold no cache (the cache is saved once a build completes),
+    only compiled templates. A first build that ran out of space left them, empty or
+    nearly, beside a site that was never made."""
+    if not new_folders:
+        return
+    with contextlib.suppress(OSError):
+        if os.path.isdir(new_folders[0]) and not os.path.islink(new_folders[0]):
+            remove_tree(new_folders[0])
+    for folder in new_folders[1:]:
+        with contextlib.suppress(OSError):  # (only an empty folder: another site's cache may be there now)
+            folder.rmdir()
 
 
 def _build(
