@@ -51,6 +51,7 @@ from .cache import (
     warm_cache_for,
 )
 from .config import SiteConfig
+from .crossover import full_is_faster
 from .errors import BuildError, Code, Rejection
 from .family import family_paths
 from .files import file_sha256
@@ -156,6 +157,12 @@ def _build(
     staging = prepare_staging(site)
     if incremental and cache is None:
         cache = load_cache(config.cache_dir, key, site)
+    listed = seen.listed
+    if cache is not None:  # (past a share of changed documents, a full build is faster)
+        warm_hints = hints if warm is not None and cache is warm.cache else None
+        full, listed = full_is_faster(cache, config.content, listed, warm_hints)
+        if full:
+            cache = None
     if warm is not None:  # read (above) before SITE changes; written again by save_warm
         forget_saved(config.cache_dir)
     family = cache is None  # a full build: workers write what records share too
@@ -180,7 +187,7 @@ def _build(
         run = _Build(config, keyring, staging, pool, progress, cache, key, extra)
         run.journal = journal
         run.keeps_manifest = warm is not None
-        run.listed = seen.listed
+        run.listed = listed
         run.deployed = deployed
         if hints is not None and warm is not None and cache is not None and cache is warm.cache:
             run.hints = sorted(set(hints))
