@@ -321,7 +321,10 @@ def finish_publication(root: Path, config: SiteConfig, journal: Journal | None =
         signature_path.unlink(missing_ok=True)
         return
     key = load_mirror_key(config.mirror_key) if config.mirror_key else None
-    if key is not None:  # (an incremental build trusts its cache: SITE may have been edited since)
+    # An incremental build trusts its cache for the records it does not render, and SITE may
+    # have been edited since; a full build has just written every file from verified documents.
+    # (Reading them back costs about a third of what SHA256SUMS does.)
+    if key is not None and journal is not None:
         disagree = files_disagree(root)
         if disagree:
             more = f" (and {len(disagree) - 1} more)" if len(disagree) > 1 else ""
