@@ -56,6 +56,18 @@ def add_site_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--mirror-key", type=Path, metavar="FILE", help="sign the mirror manifest (implies --checksums)"
     )
+    parser.add_argument(
+        "--allow-removals",
+        action="store_true",
+        default=None,
+        help="let the build unpublish records even when CONTENT is empty or over 10%% of them go",
+    )
+    parser.add_argument(
+        "--deployed",
+        type=Path,
+        metavar="FILE",
+        help="the deployed site's .well-known/pith/mirror.json: its records count as published",
+    )
     parser.add_argument("--clean", action="store_true", help="ignore the build cache: a full build")
     parser.add_argument("--quiet", action="store_true", help="print only the summary line and problems")
     parser.add_argument(
@@ -91,6 +103,8 @@ def settings_from(args: argparse.Namespace) -> dict[str, Any]:
         "checksums": True if args.checksums or args.mirror_key else None,
         "relative": args.relative,
         "mirror_key": args.mirror_key,
+        "allow_removals": args.allow_removals,
+        "deployed": args.deployed,
     }
 
 

@@ -55,6 +55,10 @@ class SiteConfig:
     """Write SHA256SUMS of the whole site (and sign it with mirror_key) after each build."""
     relative: bool = False
     """Links relative to each page, so the site opens from disk (`relative.py`)."""
+    allow_removals: bool = False
+    """Let a build unpublish any share of the mirror (see removals.py)."""
+    deployed: Path | None = None
+    """The live site's mirror.json: its numbers count as published (see removals.py)."""
 
     @property
     def base_path(self) -> str:
@@ -95,6 +99,8 @@ _KEYS: dict[str, tuple[type, ...]] = {
     "per_page": (int,),
     "checksums": (bool,),
     "relative": (bool,),
+    "allow_removals": (bool,),
+    "deployed": (str,),
 }
 _TOML_TYPE_NAMES: dict[type, str] = {
     bool: "true or false",
@@ -104,7 +110,7 @@ _TOML_TYPE_NAMES: dict[type, str] = {
     list: "an array",
     dict: "a table",
 }
-_PATH_KEYS = {"content", "site", "keys", "templates", "cache", "mirror_key"}
+_PATH_KEYS = {"content", "site", "keys", "templates", "cache", "mirror_key", "deployed"}
 
 
 def _toml_type_name(value: object) -> str:
@@ -306,7 +312,7 @@ def validate(config: SiteConfig) -> None:
         value = getattr(config, name)
         if isinstance(value, str) and not is_utf8(value):
             raise ConfigError(name, "holds bytes that are not UTF-8")
-    for name in ("content", "site", "templates", "cache", "keys", "mirror_key"):
+    for name in ("content", "site", "templates", "cache", "keys", "mirror_key", "deployed"):
         path = getattr(config, name)
         if path is not None and "\0" in str(path):  # (every system call would refuse it, unexplained)
             raise ConfigError(name, "the path holds a NUL character (\\u0000), which no file name can")
@@ -372,6 +378,40 @@ def inside(folder: Path, path: Path) -> bool:
 
 
 INSIDE_SITE = "is inside the site folder, which a full build replaces and publishes: move it out"
+
+
+CACHE_NAMES = re.compile(r"templates|\.?(?:build-cache|unchanged-check)\.json(?:\.stale|\.tmp-\d+)?")
+"""The only names a cache folder holds: the build cache (cache.py), the check for no
+change (unchanged.py), a cache set aside while a warm build runs, each file's
+temporary name while it is written (write.temporary_path), and the compiled
+templates' folder (templating.py)."""
+
+
+def check_cache_folder(folder: Path) -> None:
+    """ConfigError unless `folder` may be the build cache: a folder of the mirror's own.
+
+    The rule: the folder does not exist yet, or is empty, or holds nothing but the
+    cache's own files (`CACHE_NAMES`). A build writes, renames and deletes files
+    there, so a folder holding anything else (`/etc`, a home folder, a project) is
+    someone else's and is refused, whatever it is. (Where it may be is checked with
+    the other folders: never in CONTENT or SITE; see `unchanged.check_site`.)"""
+    shown = shown_name(str(folder))
+    try:
+        with os.scandir(folder) as entries:
+            foreign = next((e.name for e in entries if not CACHE_NAMES.fullmatch(e.name)), None)
+    except FileNotFoundError:
+        return
+    except NotADirectoryError:
+        raise ConfigError("cache", f"{shown} is a file, not a folder") from None
+    except OSError as exc:
+        raise ConfigError("cache", f"cannot list {shown}: {exc.strerror}") from None
+    if foreign is not None:
+        raise ConfigError(
+            "cache",
+            f"{shown} holds {shown_name(foreign)!r}, which is no build cache file: the cache must be"
+            " a folder of the mirror's own (new, empty, or used only as its cache), since builds"
+            " write and delete files there; name another, such as .pith-cache/site beside the site",
+        )
 
 
 def load_config(explicit: Path | None, flags: dict[str, Any], cwd: Path | None = None) -> SiteConfig:

@@ -141,3 +141,35 @@ def undo(site: Path) -> None:
             target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(kept, target)
     remove_tree(folder)
+
+
+def unfinished(site: Path) -> bool:
+    """Whether a build of SITE is running now or stopped before it finished, so SITE
+    may hold some files of the new build and some of the old (checksums and a mirror
+    signature must not vouch for such a mix).
+
+    Three marks: the undo journal of an incremental build (it is deleted when the
+    build completes or is undone), the old site of a full build's swap interrupted
+    half-way (`write.previous_path`), and the lock a build holds while it runs
+    (`write.lock_path`, held with `flock`). A full build's staging folder left
+    alone is no mark: a killed full build never changed SITE."""
+    from .write import lock_path, previous_path
+
+    if os.path.lexists(undo_path(site)) or os.path.lexists(previous_path(site)):
+        return True
+    try:
+        import fcntl
+    except ImportError:  # (not a POSIX system: builds take no lock there either)
+        return False
+    try:
+        flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(lock_path(site), flags)
+    except OSError:  # (no lock file: no build has run beside this SITE, or it is unreadable)
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False

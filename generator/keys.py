@@ -21,6 +21,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from nacl.bindings import crypto_core_ed25519_is_valid_point
 from nacl.exceptions import BadSignatureError
 from nacl.signing import VerifyKey
 
@@ -160,6 +161,8 @@ def _parse_entry(entry: Any, where: str) -> PinnedKey:
         # has other spellings, which a bundle's embedded key and a reader's browser,
         # comparing the text, would not match)
         raise ConfigError("keys", f"{where} ({key_id}) public_key_b64 should be written {standard}")
+    if not crypto_core_ed25519_is_valid_point(public_key):
+        raise ConfigError("keys", f"{where} ({key_id}) public_key_b64 is {_degenerate(public_key)}")
     key = PinnedKey(key_id=key_id, public_key=public_key, entry=dict(entry))
     stated = {
         "public_key_hex": key.public_key_hex,
@@ -170,6 +173,19 @@ def _parse_entry(entry: Any, where: str) -> PinnedKey:
         if name in entry and entry[name] != actual:
             raise ConfigError("keys", f"{where} ({key_id}) {name} is not the key's own: {actual}")
     return key
+
+
+def _degenerate(public_key: bytes) -> str:
+    """Why libsodium refuses `public_key` as a point (`crypto_core_ed25519_is_valid_point`):
+    all zero bytes (a placeholder), or a point of small order, off the curve or outside
+    its main subgroup. No private key has such a public key, and for a small-order one
+    a "signature" can be made without any: pinning it would trust nobody, or anybody."""
+    if not any(public_key):
+        return "all zero bytes, a placeholder rather than a key"
+    return (
+        "not an Ed25519 public key that a private key gives (a point of small order, off the"
+        " curve or outside its prime-order subgroup), so a signature by it proves nothing"
+    )
 
 
 def _check_entry_values(entry: dict[str, Any], where: str) -> None:

@@ -51,6 +51,7 @@ from .cache import (
     warm_cache_for,
 )
 from .config import SiteConfig
+from .crossover import full_is_faster
 from .errors import BuildError, Code, Rejection
 from .family import family_paths
 from .files import file_sha256
@@ -62,6 +63,7 @@ from .manifest import published_paths, read_published
 from .model import BuildReport, number_body
 from .pages import skipped_pages
 from .reconcile import Candidate, Choice, select
+from .removals import check_removals, final_numbers, manifest_numbers
 from .sitewide_write import PaperPages, SitewideStage
 from .unchanged import Listed, Look, Unchanged, content_files, content_top, look, stat_key
 from .view import fork_notes
@@ -98,11 +100,40 @@ def build(
     and the caller checks that later with `unnoticed_changes`."""
     try:
         with one_build_at_a_time(config.site):
-            return _build(config, keyring, progress, incremental, warm, hints, seen)
+            new_folders = _missing_folders(config.cache_dir)  # (under the lock: no other build's)
+            try:
+                return _build(config, keyring, progress, incremental, warm, hints, seen)
+            except BaseException:
+                _remove_new_cache(new_folders)
+                raise
     except OSError as exc:  # e.g. a full disk
         raise BuildError.from_os_error(exc, str(config.site)) from None
     except BrokenProcessPool:
         raise BuildError(str(config.site), "a worker process stopped unexpectedly (out of memory?)") from None
+
+
+def _missing_folders(folder: Path) -> list[Path]:
+    """`folder` and each of its parents that does not exist yet, deepest first."""
+    missing: list[Path] = []
+    while not os.path.lexists(folder) and folder.parent != folder:
+        missing.append(folder)
+        folder = folder.parent
+    return missing
+
+
+def _remove_new_cache(new_folders: list[Path]) -> None:
+    """After a failed build: the cache folder it made (and the parents it made, such as
+    `.pith-cache/`), which hold no cache (the cache is saved once a build completes),
+    only compiled templates. A first build that ran out of space left them, empty or
+    nearly, beside a site that was never made."""
+    if not new_folders:
+        return
+    with contextlib.suppress(OSError):
+        if os.path.isdir(new_folders[0]) and not os.path.islink(new_folders[0]):
+            remove_tree(new_folders[0])
+    for folder in new_folders[1:]:
+        with contextlib.suppress(OSError):  # (only an empty folder: another site's cache may be there now)
+            folder.rmdir()
 
 
 def _build(
@@ -123,10 +154,17 @@ def _build(
         incremental = False
     started, key, extra, site = seen.started, seen.key, seen.extra, config.site
     cache = warm_cache_for(warm, key, site) if incremental else None
+    deployed = manifest_numbers(config.deployed) if config.deployed else set()
     undo(site)  # (a killed incremental build's changes are taken back first)
     staging = prepare_staging(site)
     if incremental and cache is None:
         cache = load_cache(config.cache_dir, key, site)
+    listed = seen.listed
+    if cache is not None:  # (past a share of changed documents, a full build is faster)
+        warm_hints = hints if warm is not None and cache is warm.cache else None
+        full, listed = full_is_faster(cache, config.content, listed, warm_hints)
+        if full:
+            cache = None
     if warm is not None:  # read (above) before SITE changes; written again by save_warm
         forget_saved(config.cache_dir)
     family = cache is None  # a full build: workers write what records share too
@@ -151,7 +189,8 @@ def _build(
         run = _Build(config, keyring, staging, pool, progress, cache, key, extra)
         run.journal = journal
         run.keeps_manifest = warm is not None
-        run.listed = seen.listed
+        run.listed = listed
+        run.deployed = deployed
         if hints is not None and warm is not None and cache is not None and cache is warm.cache:
             run.hints = sorted(set(hints))
         with _collection_deferred():
@@ -278,7 +317,7 @@ def _collection_deferred() -> Iterator[None]:
 def finish_publication(root: Path, config: SiteConfig, journal: Journal | None = None) -> None:
     """Last: SHA256SUMS of the whole tree and the operator's signature, when asked;
     otherwise remove any left by an earlier `pith-mirror checksums` (they would be stale)."""
-    from .publish import SIGNATURE_PATH, SUMS_PATH, load_mirror_key, sha256sums, sign_manifest
+    from .publish import SIGNATURE_PATH, SUMS_PATH, files_disagree, load_mirror_key, sha256sums, sign_manifest
 
     if journal is not None:
         journal.before([SUMS_PATH, SIGNATURE_PATH])
@@ -288,6 +327,18 @@ def finish_publication(root: Path, config: SiteConfig, journal: Journal | None =
         signature_path.unlink(missing_ok=True)
         return
     key = load_mirror_key(config.mirror_key) if config.mirror_key else None
+    # An incremental build trusts its cache for the records it does not render, and SITE may
+    # have been edited since; a full build has just written every file from verified documents.
+    # (Reading them back costs about a third of what SHA256SUMS does.)
+    if key is not None and journal is not None:
+        disagree = files_disagree(root)
+        if disagree:
+            more = f" (and {len(disagree) - 1} more)" if len(disagree) > 1 else ""
+            raise BuildError(
+                str(root),
+                f"refusing to sign a site whose files disagree with its manifest: {disagree[0]}{more};"
+                " build with --clean to rewrite every file",
+            )
     signature_path.unlink(missing_ok=True)
     sums = sha256sums(root)
 
@@ -348,6 +399,10 @@ class _Build:
         """An incremental build's record of what it changes in SITE (see journal.py)."""
         self.listed: Listed | None = None
         """(path, name, stat) of every input, when the check for no change listed them."""
+        self.deployed: set[str] = set()
+        """Numbers the deployed site publishes, besides SITE's (`config.deployed`)."""
+        self.previous: set[str] = set(cache.numbers) if cache else set()
+        """Every number SITE publishes before this build."""
 
     def execute(self, started: float) -> BuildReport:
         entries, fresh, changed = self.examine_content()
@@ -381,6 +436,10 @@ class _Build:
             selection_notes = self.cache.notes
         self.new_cache.notes = selection_notes
         rejections += selection.rejections
+        # (before SITE changes: a refusal leaves it exactly as it was)
+        kept = final_numbers(self.previous, touched, [c.pith_number for c in selection.choices])
+        allowed = self.config.allow_removals
+        check_removals(self.previous | self.deployed, kept, not entries, allowed, self.config.content)
         numbers, rendered_numbers, render_rejections = self.publish_numbers(
             selection.choices, fresh, paths, touched
         )
@@ -523,6 +582,7 @@ class _Build:
                 return {n: (cached[n].record, cached[n].bundle) for n in sorted(touched) if n in cached}
             return {n: (e.record, e.bundle) for n, e in cached.items()}
         published = read_published(self.site)
+        self.previous = set(published)
         new_hashes: dict[str, set[str]] = {}
         for c in candidates:
             new_hashes.setdefault(c.pith_number, set()).add(c.raw_sha256)

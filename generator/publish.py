@@ -297,6 +297,36 @@ def check_sha256sums(site: Path) -> list[str]:
     return problems
 
 
+def manifest_problems(site: Path) -> list[str]:
+    """Why SHA256SUMS or a mirror signature must not be written for `site`, one sentence
+    each: a build of it is running or did not finish (`journal.unfinished`), or its
+    files disagree with its own manifest (`files_disagree`). Both state "this mirror
+    publishes exactly this manifest and these files", which must not be said of a
+    half-updated or edited site."""
+    from .journal import unfinished
+
+    problems: list[str] = []
+    if unfinished(site):
+        problems.append(
+            f"{site}: a build of this site is running or did not finish (some files may be new,"
+            " others old): build it again first"
+        )
+    return problems + files_disagree(site)
+
+
+def files_disagree(site: Path) -> list[str]:
+    """Where the site's files disagree with its manifest, as `compare` checks a site:
+    each listed number's record, bundles and state file against its entry."""
+    from .compare import FolderSource, check_files, read_manifest
+
+    source = FolderSource(site, str(site))
+    try:
+        published = read_manifest(source)
+    except ConfigError as exc:
+        return [exc.reason]
+    return check_files(source, published)
+
+
 # ---------------------------------------------------------------- the mirror key
 
 

@@ -153,6 +153,7 @@ def run_checksums(args: argparse.Namespace) -> int:
         SITE_FILE_LIMIT,
         SUMS_PATH,
         load_mirror_key,
+        manifest_problems,
         sha256sums,
         sign_manifest,
         verify_manifest_signature,
@@ -170,6 +171,17 @@ def run_checksums(args: argparse.Namespace) -> int:
             f"{site} has no {MANIFEST_PATH} that pith-mirror wrote, so pith-mirror did not build it:"
             " SHA256SUMS is written only into a built site (build it first)",
         )
+    if not site.is_dir():
+        raise ConfigError("site", f"no such folder: {site}")
+    disagreements = manifest_problems(site)
+    if disagreements:  # (a half-updated or edited site: nothing is written or signed)
+        for problem in disagreements:
+            print(f"FAILED: {problem}", file=sys.stderr)
+        print(
+            f"{site}: refusing to write {SUMS_PATH}{' or sign' if key else ''}: its files disagree with"
+            f" its manifest ({len(disagreements)} problem(s))"
+        )
+        return EXIT_DIFFERENT
     sums = sha256sums(site)
     _write_atomic(site / SUMS_PATH, sums)
     print(f"wrote {site / SUMS_PATH} ({len(sums.splitlines())} files)")
@@ -212,13 +224,13 @@ def load_trust(path: Path) -> list[dict[str, Any]]:
 
 
 def run_verify_site(args: argparse.Namespace) -> int:
-    from .publish import SIGNATURE_PATH, check_manifest_signature, check_sha256sums
+    from .publish import SIGNATURE_PATH, check_manifest_signature, check_sha256sums, manifest_problems
 
     site: Path = args.site
     if not site.is_dir():
         raise ConfigError("site", f"no such folder: {site}")
     trusted = load_trust(args.trust) if args.trust else None
-    problems = check_sha256sums(site)
+    problems = manifest_problems(site) + check_sha256sums(site)
     signed = (site / SIGNATURE_PATH).exists()
     signature = check_manifest_signature(site, trusted) if signed or trusted is not None else None
     if signature is not None:

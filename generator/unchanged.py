@@ -29,7 +29,7 @@ from typing import Any
 import orjson
 
 from . import __version__
-from .config import MAX_BASE_URL, SiteConfig, build_time
+from .config import MAX_BASE_URL, SiteConfig, build_time, check_cache_folder
 from .errors import BuildError, Code, Rejection
 from .files import file_sha256, open_regular, read_at_most
 from .journal import undo_path
@@ -152,6 +152,7 @@ def check_site(config: SiteConfig) -> None:
             raise BuildError(
                 str(config.cache_dir), f"the cache folder must be outside the {name} folder, {why}"
             )
+    check_cache_folder(config.cache_dir)  # (and a folder of the mirror's own)
     if site.is_dir() and not _built_here(site / MANIFEST_PATH) and any(site.iterdir()):
         raise BuildError(
             str(site),

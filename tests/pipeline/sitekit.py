@@ -117,7 +117,8 @@ class Project:
         (self.content / name).unlink()
 
     def config(self, **overrides: Any) -> SiteConfig:
-        config = SiteConfig(content=self.content, site=self.site, jobs=1)
+        # (these builds take documents down on purpose; the removal guard has its own tests)
+        config = SiteConfig(content=self.content, site=self.site, jobs=1, allow_removals=True)
         return replace(config, **overrides)
 
     def build(self, **overrides: Any) -> BuildReport:

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import http.server
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from .conftest import REPO
+from .conftest import CONTENT, REPO
 
 WORKFLOW = REPO / ".github" / "workflows" / "pages.yml"
 
@@ -94,7 +100,7 @@ def test_build_steps(workflow: dict[str, Any]) -> None:
     assert any(r.strip() == "pip install ." for r in runs)
     build = next(s for s in steps(workflow, "build") if s.get("id") == "build")
     assert build["env"]["BASE_URL"] == "${{ steps.pages.outputs.base_url }}/"
-    assert 'pith-mirror build --base-url "$BASE_URL" || status=$?' in build["run"]
+    assert 'pith-mirror build --base-url "$BASE_URL" "${deployed[@]}" || status=$?' in build["run"]
     assert "GITHUB_STEP_SUMMARY" in build["run"] and "refused=true" in build["run"]
     order = [i for i, r in enumerate(runs) if "pith-mirror checksums site" in r]
     upload = steps(workflow, "build").index(step_using(workflow, "build", "actions/upload-pages-artifact"))
@@ -144,3 +150,86 @@ def test_an_optional_pull_of_a_list_file_before_the_build(workflow: dict[str, An
     assert pull["if"] == "hashFiles('pith-mirror-pull.txt') != ''"
     assert "pith-mirror pull --list pith-mirror-pull.txt" in pull["run"]
     assert 'if [ "$status" -ge 2 ]' in pull["run"]  # (a usage error stops the run; a refusal does not)
+
+
+@contextlib.contextmanager
+def pages_host(folder: Path, broken: bool = False) -> Iterator[str]:
+    """A static host on loopback serving `folder` (every answer a 500 when `broken`)."""
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if broken:
+                self.send_error(500)
+            else:
+                super().do_GET()
+
+        def log_message(self, *_args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=folder))
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize(
+    ("deployed", "documents", "broken", "status", "says"),
+    [
+        (True, False, False, 2, "is it mounted?"),
+        (True, True, False, 0, ""),
+        (False, False, False, 0, "no mirror is deployed at"),
+        (True, True, True, 2, "answered 500; nothing was deployed"),
+    ],
+    ids=["empty-content", "all-kept", "first-deployment", "host-error"],
+)
+def test_the_build_step_refuses_to_unpublish_the_deployed_mirror(
+    workflow: dict[str, Any],
+    tmp_path: Path,
+    built_site: Path,
+    deployed: bool,
+    documents: bool,
+    broken: bool,
+    status: int,
+    says: str,
+) -> None:
+    """The build step's shell part, run with the real command against a real host holding
+    the deployed mirror: an empty content/ fails the job (exit 2) before anything is deployed."""
+    build = next(s for s in steps(workflow, "build") if s.get("id") == "build")
+    script = build["run"].split("python - <<'PY'\n", 1)[0] + 'echo "status=$status"\n'
+    served = tmp_path / "host"
+    if deployed:
+        shutil.copytree(built_site, served)
+    else:
+        served.mkdir()
+    project = tmp_path / "project"
+    (project / "content").mkdir(parents=True)
+    if documents:
+        for document in CONTENT.glob("*.json"):
+            shutil.copyfile(document, project / "content" / document.name)
+    with pages_host(served, broken) as url:
+        env = {k: v for k, v in os.environ.items() if k != "SOURCE_DATE_EPOCH"}
+        env |= {
+            "BASE_URL": url,
+            "RUNNER_TEMP": str(tmp_path),
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
+        }
+        done = subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    assert done.returncode == status, done
+    assert says in done.stdout + done.stderr
+    if status == 2:
+        assert not (project / "site").exists()
+        assert "::error title=" in done.stdout
+    else:
+        assert "status=0" in done.stdout
+        assert (project / "site" / "index.html").is_file()

@@ -109,6 +109,7 @@ class Workspace:
             templates=self.templates,
             cache=self.root / ".pith-cache",
             jobs=self.jobs,
+            allow_removals=True,  # (documents are taken down on purpose; the guard has its own tests)
         )
         return replace(base, **changes)
 

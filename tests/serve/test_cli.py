@@ -217,3 +217,35 @@ def test_watching_beyond_the_inotify_limit_is_a_usage_error(workspace: Workspace
     assert "pith-mirror: configuration: watch: cannot watch the inputs for changes (" in result.stderr
     assert "--no-watch" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "command", [["serve", "--port", "0"], ["build", "--watch"]], ids=["serve", "build-watch"]
+)
+def test_a_rebuild_that_would_unpublish_everything_keeps_the_last_site(
+    workspace: Workspace, running: list[Running], command: list[str]
+) -> None:
+    """The content folder empties (an unmounted volume): the rebuild says what it would
+    drop and the site stays; once the documents are back, rebuilding goes on."""
+    workspace.add(SEED_RECORD)
+    workspace.add(SEED_BUNDLE)
+    process = Running([*command, "--jobs", "1", "content", "site"], workspace.root)
+    running.append(process)
+    process.wait_for_line(r"first build -> published 2")
+    process.wait_for_line(r"Watching|Serving")
+    page = workspace.site / "pith" / "Z5NAPRQPUU4SIDOBV5N2FREXWZ.html"
+    before = page.read_bytes()
+    for document in workspace.content.iterdir():
+        document.unlink()
+    poll(lambda: "is it mounted?" in "".join(process._errors))
+    errors = "".join(process._errors)
+    assert "would unpublish 2 of the 2 published record(s)" in errors
+    assert "the previous site stays" in errors
+    assert page.read_bytes() == before
+
+    workspace.add(SEED_RECORD)
+    workspace.add(SEED_BUNDLE)
+    process.wait_for_line(r"created(, \d+ more)? -> published 2, refused 0 file\(s\)")
+    code, out, err = process.interrupt()
+    assert code in (0, 130), err
+    assert "Traceback" not in out + err

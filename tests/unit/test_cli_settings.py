@@ -390,3 +390,51 @@ def test_a_source_date_epoch_that_is_no_time_a_page_can_show_is_refused_before_b
     assert code == 2, err
     assert err.startswith("pith-mirror: configuration: SOURCE_DATE_EPOCH: ") and says in err, err
     assert not site.exists()
+
+
+@pytest.mark.parametrize("entry", ["notes.txt", "passwd", ".profile", "build-cache.json.bak"])
+def test_a_cache_folder_that_holds_other_files_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], entry: str
+) -> None:
+    """`cache = "/etc"` was accepted, and the build wrote, renamed and deleted files there:
+    a cache folder must be the mirror's own (new, empty, or holding only its files)."""
+    content, site = project(tmp_path)
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / entry).write_text("keep me\n")
+    settings = tmp_path / "pith-mirror.toml"
+    settings.write_text(f'cache = "{folder}"\njobs = 1\n')
+    code, err = run(capsys, "build", "--config", settings, content, site)
+    assert code == 2, err
+    assert err.startswith(f"pith-mirror: configuration: cache: {folder} holds {entry!r}, which is no build")
+    assert "a folder of the mirror's own" in err
+    assert sorted(p.name for p in folder.iterdir()) == [entry]
+    assert not site.exists()
+
+
+def test_a_cache_path_that_is_a_file_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    content, site = project(tmp_path)
+    (tmp_path / "cachefile").write_text("x")
+    (tmp_path / "pith-mirror.toml").write_text(f'cache = "{tmp_path / "cachefile"}"\njobs = 1\n')
+    code, err = run(capsys, "build", "--config", tmp_path / "pith-mirror.toml", content, site)
+    assert code == 2 and "configuration: cache:" in err and "is a file, not a folder" in err
+
+
+def test_a_new_or_empty_cache_folder_is_used_and_then_still_accepted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What the cache writes is all the rule allows: a second build uses it (and so
+    does the check for no change, answering without a build)."""
+    from generator.config import CACHE_NAMES
+
+    content, site = project(tmp_path)
+    (tmp_path / "empty").mkdir()
+    for folder in (tmp_path / "new" / "cache", tmp_path / "empty"):
+        settings = tmp_path / "pith-mirror.toml"
+        settings.write_text(f'cache = "{folder}"\njobs = 1\n')
+        for _ in range(2):
+            code, err = run(capsys, "build", "--config", settings, content, site)
+            assert code == 0, err
+        names = sorted(p.name for p in folder.iterdir())
+        assert "build-cache.json" in names and "templates" in names
+        assert all(CACHE_NAMES.fullmatch(name) for name in names), names

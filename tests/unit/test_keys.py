@@ -104,11 +104,49 @@ BAD_KEYS = [
     ),
     pytest.param([minimal(), minimal()], "twice", id="duplicate-key-id"),
     pytest.param(
+        {"key_id": "k", "public_key_b64": base64.b64encode(bytes(32)).decode()},
+        "public_key_b64 is all zero bytes, a placeholder rather than a key",
+        id="all-zero",
+    ),
+    # the other points of small order (RFC 8032 encodings libsodium lists as blocked):
+    # the identity, and points of order 2, 4 and 8; none is any private key's public key
+    *(
+        pytest.param(
+            {"key_id": "k", "public_key_b64": base64.b64encode(bytes.fromhex(point)).decode()},
+            "a signature by it proves nothing",
+            id=f"small-order-{i}",
+        )
+        for i, point in enumerate(
+            (
+                "0100000000000000000000000000000000000000000000000000000000000000",
+                "ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+                "0000000000000000000000000000000000000000000000000000000000000080",
+                "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05",
+                "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a",
+            )
+        )
+    ),
+    pytest.param(
         {"key_id": "k", "public_key_b64": base64.b64encode(bytes(32)).decode()[:-2] + "B="},
         "public_key_b64 should be written " + base64.b64encode(bytes(32)).decode(),
         id="unused-bits-set",
     ),
 ]
+
+
+def test_a_degenerate_key_in_a_keys_file_stops_the_build_with_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real command: an all-zero key pinned by mistake (a placeholder left in a
+    template) is a configuration error, not a keyring that verifies nothing."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "content").mkdir()
+    zero = {"key_id": "pith-v1-2026-05", "public_key_b64": base64.b64encode(bytes(32)).decode()}
+    (tmp_path / "keys.json").write_text(json.dumps(zero), "utf-8")
+    assert main(["build", "--keys", "keys.json", "--jobs", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "configuration: keys: keys.json[0] (pith-v1-2026-05) public_key_b64 is all zero bytes" in err
+    assert not (tmp_path / "site").exists()
 
 
 @pytest.mark.parametrize(("data", "reason"), BAD_KEYS)

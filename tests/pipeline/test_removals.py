@@ -1,0 +1,153 @@
+"""The removal guard: a build that would unpublish the whole mirror (an empty
+content folder) or more than 10 % of it stops with exit 2, names the numbers,
+and leaves SITE exactly as it was, unless removals are allowed."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+from sitekit import REPO, Project, record_doc, tree
+
+from generator import journal
+from generator.cli import main
+from generator.layout import MANIFEST_PATH
+
+ARGS = ["build", "content", "site", "--keys", "keys.json", "--jobs", "1", "--quiet"]
+COUNT = 12
+"""Records in each test's mirror: one of them is 8 % (allowed), two are 17 % (refused)."""
+
+
+def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def doc_name(i: int) -> str:
+    return f"r/{i:02d}.json"
+
+
+@pytest.fixture
+def mirror(project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Project:
+    """A project of COUNT records, built once (its cache kept: the next build is incremental)."""
+    monkeypatch.chdir(project.root)
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+    project.write_keys()
+    for i in range(COUNT):
+        project.add(doc_name(i), record_doc(source_id=f"2203.{i:05d}", title=f"Paper {i}"))
+    code, _, err = run(ARGS, capsys)
+    assert code == 0, err
+    return project
+
+
+def published(project: Project) -> list[str]:
+    return [entry["pith_number"] for entry in project.json(MANIFEST_PATH)["records"]]
+
+
+def unmount(project: Project) -> None:
+    """What a content folder not mounted yet looks like: there, and empty."""
+    shutil.rmtree(project.content)
+    project.content.mkdir()
+
+
+@pytest.mark.parametrize("clean", [False, True], ids=["incremental", "full"])
+def test_an_empty_content_folder_unpublishes_nothing(
+    mirror: Project, clean: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    numbers, before = published(mirror), tree(mirror.site)
+    unmount(mirror)
+    code, out, err = run([*ARGS, *(["--clean"] if clean else [])], capsys)
+    assert code == 2, (out, err)
+    assert "the content folder holds no documents (is it mounted?)" in err
+    assert f"would unpublish {COUNT} of the {COUNT} published record(s) (100%)" in err
+    assert ", ".join(sorted(numbers)[:5]) + f" and {COUNT - 5} more" in err
+    assert "--allow-removals" in err and "Traceback" not in err
+    assert tree(mirror.site) == before  # not one file changed
+    assert not journal.undo_path(mirror.site).exists()
+    assert not (mirror.root / ".site.staging").exists()
+
+
+def test_a_share_of_ten_percent_or_less_is_unpublished_and_more_is_refused(
+    mirror: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    numbers = published(mirror)
+    mirror.remove(doc_name(0))  # 1 of 12: 8 %
+    code, _, err = run(ARGS, capsys)
+    assert code == 0, err
+    assert len(published(mirror)) == COUNT - 1
+    before = tree(mirror.site)
+    mirror.remove(doc_name(1))
+    mirror.remove(doc_name(2))  # 2 of 11: 18 %
+    code, _, err = run(ARGS, capsys)
+    assert code == 2
+    assert f"would unpublish 2 of the {COUNT - 1} published record(s) (18%), more than the 10% allowed" in err
+    assert len(published(mirror)) == COUNT - 1 and set(published(mirror)) < set(numbers)
+    assert tree(mirror.site) == before
+    code, _, err = run([*ARGS, "--allow-removals"], capsys)
+    assert code == 0, err
+    assert len(published(mirror)) == COUNT - 3
+
+
+def test_the_settings_file_can_allow_removals(mirror: Project, capsys: pytest.CaptureFixture[str]) -> None:
+    unmount(mirror)
+    (mirror.root / "pith-mirror.toml").write_text("allow_removals = true\n", "utf-8")
+    code, _, err = run(ARGS, capsys)
+    assert code == 0, err
+    assert published(mirror) == []
+    (mirror.root / "pith-mirror.toml").write_text('allow_removals = "yes"\n', "utf-8")
+    code, _, err = run(ARGS, capsys)
+    assert code == 2 and "configuration: allow_removals: expected true or false" in err
+
+
+def test_a_fresh_folder_is_checked_against_the_deployed_manifest(
+    mirror: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As in CI: SITE is new, the deployed site's mirror.json says what is published."""
+    deployed = mirror.root / "deployed-mirror.json"
+    shutil.copyfile(mirror.site / MANIFEST_PATH, deployed)
+    fresh = ["build", "content", "fresh", "--keys", "keys.json", "--jobs", "1", "--quiet"]
+    code, _, err = run([*fresh, "--deployed", str(deployed)], capsys)
+    assert code == 0, err  # everything deployed is still in content
+    shutil.rmtree(mirror.root / "fresh")
+    unmount(mirror)
+    code, _, err = run([*fresh, "--deployed", str(deployed)], capsys)
+    assert code == 2 and f"would unpublish {COUNT} of the {COUNT}" in err
+    assert not (mirror.root / "fresh").exists()
+    code, _, err = run([*fresh, "--deployed", "missing.json"], capsys)
+    assert code == 2 and "configuration: deployed: cannot read missing.json" in err
+    (mirror.root / "other.json").write_text('{"records": [{"pith_number": "x"}]}', "utf-8")
+    code, _, err = run([*fresh, "--deployed", "other.json"], capsys)
+    assert code == 2 and "is not a manifest pith-mirror wrote" in err
+
+
+def test_the_real_command_refuses_in_its_own_process(mirror: Project) -> None:
+    """The scheduled-job case end to end: a new interpreter, exit status 2, the site whole."""
+    before = tree(mirror.site)
+    unmount(mirror)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-m", "generator", *ARGS],
+        cwd=mirror.root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done
+    assert "is it mounted?" in done.stderr and "Traceback" not in done.stderr
+    assert tree(mirror.site) == before
+
+
+def test_documents_kept_published_do_not_count(mirror: Project, capsys: pytest.CaptureFixture[str]) -> None:
+    """Refused documents keep their numbers published: nothing is removed, nothing refused."""
+    for i in range(COUNT // 2):
+        (mirror.content / doc_name(i)).write_bytes(b"{ broken")
+    code, _, err = run(ARGS, capsys)
+    assert code == 1, err
+    assert "would unpublish" not in err
+    assert len(published(mirror)) == COUNT

@@ -1,0 +1,146 @@
+"""A half-updated or edited site is never vouched for: `checksums` and mirror-key
+signing refuse it, and `verify-site` checks the files against the manifest too.
+
+The half-updated site is made as a killed incremental build leaves one: its undo
+journal (journal.Journal, the build's own mechanism) holds the old copy of a
+record's file, which was replaced by other bytes, and nothing committed it.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from generator import journal
+from generator.pipeline import one_build_at_a_time
+from generator.publish import SIGNATURE_PATH, SUMS_PATH, generate_mirror_key, sha256sums
+
+from .conftest import BUNDLE_BODY, CONTENT, RECORD_BODY, REPO, run_module
+
+RECORD_FILE_PATH = f"pith/{RECORD_BODY}.json"
+
+
+@pytest.fixture
+def key(tmp_path: Path) -> Path:
+    path = tmp_path / "mirror-key.json"
+    generate_mirror_key(path, "lab-mirror")
+    return path
+
+
+def half_update(site: Path) -> None:
+    """Replace one record file through an undo journal that is never committed (a kill)."""
+    changed = site.parent / "new-record.json"
+    changed.write_bytes((site / RECORD_FILE_PATH).read_bytes() + b"\n")
+    undo = journal.Journal(site)
+    undo.replace(changed, RECORD_FILE_PATH)
+    undo._created.close()  # (the process is gone: its files stay as they are)
+
+
+def test_checksums_refuse_a_site_a_killed_build_left_half_updated(
+    site_copy: Callable[[str], Path], key: Path, tmp_path: Path
+) -> None:
+    site = site_copy("site")
+    half_update(site)
+    for extra in ([], ["--mirror-key", str(key)]):
+        result = run_module("checksums", site, *extra, cwd=tmp_path)
+        assert result.code == 1, result
+        assert "a build of this site is running or did not finish" in result.err
+        assert f"{RECORD_FILE_PATH}: file differs from its manifest entry" in result.err
+        assert "refusing to write SHA256SUMS" in result.out
+        assert not (site / SUMS_PATH).exists() and not (site / SIGNATURE_PATH).exists()
+    verified = run_module("verify-site", site, cwd=tmp_path)
+    assert verified.code == 1 and "did not finish" in verified.err
+
+
+def test_after_the_next_build_the_site_can_be_signed(
+    site_copy: Callable[[str], Path], key: Path, tmp_path: Path
+) -> None:
+    """The next build undoes the killed one; then the site is whole, and signed."""
+    site = site_copy("site")
+    before = (site / RECORD_FILE_PATH).read_bytes()
+    half_update(site)
+    built = run_module("build", CONTENT, site, "--jobs", "1", "--quiet", cwd=tmp_path)
+    assert built.code == 0, built.err
+    assert (site / RECORD_FILE_PATH).read_bytes() == before
+    assert run_module("checksums", site, "--mirror-key", key, cwd=tmp_path).code == 0
+    assert run_module("verify-site", site, "--trust", key, cwd=tmp_path).code == 0
+
+
+def test_an_edited_file_is_refused_and_fails_verify_site_even_with_fresh_sums(
+    site_copy: Callable[[str], Path], key: Path, tmp_path: Path
+) -> None:
+    """Without any journal: a bundle changed by hand. SHA256SUMS regenerated over the
+    edit agrees with the files, and still the site does not verify."""
+    site = site_copy("site")
+    bundle = site / "pith" / BUNDLE_BODY / "bundle.json"
+    bundle.write_bytes(bundle.read_bytes().replace(b"{", b"{ ", 1))
+    result = run_module("checksums", site, "--mirror-key", key, cwd=tmp_path)
+    assert result.code == 1
+    assert f"pith/{BUNDLE_BODY}/bundle.json: file differs from its manifest entry" in result.err
+    assert "did not finish" not in result.err
+    (site / SUMS_PATH).write_bytes(sha256sums(site))  # (as another tool would write them)
+    verified = run_module("verify-site", site, cwd=tmp_path)
+    assert verified.code == 1
+    assert "bundle_sha256" in verified.err and "does NOT verify" in verified.out
+
+
+@pytest.fixture
+def locked(site_copy: Callable[[str], Path]) -> Iterator[Path]:
+    site = site_copy("site")
+    with one_build_at_a_time(site):
+        yield site
+
+
+def test_a_build_running_now_is_waited_for_not_signed(locked: Path, key: Path, tmp_path: Path) -> None:
+    result = run_module("checksums", locked, "--mirror-key", key, cwd=tmp_path)
+    assert result.code == 1 and "is running or did not finish" in result.err
+    assert not (locked / SIGNATURE_PATH).exists()
+
+
+def test_a_finished_build_leaves_no_mark(site_copy: Callable[[str], Path], tmp_path: Path) -> None:
+    """The lock file stays beside SITE after every build: only a held lock counts."""
+    site = site_copy("site")
+    built = run_module("build", CONTENT, site, "--jobs", "1", "--quiet", cwd=tmp_path)
+    assert built.code == 0, built.err
+    assert (tmp_path / ".site.lock").exists()
+    assert not journal.unfinished(site)
+    assert run_module("checksums", site, cwd=tmp_path).code == 0
+
+
+def test_an_incremental_build_does_not_sign_a_site_edited_since_its_cache(tmp_path: Path, key: Path) -> None:
+    """The build trusts its cache for records it does not render again: a record file
+    edited in SITE since would be signed as published. It is refused, and the site
+    is left as it was."""
+    content = tmp_path / "content"
+    content.mkdir()
+    for document in CONTENT.glob("*.record.json"):
+        (content / document.name).write_bytes(document.read_bytes())
+    site = tmp_path / "site"
+    args = ["build", content, site, "--jobs", "1", "--quiet", "--mirror-key", key]
+    assert run_module(*args, cwd=tmp_path).code == 0
+    record = site / RECORD_FILE_PATH
+    record.write_bytes(record.read_bytes() + b" ")
+    for document in CONTENT.glob("*.bundle.json"):
+        (content / document.name).write_bytes(document.read_bytes())
+    before = {p: p.read_bytes() for p in site.rglob("*") if p.is_file()}
+    result = run_module(*args, cwd=tmp_path)
+    assert result.code == 2, result
+    assert "refusing to sign a site whose files disagree with its manifest" in result.err
+    assert f"{RECORD_FILE_PATH}: file differs from its manifest entry" in result.err
+    assert {p: p.read_bytes() for p in site.rglob("*") if p.is_file()} == before
+    assert run_module(*args, "--clean", cwd=tmp_path).code == 0
+    assert run_module("verify-site", site, "--trust", key, cwd=tmp_path).code == 0
+
+
+def test_unfinished_in_a_process_of_its_own(site_copy: Callable[[str], Path]) -> None:
+    """The lock is seen across processes (flock), as a separate `checksums` sees a build."""
+    site = site_copy("site")
+    code = f"import sys, pathlib, generator.journal as j; sys.exit(j.unfinished(pathlib.Path({str(site)!r})))"
+    with one_build_at_a_time(site):
+        held = subprocess.run([sys.executable, "-c", code], cwd=REPO, timeout=60)
+    free = subprocess.run([sys.executable, "-c", code], cwd=REPO, timeout=60)
+    assert (held.returncode, free.returncode) == (1, 0)
