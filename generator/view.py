@@ -365,7 +365,7 @@ def paper_block(pub: Publication) -> tuple[dict[str, str], Provenance]:
     if found is not None:
         signed, event_id = found
         fields = {name: _text(signed.get(name)) for name in PAPER_FIELDS}
-        return fields, Provenance("signed", f"signed by the resolver in event {event_id}")
+        return fields, Provenance("signed", f"signed in event {event_id}")
     if pub.record is not None:
         paper = pub.record.doc.data.get("paper")
         if isinstance(paper, dict):
