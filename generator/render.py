@@ -19,9 +19,10 @@ from typing import Any, NamedTuple
 from jinja2 import Environment
 from markupsafe import Markup, escape
 
-from . import __version__, layout
+from . import __version__, layout, ledger
 from .canonical import canonical_json, pretty_json
 from .config import SiteConfig
+from .links import paper_links
 from .merge import merge, state_sha256
 from .model import Provenance
 from .templating import SiteInfo, render_template
@@ -304,6 +305,27 @@ def _section_line(items: tuple[tuple[str, str, str], ...]) -> Markup:
     )
 
 
+class LedgerSection(NamedTuple):
+    """A ledger (claims, inbound citations) and its provenance line."""
+
+    ledger: ledger.Ledger
+    prov: Markup
+
+
+def _section(name: str, found: ledger.Ledger | None) -> LedgerSection | None:
+    return None if found is None else LedgerSection(found, provenance_line((name, found.provenance)))
+
+
+def _badge_html(number: str, record_on_primary: str) -> str:
+    """The HTML an author pastes to show a record's Pith number, linked to the primary
+    resolver's page (where the record is verified). Text only: the resolver's own
+    badge image is not documented, so no image address is invented."""
+    return (
+        f'<a href="{escape(record_on_primary)}" title="Pith number, verified on the Pith resolver">'
+        f"{escape(number)}</a>"
+    )
+
+
 _SOURCE_LINE = "source, date, categories and license"
 
 
@@ -394,11 +416,22 @@ def record_context(
         ],
         "events": events(pub),
         "forks": forks(pub),
-        "checklist": checklist(counts, f"{record_on_primary}/action/"),
+        "checklist": checklist(counts, f"{record_on_primary}/action/", primary.canonical_sha256),
         # Beside a bundle the status line is labelled as derived from signed events: a
         # snapshot from a record document's unsigned part must not set its badges.
         "status": status_line(counts, snapshot if snapshot_signed or pub.bundle is None else None),
         "snapshot": snapshot_view(snapshot),
+        "links": paper_links(canonical),
+        "claims": _section(
+            "claims", ledger.claims(snapshot, snapshot_signed, pub.record.doc.data if pub.record else None)
+        ),
+        "citations": _section(
+            "inbound citations",
+            ledger.inbound_citations(
+                pub.bundle.state if pub.bundle else None, pub.record.doc.data if pub.record else None
+            ),
+        ),
+        "badge_html": _badge_html(pub.pith_number, record_on_primary),
         "integrity_href": None if integrity_path is None else _href(base, integrity_path),
         "record_signed": pub.record is not None,
         "has_bundle": pub.bundle is not None,

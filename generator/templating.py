@@ -126,11 +126,16 @@ def _bytecode_cache(config: SiteConfig) -> FileSystemBytecodeCache | None:
     return FileSystemBytecodeCache(str(folder))
 
 
+_JSON_RAW_CONTROLS = re.compile("[\x7f-\x9f]")
+"""Controls JSON may hold raw (DEL and C1; C0 it escapes itself)."""
+
+
 def _jsonld(value: Any) -> Markup:
-    """JSON for a <script> block: '<', '>' and '&' escaped so no text can close it."""
+    """JSON for a <script> block: '<', '>' and '&' escaped so no text can close it,
+    and DEL and C1 controls as \\u escapes, so no control reaches the page raw."""
     text = pretty_json(value).decode("utf-8")
     text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-    return Markup(text)
+    return Markup(_JSON_RAW_CONTROLS.sub(lambda m: f"\\u{ord(m.group()):04x}", text))
 
 
 _EMBEDDINGS = "\u202a\u202b\u202d\u202e"  # LRE RLE LRO RLO: each ended by PDF (U+202C)
