@@ -272,6 +272,7 @@ class RecordProvenance(NamedTuple):
     aliases: Markup
     snapshot: Markup
     receipt: Markup
+    events: Markup
 
 
 _PROVENANCE_LABELS = {"verified": "Verified", "signed": "Signed", "unsigned": "Not signed"}
@@ -327,6 +328,9 @@ def _badge_html(number: str, record_on_primary: str) -> str:
 
 
 _SOURCE_LINE = "source, date, categories and license"
+_EVENTS_CHECKED = Provenance(
+    "verified", "each event's hash and Ed25519 signature were checked by this mirror"
+)
 
 
 def _record_provenance(
@@ -347,6 +351,7 @@ def _record_provenance(
         review=provenance_line(("abstract", paper_prov), ("machine review", snapshot_prov)),
         aliases=provenance_line(("aliases", provenance["aliases"])),
         snapshot=provenance_line(("graph snapshot", snapshot_prov)),
+        events=provenance_line(("events", _EVENTS_CHECKED)),
         receipt=provenance_line(
             ("signature and canonical hash", provenance["record"]),
             ("times and builder", provenance["receipt"]),
