@@ -340,9 +340,26 @@ def _record_provenance(
     snapshot_prov: Provenance,
 ) -> RecordProvenance:
     """Each section's provenance line (see `provenance_line`)."""
-    title = (("title", provenance["title"]),) if paper.get("title") else ()
-    authors = (("authors", paper_prov),) if paper.get("authors_text") else ()
-    head = (*title, *authors, (_SOURCE_LINE, provenance["record"]))
+    parts = tuple(provenance[name] for name in ("title", "record", "status", "aliases", "receipt"))
+    return _provenance_lines(
+        parts, paper_prov, snapshot_prov, bool(paper.get("title")), bool(paper.get("authors_text"))
+    )
+
+
+@functools.lru_cache(maxsize=256)  # (records share a few shapes: one set of lines each, not eleven calls)
+def _provenance_lines(
+    parts: tuple[Provenance, ...],
+    paper_prov: Provenance,
+    snapshot_prov: Provenance,
+    title: bool,
+    authors: bool,
+) -> RecordProvenance:
+    provenance = dict(zip(("title", "record", "status", "aliases", "receipt"), parts, strict=True))
+    head = (
+        *((("title", provenance["title"]),) if title else ()),
+        *((("authors", paper_prov),) if authors else ()),
+        (_SOURCE_LINE, provenance["record"]),
+    )
     return RecordProvenance(
         header=provenance_line(*head, ("status badges", provenance["status"])),
         paper_header=provenance_line(*head),
