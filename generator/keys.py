@@ -108,9 +108,23 @@ def decode_signature(text: object) -> bytes | None:
     return raw
 
 
+@lru_cache(maxsize=1)
 def default_keyring() -> Keyring:
+    """The resolver's own key, shipped with the tool: pinned unless `--keys` names others."""
     text = resources.files("generator").joinpath("data/pinned-keys.json").read_text("utf-8")
     return keyring_from_json(json.loads(text), "built-in resolver key")
+
+
+def is_resolver_key(key: PinnedKey) -> bool:
+    """Is `key` the resolver's known key (same id, same key bytes)? Pages say "the
+    resolver's" only of such a key: one an operator pinned instead is named as theirs."""
+    return any(k.key_id == key.key_id and k.public_key == key.public_key for k in default_keyring().keys)
+
+
+def resolver_key_url() -> str:
+    """Where the resolver publishes its key: a reader opens it to compare fingerprints."""
+    url = default_keyring().keys[0].entry.get("url")
+    return url if isinstance(url, str) else "https://pith.science/pith-signing-key.json"
 
 
 def load_keyring(path: Path) -> Keyring:

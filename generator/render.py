@@ -19,9 +19,10 @@ from typing import Any, NamedTuple
 from jinja2 import Environment
 from markupsafe import Markup, escape
 
-from . import __version__, layout
+from . import __version__, layout, ledger
 from .canonical import canonical_json, pretty_json
 from .config import SiteConfig
+from .links import paper_links
 from .merge import merge, state_sha256
 from .model import Provenance
 from .templating import SiteInfo, render_template
@@ -257,35 +258,122 @@ class ReceiptView(NamedTuple):
 
 
 class RecordProvenance(NamedTuple):
-    """Where each part of a record page comes from, as ready `<p class="prov">` lines."""
+    """Where each part of a record page comes from, as ready `<p class="prov">` lines:
+    one a section, in plain words, the technical reason on hover (`provenance_line`)."""
 
-    status: Markup
-    title: Markup
+    header: Markup
+    """The record page's head: title, authors, source line and status badges."""
+    paper_header: Markup
+    """The paper page's head: title, authors and source line."""
     record: Markup
     paper: Markup
+    review: Markup
+    """The paper page's abstract and machine review."""
     aliases: Markup
     snapshot: Markup
     receipt: Markup
+    events: Markup
 
 
 _PROVENANCE_LABELS = {"verified": "Verified", "signed": "Signed", "unsigned": "Not signed"}
-_PROVENANCE_STARTS = {
-    status: Markup(f'<p class="prov prov-{escape(status)}"><span class="prov-label">{escape(label)}</span> ')
-    for status, label in _PROVENANCE_LABELS.items()
-}
-"""Each status's line up to its text: the same three beginnings on every page."""
 
 
-def provenance_html(p: Provenance) -> Markup:
-    """One provenance line; its text is escaped like any document string."""
-    return _provenance_line(p.status, p.text)
+def provenance_line(*items: tuple[str, Provenance]) -> Markup:
+    """One section's provenance, once, in plain words: the parts it shows, named as a
+    reader names them ("title", "authors"), grouped under Verified, Signed or Not
+    signed; each part's technical reason ("matches title_canon_sha256 ...") is its
+    hover text, and all of them are in a details line for those who cannot hover."""
+    return _section_line(tuple((name, p.status, p.text) for name, p in items))
 
 
-@functools.lru_cache(maxsize=64)  # most lines are the same few sentences
-def _provenance_line(status: str, text: str) -> Markup:
-    """`provenance_html`, cached by its two strings: they hash and compare in C,
-    where the frozen dataclass would run its generated `__hash__` and `__eq__`."""
-    return Markup(f"{_PROVENANCE_STARTS[status]}{escape(text)}</p>")
+@functools.lru_cache(maxsize=256)  # a few section shapes, repeated on every page
+def _section_line(items: tuple[tuple[str, str, str], ...]) -> Markup:
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for name, status, text in items:
+        groups.setdefault(status, []).append((name, text))
+    parts = []
+    for status, named in groups.items():
+        names = ", ".join(f'<span title="{escape(text)}">{escape(name)}</span>' for name, text in named)
+        label = escape(_PROVENANCE_LABELS[status])
+        parts.append(
+            f'<span class="prov-group prov-{escape(status)}">'
+            f'<span class="prov-label">{label}</span> {names}</span>'
+        )
+    details = "; ".join(f"{escape(name)}: {escape(text)}" for name, _, text in items)
+    return Markup(
+        f'<div class="prov">{" · ".join(parts)}'
+        f'<details class="prov-details"><summary>why</summary>{details}</details></div>'
+    )
+
+
+class LedgerSection(NamedTuple):
+    """A ledger (claims, inbound citations) and its provenance line."""
+
+    ledger: ledger.Ledger
+    prov: Markup
+
+
+def _section(name: str, found: ledger.Ledger | None) -> LedgerSection | None:
+    return None if found is None else LedgerSection(found, provenance_line((name, found.provenance)))
+
+
+def _badge_html(number: str, record_on_primary: str) -> str:
+    """The HTML an author pastes to show a record's Pith number, linked to the primary
+    resolver's page (where the record is verified). Text only: the resolver's own
+    badge image is not documented, so no image address is invented."""
+    return (
+        f'<a href="{escape(record_on_primary)}" title="Pith number, verified on the Pith resolver">'
+        f"{escape(number)}</a>"
+    )
+
+
+_SOURCE_LINE = "source, date, categories and license"
+_EVENTS_CHECKED = Provenance(
+    "verified", "each event's hash and Ed25519 signature were checked by this mirror"
+)
+
+
+def _record_provenance(
+    provenance: dict[str, Provenance],
+    paper: dict[str, str],
+    paper_prov: Provenance,
+    snapshot_prov: Provenance,
+) -> RecordProvenance:
+    """Each section's provenance line (see `provenance_line`)."""
+    parts = tuple(provenance[name] for name in ("title", "record", "status", "aliases", "receipt"))
+    return _provenance_lines(
+        parts, paper_prov, snapshot_prov, bool(paper.get("title")), bool(paper.get("authors_text"))
+    )
+
+
+@functools.lru_cache(maxsize=256)  # (records share a few shapes: one set of lines each, not eleven calls)
+def _provenance_lines(
+    parts: tuple[Provenance, ...],
+    paper_prov: Provenance,
+    snapshot_prov: Provenance,
+    title: bool,
+    authors: bool,
+) -> RecordProvenance:
+    provenance = dict(zip(("title", "record", "status", "aliases", "receipt"), parts, strict=True))
+    head = (
+        *((("title", provenance["title"]),) if title else ()),
+        *((("authors", paper_prov),) if authors else ()),
+        (_SOURCE_LINE, provenance["record"]),
+    )
+    return RecordProvenance(
+        header=provenance_line(*head, ("status badges", provenance["status"])),
+        paper_header=provenance_line(*head),
+        record=provenance_line(("canonical record", provenance["record"])),
+        paper=provenance_line(("abstract", paper_prov)),
+        review=provenance_line(("abstract", paper_prov), ("machine review", snapshot_prov)),
+        aliases=provenance_line(("aliases", provenance["aliases"])),
+        snapshot=provenance_line(("graph snapshot", snapshot_prov)),
+        events=provenance_line(("events", _EVENTS_CHECKED)),
+        receipt=provenance_line(
+            ("signature and canonical hash", provenance["record"]),
+            ("times and builder", provenance["receipt"]),
+        ),
+    )
 
 
 def record_context(
@@ -315,7 +403,11 @@ def record_context(
     counts = event_counts(pub)
     record_on_primary = f"{site.primary_url}/pith/{body}"
     snapshot_signed = snapshot_origin.startswith("signed")
-    snapshot_prov = Provenance("signed" if snapshot_signed else "unsigned", snapshot_origin)
+    snapshot_prov = Provenance(
+        "signed" if snapshot_signed else "unsigned",
+        # (the words graph.json keeps name the resolver; a page names no signer but its key)
+        snapshot_origin.replace("signed by the resolver in", "signed in"),
+    )
     return {
         "pub": pub,
         "body": body,
@@ -323,15 +415,7 @@ def record_context(
         "number": pub.pith_number,
         "short_number": f"pith:{body[:8]}",
         "paper": PaperText(**paper_fields),
-        "prov": RecordProvenance(
-            status=provenance_html(provenance["status"]),
-            title=provenance_html(provenance["title"]),
-            record=provenance_html(provenance["record"]),
-            paper=provenance_html(paper_prov),
-            aliases=provenance_html(provenance["aliases"]),
-            snapshot=provenance_html(snapshot_prov),
-            receipt=provenance_html(provenance["receipt"]),
-        ),
+        "prov": _record_provenance(provenance, paper_fields, paper_prov, snapshot_prov),
         "canonical": canonical,
         "source_label": f"{summary.source_kind}:{summary.source_id} v{summary.source_version}",
         "submitted_at": summary.submitted_at,
@@ -354,11 +438,22 @@ def record_context(
         ],
         "events": events(pub),
         "forks": forks(pub),
-        "checklist": checklist(counts, f"{record_on_primary}/action/"),
+        "checklist": checklist(counts, f"{record_on_primary}/action/", primary.canonical_sha256),
         # Beside a bundle the status line is labelled as derived from signed events: a
         # snapshot from a record document's unsigned part must not set its badges.
         "status": status_line(counts, snapshot if snapshot_signed or pub.bundle is None else None),
         "snapshot": snapshot_view(snapshot),
+        "links": paper_links(canonical),
+        "claims": _section(
+            "claims", ledger.claims(snapshot, snapshot_signed, pub.record.doc.data if pub.record else None)
+        ),
+        "citations": _section(
+            "inbound citations",
+            ledger.inbound_citations(
+                pub.bundle.state if pub.bundle else None, pub.record.doc.data if pub.record else None
+            ),
+        ),
+        "badge_html": _badge_html(pub.pith_number, record_on_primary),
         "integrity_href": None if integrity_path is None else _href(base, integrity_path),
         "record_signed": pub.record is not None,
         "has_bundle": pub.bundle is not None,

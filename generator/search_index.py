@@ -62,8 +62,8 @@ def search_key(ordered: Sequence[Summary], config: SiteConfig) -> str:
     Each record is a JSON array, then its packed aliases after their length."""
     digest = hashlib.sha1(f"search\x1f{config.base_path}".encode())
     for s in ordered:
-        number, title, authors, source_id, source_kind, version, aliases, categories = s.search_row
-        fields = [number, title, authors, source_id, source_kind, str(version), *categories]
+        number, title, authors, source_id, source_kind, version, aliases, categories, signed = s.search_row
+        fields = [number, title, authors, source_id, source_kind, str(version), *categories, signed]
         digest.update(orjson.dumps(fields) + len(aliases).to_bytes(4, "big") + aliases)
     return digest.hexdigest()[:24]
 
@@ -101,11 +101,26 @@ def shard_path(key: str) -> str:
     return f"search/terms/{key}.json"
 
 
+UNSIGNED_MARK = "(not signed)"
+
+
+def shown_authors(authors: str, signed: bool) -> str:
+    """Authors as a search result or feed entry shows them: marked when unsigned."""
+    return authors if signed or not authors else f"{authors} {UNSIGNED_MARK}"
+
+
 def records_json(rows: Sequence[SearchRow], base: str) -> bytes:
-    """One chunk of rows: what a search result shows of each record."""
+    """One chunk of rows: what a search result shows of each record (authors that no
+    signature covers marked so, as the record page marks them)."""
     listed = [
-        [number, title, authors, source_id, base + layout.record_page(number_body(number))]
-        for number, title, authors, source_id, *_ in rows
+        [
+            number,
+            title,
+            shown_authors(authors, signed),
+            source_id,
+            base + layout.record_page(number_body(number)),
+        ]
+        for number, title, authors, source_id, *_, signed in rows
     ]
     return json.dumps(listed, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 

@@ -64,6 +64,7 @@ CONTENT_TYPES = {
     ".json": JSON_TYPE,
     ".xml": "application/xml",
     ".svg": "image/svg+xml",
+    ".ico": "image/x-icon",
     ".css": "text/css; charset=utf-8",
     ".js": "text/javascript; charset=utf-8",
     ".mjs": "text/javascript; charset=utf-8",

@@ -32,12 +32,13 @@ from .canonical import pretty_json
 from .causes import by_cause, pinned_names
 from .config import SiteConfig, build_time
 from .errors import Rejection
+from .favicon import favicon_ico
 from .keys import Keyring
 from .model import shown_timestamp
 from .pages import markdown_pages
 from .publish import headers_file
 from .render import DERIVED_BY, OutputFile, page
-from .search_index import Pending, search_files, search_key
+from .search_index import Pending, search_files, search_key, shown_authors
 from .templating import render_template
 from .view import Summary
 
@@ -378,6 +379,7 @@ def fixed_files(
     if config.absolute_base:  # a Sitemap line must be an absolute URL
         robots += f"Sitemap: {config.absolute_base}sitemap.xml\n"
     fixed.append(OutputFile("robots.txt", robots.encode()))
+    fixed.append(OutputFile("favicon.ico", favicon_ico()))
     fixed.append(OutputFile(".nojekyll", b""))
     fixed.append(OutputFile("_headers", headers_file(config.base_path)))
     if config.cname:
@@ -508,7 +510,7 @@ def atom_feed(summaries: Sequence[Summary], config: SiteConfig) -> bytes:
         f"    <title>{xml_escape(s.title or s.pith_number)}</title>\n"
         f'    <link href="{xml_escape(base + layout.record_page(s.body))}"/>\n'
         f"    <updated>{xml_escape(_atom_time(s.updated_at))}</updated>\n"
-        f"    <summary>{xml_escape(s.authors)}</summary>\n"
+        f"    <summary>{xml_escape(shown_authors(s.authors, s.paper_signed))}</summary>\n"
         "  </entry>\n"
         for s in latest
     )

@@ -32,7 +32,7 @@ from . import __version__
 from .canonical import pretty_json
 from .config import SiteConfig
 from .errors import BuildError
-from .keys import Keyring
+from .keys import Keyring, is_resolver_key, resolver_key_url
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +58,42 @@ class SiteInfo:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class KeyView:
+    """A pinned key as pages name it: its id, its full fingerprint, and whose it is."""
+
+    key_id: str
+    fingerprint: str
+    """`fingerprint_sha256_hex`, whole (the first 16 bytes of SHA-256 of the key)."""
+    resolver: bool
+    """The resolver's known key (the one pinned by default), not one an operator chose."""
+
+
+@dataclass(frozen=True, slots=True)
+class TrustInfo:
+    """Which keys this site was verified against, as every template sees it (`trust`).
+
+    A page says "the resolver's key" only of the key the tool ships as the resolver's;
+    a key the mirror's operator pinned instead is named as the operator's, so a site
+    built with another key never borrows the resolver's name."""
+
+    keys: tuple[KeyView, ...]
+    resolver_key_url: str
+    """Where the resolver publishes its own key: a reader compares fingerprints there."""
+
+    @classmethod
+    def of(cls, keyring: Keyring) -> TrustInfo:
+        views = tuple(KeyView(k.key_id, k.fingerprint_hex, is_resolver_key(k)) for k in keyring.keys)
+        return cls(views, resolver_key_url())
+
+    @property
+    def all_resolver(self) -> bool:
+        return all(k.resolver for k in self.keys)
+
+    def key(self, key_id: object) -> KeyView | None:
+        return next((k for k in self.keys if k.key_id == key_id), None)
+
+
 def make_environment(config: SiteConfig, keyring: Keyring) -> Environment:
     env = _Environment(
         loader=FileSystemLoader(str(config.templates)),
@@ -71,7 +107,7 @@ def make_environment(config: SiteConfig, keyring: Keyring) -> Environment:
     )
     site = SiteInfo.of(config)
     base = site.base
-    env.globals.update(url=lambda path="": base + path.lstrip("/"), site=site)
+    env.globals.update(url=lambda path="": base + path.lstrip("/"), site=site, trust=TrustInfo.of(keyring))
     keys = {k.key_id: k.public_key_b64 for k in keyring.keys}
     env.globals["key_b64"] = lambda key_id: keys.get(key_id, "")
     env.filters["jsonld"] = _jsonld
@@ -90,11 +126,16 @@ def _bytecode_cache(config: SiteConfig) -> FileSystemBytecodeCache | None:
     return FileSystemBytecodeCache(str(folder))
 
 
+_JSON_RAW_CONTROLS = re.compile("[\x7f-\x9f]")
+"""Controls JSON may hold raw (DEL and C1; C0 it escapes itself)."""
+
+
 def _jsonld(value: Any) -> Markup:
-    """JSON for a <script> block: '<', '>' and '&' escaped so no text can close it."""
+    """JSON for a <script> block: '<', '>' and '&' escaped so no text can close it,
+    and DEL and C1 controls as \\u escapes, so no control reaches the page raw."""
     text = pretty_json(value).decode("utf-8")
     text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-    return Markup(text)
+    return Markup(_JSON_RAW_CONTROLS.sub(lambda m: f"\\u{ord(m.group()):04x}", text))
 
 
 _EMBEDDINGS = "\u202a\u202b\u202d\u202e"  # LRE RLE LRO RLO: each ended by PDF (U+202C)
@@ -114,9 +155,29 @@ def close_bidi(text: str) -> str:
     return text + "\u2069" * isolates + "\u202c" * embeddings
 
 
+_CONTROLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def _control_picture(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return chr(0x2400 + code) if code < 0x20 else "\u2421" if code == 0x7F else "\ufffd"
+
+
+def visible_controls(text: str) -> str:
+    """`text` with each control character a reader could not see shown visibly: C0
+    ones (NUL, form feed, escape...) as their Unicode control pictures (U+2400 +
+    code: "␀", "␌", "␛"), DEL as "␡", and C1 ones as U+FFFD, as the feed shows them.
+    Tab, line feed and carriage return are white space a page shows as such. A
+    signed title may hold any of them; written raw, NUL and the C1 range are
+    invalid HTML, and the rest are shown as nothing. verify.js (`shownText`)
+    makes the same change before it compares a page with the files."""
+    return _CONTROLS.sub(_control_picture, text)
+
+
 def escape_text(value: Any) -> Any:
     """What `markupsafe.escape` gives, as the text of a page: `{{ value }}`, with
-    any bidirectional override a string opens closed after it (`close_bidi`).
+    any bidirectional override a string opens closed after it (`close_bidi`) and
+    control characters shown visibly (`visible_controls`).
 
     A string with none of the five characters HTML escaping changes comes back
     as it is; everything else goes through `markupsafe.escape`. The characters
@@ -126,6 +187,8 @@ def escape_text(value: Any) -> Any:
     if type(value) is str:
         if not value.isascii():  # (no override is ASCII: most values need no search)
             value = close_bidi(value)
+        if not value.isprintable():  # (a scan in C; false for any control character)
+            value = visible_controls(value)
         if not ("&" in value or "<" in value or ">" in value or "'" in value or '"' in value):
             return value  # (five scans in C: faster than one regular expression for such short text)
     return escape(value)

@@ -478,7 +478,7 @@ class _Checker:
             )
 
 
-_RECORD_SIGNED = Provenance("verified", "in the canonical record, signed by the resolver's receipt")
+_RECORD_SIGNED = Provenance("verified", "in the canonical record, whose hash the receipt signs")
 _TITLE_CHECKED = Provenance("verified", "matches title_canon_sha256 in the signed canonical record")
 _ALIASES_CHECKED = Provenance(
     "verified", "each alias determined by the signed canonical record, and checked against it where listed"
@@ -486,9 +486,9 @@ _ALIASES_CHECKED = Provenance(
 _UNSIGNED = Provenance("unsigned", "from the record document's unsigned part; shown, not verified")
 _ALIASES_SIGNED = Provenance("signed", "covered by the bundle signature and checked against the record")
 _STATE_MERGED = Provenance("verified", "derived from the signed events by this mirror's merge")
-_SIGNED_IN_BUNDLE = Provenance("signed", "signed by the resolver in the bundle")
+_SIGNED_IN_BUNDLE = Provenance("signed", "signed in the bundle")
 _RECEIPT_IN_EVENT = Provenance(
-    "signed", "the whole receipt is in the record_created event's payload, signed by the resolver"
+    "signed", "the whole receipt is in the record_created event's payload, which the event's signature covers"
 )
 _RECEIPT_TIMES_UNSIGNED = Provenance(
     "unsigned",
@@ -518,9 +518,7 @@ def provenance(doc: ParsedDoc) -> dict[str, Provenance]:
         }
     snapshot = next((e for e in doc.events if e.event_type == "graph_snapshot"), None)
     signed_in = (
-        Provenance("signed", f"signed by the resolver in event {snapshot.event_id}")
-        if snapshot
-        else _SIGNED_IN_BUNDLE
+        Provenance("signed", f"signed in event {snapshot.event_id}") if snapshot else _SIGNED_IN_BUNDLE
     )
     return {
         "record": _RECORD_SIGNED,

@@ -53,6 +53,23 @@ CHECKLIST = (
         "replication_record",
     ),
 )
+CHECKLIST_TEXT = {
+    "timestamp_anchors": "Stamps the canonical SHA-256 ({hash}…) across three calendars. Confirms instantly."
+    " Calendars upgrade to a Bitcoin-block proof in a few hours. Free. No account. Anyone can re-stamp;"
+    " each stamp is an independent calendar receipt.",
+    "storage_attestations": "Submits the paper URL to the Internet Archive and records the resulting Wayback"
+    " capture URL plus timestamp. Pith does not host the paper. Free, anonymous, third-party preservation.",
+    "author_attestations": "Identity-backed. The same flow as the paper page. Sign in with ORCID, Apple, X,"
+    " or email magic-link; if your ORCID is on the arXiv author list the attestation is one-click and"
+    " shows ORCID verified.",
+    "citation_signatures": "Records a signed citation. Pick a relationship (supports, refutes, extends,"
+    " uses_method, depends_on, replaces, compares, cites). Pith signs the assertion server-side. Held for"
+    " moderation. Sign in to confirm immediately.",
+    "replication_records": "Public record of a replication attempt, formal bridge (Lean / Coq), or"
+    " falsification. Held for moderation. Not peer review; a typed annotation.",
+}
+"""Each row's whole description, as the resolver's record page words it (its rows'
+forms are the primary's: here each row links there instead)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +127,11 @@ class Summary:
     and eighteen small strings in tuples cost three times their packed bytes."""
     forks: int = 0
     """How many equivocations the merged state has (see `forks`): each build notes them."""
+    paper_signed: bool = False
+    """Whether `authors` (and the paper's other details) come from a signed graph
+    snapshot; if not, from a record document's unsigned part, and every listing,
+    search result and feed entry says so, as the record page does. (The title is
+    checked against the signed canonical record either way.)"""
     digest: str = ""
     """Fingerprint of every field above, so site-wide pages know when to re-render."""
 
@@ -166,6 +188,7 @@ class Summary:
             self.source_version,
             self.alias_data,
             (self.primary_cat, *self.cross_cats),
+            self.paper_signed,
         )
 
     @property
@@ -366,7 +389,7 @@ def paper_block(pub: Publication) -> tuple[dict[str, str], Provenance]:
     if found is not None:
         signed, event_id = found
         fields = {name: _text(signed.get(name)) for name in PAPER_FIELDS}
-        return fields, Provenance("signed", f"signed by the resolver in event {event_id}")
+        return fields, Provenance("signed", f"signed in event {event_id}")
     if pub.record is not None:
         paper = pub.record.doc.data.get("paper")
         if isinstance(paper, dict):
@@ -461,15 +484,18 @@ class ChecklistRow(NamedTuple):
     action: str
     action_url: str
     """Where the primary resolver takes this write action."""
+    description: str = ""
+    """The row's whole text (`CHECKLIST_TEXT`)."""
 
 
-def checklist(counts: dict[str, int], action_base: str) -> list[ChecklistRow]:
+def checklist(counts: dict[str, int], action_base: str, canonical_sha256: str = "") -> list[ChecklistRow]:
     """One row a typed event list; `action_base` is the primary resolver's action URL prefix."""
     rows = []
     for name, short, long, action in CHECKLIST:
         count = counts[name]
         state = f"done · {count} event{'' if count == 1 else 's'}" if count else "open"
-        rows.append(ChecklistRow(short, long, count > 0, state, action, action_base + action))
+        text = CHECKLIST_TEXT[name].replace("{hash}", canonical_sha256[:24])
+        rows.append(ChecklistRow(short, long, count > 0, state, action, action_base + action, text))
     return rows
 
 
@@ -604,6 +630,7 @@ def summarize(
         "integrity_data": compress_small(integrity[1]) if integrity else None,
         "alias_data": pack_aliases(alias_pairs, lookup_paths),
         "forks": len(forks(pub)),
+        "paper_signed": _signed_paper(pub) is not None,
     }
     return Summary(**values, digest=_fingerprint(_field_values(values)))
 
@@ -640,15 +667,15 @@ def _fingerprint(values: tuple[Any, ...]) -> str:
     return hashlib.sha256(data).hexdigest()[:32]  # (128 bits tell a change; one per record in memory)
 
 
-SearchRow = tuple[str, str, str, str, str, int, bytes, tuple[str, ...]]
+SearchRow = tuple[str, str, str, str, str, int, bytes, tuple[str, ...], bool]
 """(pith_number, title, authors, source_id, source_kind, source_version,
-alias_data, categories): a record's part of the search index. Small and picklable, so a
+alias_data, categories, paper_signed): a record's part of the search index. Small and picklable, so a
 worker process can make the index for a chunk of records."""
 
 
 def row_terms(row: SearchRow) -> list[str]:
     """The search terms of a `SearchRow` (the same rules as search.js), sorted."""
-    pith_number, title, authors, source_id, source_kind, source_version, alias_data, categories = row
+    pith_number, title, authors, source_id, source_kind, source_version, alias_data, categories, _ = row
     aliases = _alias_pairs(alias_data)
     terms = search_terms(title, authors, pith_number, aliases, source_kind, source_id, source_version)
     for category in categories:  # "cs.DC" as an identifier (search.js reads a "." so), "hep-th" as words

@@ -21,13 +21,19 @@
  *   bundle-signature  bundle_sha256 and its signature
  *   state             the state recomputed by the merge equals the bundle's
  *                     state and state.json, and state_sha256 matches
+ *   page              what the page shows (number, title, authors, abstract, source,
+ *                     dates, categories, license, hash, aliases, signing key: the
+ *                     elements marked data-fact) is what the verified files say
  *
  * The checks mirror generator/verify.py and generator/merge.py; the canonical
  * bytes come from canonical.js (load it first). The check logic has no DOM
  * access (checkDocuments), so it also runs under Node for tests.
  *
  * Trust: only the keys in the site's /pith-signing-key.json are trusted; a key
- * a bundle carries in itself proves nothing (SPEC.md, "Trust").
+ * a bundle carries in itself proves nothing (SPEC.md, "Trust"). That file comes
+ * from the mirror too, so the verdict proves only "these files are signed by key
+ * K (fingerprint F)": whose key K is, the reader confirms against the key the
+ * resolver publishes, which the page links to.
  */
 (function (root) {
   "use strict";
@@ -85,6 +91,24 @@
   }
   function short(hex) {
     return typeof hex === "string" && hex.length > 16 ? hex.slice(0, 16) + "…" : String(hex);
+  }
+
+  /* A value as the page's text shows it (generator/templating.py, escape_text): a
+     control character as its visible picture (U+2400 + code, DEL as U+2421, C1 as
+     U+FFFD), each bidirectional embedding or isolate it opens closed after it, and
+     line breaks as an HTML parser reads them (CR LF and CR become LF). */
+  const CONTROLS = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]/g;
+  const EMBEDDINGS = /[\u202a\u202b\u202d\u202e]/g;
+  const ISOLATES = /[\u2066\u2067\u2068]/g;
+  function shownText(value) {
+    let s = String(value).replace(CONTROLS, (c) => {
+      const n = c.charCodeAt(0);
+      return n < 0x20 ? String.fromCharCode(0x2400 + n) : n === 0x7f ? "\u2421" : "\ufffd";
+    });
+    const isolates = (s.match(ISOLATES) || []).length;
+    const embeddings = (s.match(EMBEDDINGS) || []).length;
+    s = s + "\u2069".repeat(isolates) + "\u202c".repeat(embeddings);
+    return s.replace(/\r\n?/g, "\n");
   }
 
   const hex = C ? C.toHex : null;
@@ -341,7 +365,7 @@
     }
     if (!keys.size && !step.problems.length) step.fail("the pinned key file holds no key");
     if (!step.problems.length) {
-      const names = Array.from(keys.values()).map((k) => k.keyId + " (" + short(k.fingerprintHex) + ")");
+      const names = Array.from(keys.values()).map((k) => k.keyId + " (fingerprint " + k.fingerprintHex + ")");
       step.passText = (keys.size === 1 ? "1 key" : keys.size + " keys") + " pinned by this site: " + names.join(", ");
     }
     return keys;
@@ -354,9 +378,85 @@
    *   docs = {pithNumber, recordSigned, record, bundle (or null), state (or null), keys,
    *           names: {record, bundle, state, keys} (shown in messages)}
    *   crypto = makeCrypto(subtle)
+   *           shown (optional): [{fact, text}] of the page's data-fact elements
    * Returns the list of Steps in display order.
    */
   async function checkDocuments(docs, crypto) {
+    const facts = {};
+    const steps = await checkFiles(docs, crypto, facts);
+    if (Array.isArray(docs.shown)) steps.push(checkPage(docs.shown, facts));
+    return steps;
+  }
+
+  /* What each data-fact element may show, in words for messages; those a page must show. */
+  const FACT_NAMES = {
+    number: "Pith number",
+    "short-number": "short Pith number",
+    title: "title",
+    authors: "authors",
+    abstract: "abstract",
+    source: "source",
+    submitted: "submission date",
+    categories: "categories",
+    license: "license",
+    "canonical-hash": "canonical hash",
+    "key-id": "signing key",
+    "key-fingerprint": "signing key's fingerprint",
+    "alias-kind": "alias kind",
+    "alias-value": "alias",
+  };
+  const REQUIRED_FACTS = ["number", "source", "submitted", "canonical-hash", "key-id", "key-fingerprint"];
+
+  /**
+   * The page step: every value the page marks (data-fact) must be one the verified
+   * files hold, shown as the page's text shows it (shownText). `facts` maps a fact
+   * to the values it may take; aliases are compared as (kind, value) pairs.
+   */
+  function checkPage(shown, facts) {
+    const s = new Step("page", "This page");
+    const found = {};
+    let compared = 0;
+    const kinds = [];
+    const values = [];
+    for (const item of shown) {
+      const fact = get(item, "fact");
+      const text = get(item, "text");
+      if (typeof fact !== "string" || typeof text !== "string") continue;
+      found[fact] = true;
+      if (fact === "alias-kind") kinds.push(text);
+      else if (fact === "alias-value") values.push(text);
+      else if (!has(FACT_NAMES, fact)) s.fail("this page marks " + show(fact) + ", which the check does not know");
+      else if (has(facts, fact)) {
+        compared++;
+        const allowed = facts[fact].map(shownText);
+        if (!allowed.includes(text)) {
+          s.fail(
+            "this page shows the " + FACT_NAMES[fact] + " " + show(text) + ", but the verified files say " +
+              (allowed.length ? show(allowed[0]) : "nothing of it") + ": the page was changed after it was built"
+          );
+        }
+      }
+    }
+    if (has(facts, "alias")) {
+      if (kinds.length !== values.length) s.fail("this page's alias table is not in kind and value pairs");
+      const allowed = facts.alias.map(([k, v]) => shownText(k) + "\u0000" + shownText(v));
+      for (let k = 0; k < Math.min(kinds.length, values.length); k++) {
+        compared++;
+        if (!allowed.includes(kinds[k] + "\u0000" + values[k])) {
+          s.fail("this page shows the alias " + show(kinds[k] + ": " + values[k]) + ", which the verified files do not hold: the page was changed after it was built");
+        }
+      }
+    }
+    const required = REQUIRED_FACTS.concat(has(facts, "title") && facts.title.length ? ["title"] : []);
+    for (const fact of required) {
+      if (has(facts, fact) && !found[fact]) s.fail("this page does not show its " + FACT_NAMES[fact] + " where the check can read it");
+    }
+    s.passText =
+      "the " + compared + " values this page shows (identifiers, title, authors, dates, aliases, signing key) are those of the verified files";
+    return s;
+  }
+
+  async function checkFiles(docs, crypto, facts) {
     const steps = [];
     const step = (id, label) => {
       const s = new Step(id, label);
@@ -448,6 +548,18 @@
         hashStep.fail(who + "'s source " + show(source) + " differs from the signed canonical record's");
       }
     }
+    facts["canonical-hash"] = [digestHex];
+    const signedSource = get(canonicalRecord, "source");
+    const signedMeta = get(canonicalRecord, "metadata");
+    if (isObject(signedSource)) {
+      facts.source = [String(get(signedSource, "kind")) + ":" + String(get(signedSource, "id")) + " v" + String(get(signedSource, "version"))];
+    }
+    if (isObject(signedMeta)) {
+      if (typeof signedMeta.submitted_at === "string") facts.submitted = [Array.from(signedMeta.submitted_at).slice(0, 10).join("")];
+      const cross = Array.isArray(signedMeta.cross_cats_sorted) ? signedMeta.cross_cats_sorted : [];
+      facts.categories = [[signedMeta.primary_cat].concat(cross).map(String).join(" · ")];
+      if (typeof signedMeta.license === "string") facts.license = [signedMeta.license];
+    }
     hashStep.passText =
       "the canonical record hashes to " + short(digestHex) +
       (declared !== undefined ? ", as the record says" : "") +
@@ -476,6 +588,8 @@
         numberStep.fail(who + " shows short form " + show(value) + " but the hash gives " + shortNumber);
       }
     }
+    facts.number = [expected];
+    facts["short-number"] = [shortNumber];
     numberStep.passText = "derived from the hash, matches " + expected + " (short form " + shortNumber + ")";
 
     // receipt-signature: from the record, or from the bundle's record_created event
@@ -511,14 +625,23 @@
         receiptStep.fail("the receipt names hash " + short(get(receipt, "canonical_sha256")) + ", not " + short(digestHex));
       }
       const key = await checkSignature(receipt, "the receipt signature", digest, "canonical_sha256_bytes", receiptStep);
-      if (key) receiptStep.passText = "verifies with the pinned key " + key.keyId + " (" + short(key.fingerprintHex) + ")" + receiptFrom;
+      if (key) receiptStep.passText = "verifies with the pinned key " + key.keyId + " (fingerprint " + key.fingerprintHex + ")" + receiptFrom;
       if (key && receiptStep.unsupported) receiptStep.passText = "signed by pinned key " + key.keyId + receiptFrom;
+      receiptStep.key = key;
+      if (key) {
+        facts["key-id"] = [key.keyId];
+        facts["key-fingerprint"] = [key.fingerprintHex];
+      }
     }
 
     // title: every title shown must hash to title_canon_sha256 (lower-cased, or white space collapsed)
     const titles = [];
     const addTitle = (who, paper) => {
       if (isObject(paper) && has(paper, "title")) titles.push([who, paper.title]);
+      // the authors and abstract a page may show: any paper block the files hold
+      for (const [field, fact] of [["authors_text", "authors"], ["abstract_excerpt", "abstract"]]) {
+        if (isObject(paper) && typeof paper[field] === "string") (facts[fact] = facts[fact] || []).push(paper[field]);
+      }
     };
     addTitle("the record's title", get(record, "paper"));
     addTitle("the record's graph snapshot title", get(get(record, "graph_snapshot"), "paper"));
@@ -527,6 +650,7 @@
         addTitle("the title in event " + (i + 1), get(get(get(e, "payload"), "graph_snapshot"), "paper"));
       }
     });
+    facts.title = titles.map(([, title]) => title).filter((t) => typeof t === "string");
     if (titles.length) {
       const titleStep = step("title", "Title");
       const want = get(get(canonicalRecord, "metadata"), "title_canon_sha256");
@@ -580,6 +704,15 @@
         counts.push(checked + " in " + who);
       }
       aliasStep.passText = "the aliases (" + counts.join(", ") + ") agree with the canonical record";
+    }
+    // the aliases a page may list: those the canonical record determines (as a record
+    // document spells them), and every alias of the signed bundle
+    facts.alias = Object.keys(wanted).map((kind) => [kind, wanted[kind]]);
+    for (const alias of Array.isArray(bundle ? get(bundle, "source_aliases") : get(record, "aliases")) ? (bundle ? bundle.source_aliases : record.aliases) : []) {
+      const kind = get(alias, "alias_kind");
+      if (typeof kind === "string" && typeof get(alias, "alias_value") === "string" && (bundle || has(wanted, kind))) {
+        facts.alias.push([kind, alias.alias_value]);
+      }
     }
 
     if (!bundle) {
@@ -892,7 +1025,20 @@
         summary: "Partly verified: every hash matched, but " + UNSUPPORTED_TEXT.replace("; hashes were checked", "") + (why ? " (" + why + ")" : ""),
       };
     }
-    return { result: "verified", summary: "Verified: every check passed" };
+    const receipt = steps.find((s) => s.id === "receipt-signature");
+    const key = receipt ? receipt.key : null;
+    const page = steps.some((s) => s.id === "page");
+    if (!key) return { result: "verified", summary: "Verified: every check passed" };
+    return {
+      result: "verified",
+      key: { keyId: key.keyId, fingerprint: key.fingerprintHex },
+      // Only what was proven: the files are signed by this key. Whose key it is, the key
+      // file (served by this mirror) cannot say; the page links to the one the resolver publishes.
+      summary:
+        "Verified: these files are signed by key " + key.keyId + ", fingerprint " + key.fingerprintHex +
+        (page ? ", and this page shows what they say" : "") +
+        ". The key file came from this mirror: compare that fingerprint with the key the Pith resolver publishes (linked above) to know whether the resolver signed them.",
+    };
   }
 
   /**
@@ -945,6 +1091,7 @@
           state: parsed.state,
           keys: parsed.keys,
           names: names,
+          shown: input.shown,
         },
         crypto,
       ),
@@ -1002,6 +1149,16 @@
     }
     if (summary) summary.textContent = report.summary;
     section.setAttribute("data-result", report.result);
+    // the page's own green labels were written by the mirror: struck through once the check fails
+    document.documentElement.setAttribute("data-verify", report.result);
+  }
+
+  /** [{fact, text}] of every element the page marks with data-fact, in page order. */
+  function pageFacts() {
+    return Array.from(document.querySelectorAll("[data-fact]")).map((el) => ({
+      fact: el.getAttribute("data-fact"),
+      text: el.textContent,
+    }));
   }
 
   async function runOnPage(section, button) {
@@ -1044,6 +1201,7 @@
             pithNumber: section.getAttribute("data-pith-number") || undefined,
             recordSigned: section.getAttribute("data-record-signed") !== "false",
             files: files,
+            shown: pageFacts(),
           },
           subtle,
         );
@@ -1080,6 +1238,7 @@
     sha256Fallback: sha256Fallback,
     firstDifference: firstDifference,
     sitePath: sitePath,
+    shownText: shownText,
   };
   if (typeof module === "object" && module && module.exports) module.exports = api;
   if (root) {

@@ -3,7 +3,8 @@
 //                     "files": {"record": {"name": "/pith/X.json", "b64": "..."}, "bundle": null | {...},
 //                               "state": null | {...}, "keys": {...}},
 //                     "crypto": "webcrypto" | "no-ed25519" | "no-subtle"}, ...]}
-//         (a file may be {"name": ..., "error": "HTTP 404"} to stand for a failed fetch)
+//         (a file may be {"name": ..., "error": "HTTP 404"} to stand for a failed fetch;
+//          "shown", when given, is the page's [{"fact", "text"}], as a record page marks them)
 // stdout: [{"result": "...", "summary": "...", "steps": [{"id", "ok", "text", "problems"}]}, ...]
 "use strict";
 const path = require("path");
@@ -33,7 +34,7 @@ async function main() {
     }
     const subtle =
       c.crypto === "no-subtle" ? null : c.crypto === "no-ed25519" ? subtleWithoutEd25519(crypto.subtle) : crypto.subtle;
-    const report = await V.verifyFiles({ pithNumber: c.pith_number, recordSigned: c.record_signed, files }, subtle);
+    const report = await V.verifyFiles({ pithNumber: c.pith_number, recordSigned: c.record_signed, files, shown: c.shown }, subtle);
     answers.push({ result: report.result, summary: report.summary, steps: report.steps.map((s) => s.toJSON()) });
   }
   process.stdout.write(JSON.stringify(answers));

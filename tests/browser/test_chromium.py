@@ -45,8 +45,33 @@ GO43 = RECORD["pith_number"].split(":")[2]
 Z5NA = BUNDLE["pith_number"].split(":")[2]
 
 
+KEY = json.loads(PINNED_KEYS_FILE.read_bytes())[0]
+
+
+def facts(doc: dict, title: str | None) -> str:
+    """The values a built record page marks for the check (data-fact), from `doc`."""
+    canonical = doc["canonical_record"]
+    source, metadata = canonical["source"], canonical["metadata"]
+    values = {
+        "number": doc["pith_number"],
+        "source": f"{source['kind']}:{source['id']} v{source['version']}",
+        "submitted": metadata["submitted_at"][:10],
+        "canonical-hash": doc["canonical_sha256"],
+        "key-id": KEY["key_id"],
+        "key-fingerprint": KEY["fingerprint_sha256_hex"],
+    }
+    if title is not None:
+        values["title"] = title
+    return "".join(f'<span data-fact="{k}">{html.escape(v)}</span>' for k, v in values.items())
+
+
 def record_page(
-    number: str, record_json: str, bundle_json: str = "", state_json: str = "", signed: bool = True
+    number: str,
+    record_json: str,
+    bundle_json: str = "",
+    state_json: str = "",
+    signed: bool = True,
+    shown: str = "",
 ) -> str:
     attrs = {
         "data-pith-number": number,
@@ -60,7 +85,7 @@ def record_page(
     return f"""<!doctype html>
 <html lang="en" data-base="/"><head><meta charset="utf-8"><title>{html.escape(number)}</title>
 <script src="/static/canonical.js" defer></script><script src="/static/verify.js" defer></script></head>
-<body><main><section id="browser-verify" {section_attrs}>
+<body><main>{shown}<section id="browser-verify" {section_attrs}>
 <button type="button" id="verify-button">Verify in your browser</button>
 <p id="verify-summary" role="status" aria-live="polite"></p>
 <ol id="verify-steps"></ol></section></main></body></html>
@@ -94,7 +119,12 @@ def build_site(root: Path) -> None:
     write(root, "/pith-signing-key.json", PINNED_KEYS_FILE.read_bytes())
     # a signed record document
     write(root, f"/pith/{GO43}.json", RECORD_FILE.read_bytes())
-    write(root, f"/pith/{GO43}/index.html", record_page(RECORD["pith_number"], f"/pith/{GO43}.json"))
+    go43_facts = facts(RECORD, RECORD["paper"]["title"])
+    write(
+        root,
+        f"/pith/{GO43}/index.html",
+        record_page(RECORD["pith_number"], f"/pith/{GO43}.json", shown=go43_facts),
+    )
     # a number known only from its bundle: the record JSON is derived by the mirror
     write(root, f"/pith/{Z5NA}.json", json.dumps(derived_record(BUNDLE), indent=1))
     write(root, f"/pith/{Z5NA}/bundle.json", BUNDLE_FILE.read_bytes())
@@ -108,13 +138,18 @@ def build_site(root: Path) -> None:
             f"/pith/{Z5NA}/bundle.json",
             f"/pith/{Z5NA}/state.json",
             signed=False,
+            shown=facts(BUNDLE, derived_record(BUNDLE)["paper"]["title"]),
         ),
     )
     # a record whose title was altered after signing
     tampered = json.loads(RECORD_FILE.read_bytes())
     tampered["paper"]["title"] = "Varuna: <b>Altered</b> title"
     write(root, "/tampered/record.json", json.dumps(tampered))
-    write(root, "/tampered/index.html", record_page(RECORD["pith_number"], "/tampered/record.json"))
+    write(
+        root,
+        "/tampered/index.html",
+        record_page(RECORD["pith_number"], "/tampered/record.json", shown=go43_facts),
+    )
     # home page with a search index
     write(root, "/index.html", HOME)
     for url, data in build_index("/").items():
@@ -215,7 +250,11 @@ def verify(pg, url: str) -> tuple[str, list[tuple[str, str, str]], str]:
 def test_signed_record_verifies(page, site):
     result, steps, summary = verify(page, f"{site}/pith/{GO43}/")
     assert result == "verified", steps
-    assert summary == "Verified: every check passed"
+    assert summary.startswith(
+        "Verified: these files are signed by key pith-v1-2026-05,"
+        " fingerprint 8d4b5ee74e4693bcd1df2446408b0d54,"
+        " and this page shows what they say."
+    )
     assert [s[0] for s in steps] == [
         "load",
         "keys",
@@ -224,10 +263,14 @@ def test_signed_record_verifies(page, site):
         "receipt-signature",
         "title",
         "aliases",
+        "page",
     ]
     assert all(ok == "true" for _, ok, _ in steps)
     receipt = dict((s[0], s[2]) for s in steps)["receipt-signature"]
-    assert "verifies with the pinned key pith-v1-2026-05 (8d4b5ee74e4693bc…)" in receipt
+    assert (
+        "verifies with the pinned key pith-v1-2026-05 (fingerprint 8d4b5ee74e4693bcd1df2446408b0d54)"
+        in receipt
+    )
     assert page.problems == []
 
 
@@ -235,7 +278,7 @@ def test_bundle_and_derived_record_verify(page, site):
     result, steps, _ = verify(page, f"{site}/pith/{Z5NA}/")
     assert result == "verified", steps
     ids = [s[0] for s in steps]
-    assert ids[-6:] == ["event-0", "event-1", "paper", "bundle-keys", "bundle-signature", "state"]
+    assert ids[-7:] == ["event-0", "event-1", "paper", "bundle-keys", "bundle-signature", "state", "page"]
     assert all(ok == "true" for _, ok, _ in steps)
     paper = dict((s[0], s[2]) for s in steps)["paper"]
     assert "Paper details: the paper details are those signed in event sha256:" in paper

@@ -15,18 +15,25 @@ import copy
 import hashlib
 import json
 import os
+import tempfile
 from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import Path
 from typing import Any
 
 import factories
 import pytest
 
 from generator.canonical import b32
-from generator.keys import default_keyring, keyring_from_json
+from generator.config import SiteConfig
+from generator.keys import Keyring, default_keyring, keyring_from_json
 from generator.load import Limits, SourceDocument, decode
 from generator.merge import merge, state_sha256
 from generator.parse import parse
+from generator.render import render_publication
+from generator.templating import make_environment
 from generator.verify import verify_document
+from generator.view import Publication
 
 from .conftest import BUNDLE_FILE, PINNED_KEYS_FILE, RECORD_FILE
 
@@ -90,6 +97,7 @@ class Case:
     python: str | None = None  # "record" or "bundle": also verify that document in Python
     python_keys: Any = None
     says: str = ""  # a fragment the first failing step's sentence must contain
+    shown: list[dict[str, str]] | None = None  # the page's data-fact values, when the page is checked too
 
     def request(self) -> dict[str, Any]:
         doc = self.bundle if isinstance(self.bundle, dict) else self.record
@@ -105,6 +113,7 @@ class Case:
 
         return {
             "pith_number": number,
+            "shown": self.shown,
             "record_signed": self.signed,
             "crypto": self.crypto,
             "files": {
@@ -140,6 +149,56 @@ def unused_bits_set(sig: str) -> str:
     respelled = sig[:-3] + alphabet[last | 0b1111] + "=="
     assert base64.b64decode(respelled) == base64.b64decode(sig) and respelled != sig
     return respelled
+
+
+class _Facts(HTMLParser):
+    """The text of every element a page marks with data-fact, as a browser's
+    textContent gives it (character references decoded, CR LF and CR read as LF)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.open: list[tuple[str, dict[str, str] | None]] = []
+        self.facts: list[dict[str, str]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in ("meta", "link", "br", "img", "input", "wbr", "hr"):
+            return
+        fact = dict(attrs).get("data-fact")
+        entry = None if fact is None else {"fact": fact, "text": ""}
+        if entry is not None:
+            self.facts.append(entry)
+        self.open.append((tag, entry))
+
+    def handle_endtag(self, tag: str) -> None:
+        while self.open:
+            if self.open.pop()[0] == tag:
+                break
+
+    def handle_data(self, data: str) -> None:
+        for _, entry in self.open:
+            if entry is not None:
+                entry["text"] += data.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def built_page_facts(doc: dict[str, Any], keyring: Keyring, edit: Any = None) -> list[dict[str, str]]:
+    """The data-fact values of the record page the mirror builds for `doc` (a record
+    document or a bundle), `edit` (a function of the HTML) applied first: what a
+    reader's browser hands the check."""
+    raw = as_bytes(doc)
+    _, verified = verify_document(
+        SourceDocument(file="doc.json", raw=raw, data=decode(raw, Limits())), keyring
+    )
+    assert verified is not None
+    is_record = "record_type" in doc
+    pub = Publication(verified.pith_number, verified if is_record else None, None if is_record else verified)
+    folder = Path(tempfile.mkdtemp(prefix="pith-facts-"))
+    config = SiteConfig(site=folder / "site", cache=folder / "cache")
+    env = make_environment(config, keyring)
+    files, _ = render_publication(pub, raw if is_record else None, None if is_record else raw, env, config)
+    page = next(f.data.decode("utf-8") for f in files if f.path == f"pith/{pub.body}.html")
+    parser = _Facts()
+    parser.feed(edit(page) if edit else page)
+    return parser.facts
 
 
 R, B = REAL_RECORD, REAL_BUNDLE
@@ -231,6 +290,55 @@ def factory_cases() -> dict[str, Case]:
             python="bundle",
             says="does not verify with the pinned key test-key-2026",
             **common,
+        ),
+    }
+
+
+def page_cases() -> dict[str, Case]:
+    """The page step: what a built record page shows against what the files say."""
+    real = default_keyring()
+    title, authors = R["paper"]["title"], R["paper"]["authors_text"]
+    fingerprint = json.loads(REAL_KEYS)[0]["fingerprint_sha256_hex"]
+    s = factories.TEST_SIGNER
+    # a signed title holding controls and a right-to-left override: the page shows them
+    # visibly (and closes the override), and the check reads them the same way
+    odd = factories.record_document(s, title="Zero\x00 and feed\x0c and \u202eoverride\x7f and \x85 end")
+
+    def aliases_plus(html: str) -> str:
+        at = html.index("</tbody>", html.index('id="aliases-h"'))
+        row = (
+            '<tr><td data-fact="alias-kind">doi</td>'
+            '<td><code data-fact="alias-value">10.1/forged</code></td></tr>'
+        )
+        return html[:at] + row + html[at:]
+
+    def failing(edit: Any, says: str) -> Case:
+        return Case(R, shown=built_page_facts(R, real, edit), result="failed", failing={"page"}, says=says)
+
+    return {
+        "page-real-record-as-built": Case(R, shown=built_page_facts(R, real), steps=[*RECORD_STEPS, "page"]),
+        "page-real-bundle-as-built": Case(
+            DERIVED, B, BSTATE, signed=False, shown=built_page_facts(B, real), steps=[*BUNDLE_STEPS, "page"]
+        ),
+        "page-control-characters-shown-visibly": Case(
+            odd, shown=built_page_facts(odd, s.keyring()), keys=TEST_KEYS, steps=[*RECORD_STEPS, "page"]
+        ),
+        "page-title-edited-after-the-build": failing(
+            lambda h: h.replace(f">{title}<", ">Varuna: A Forged Title<"), "shows the title"
+        ),
+        "page-author-added-after-the-build": failing(
+            lambda h: h.replace(f">{authors}<", f">{authors}, Mallory<"), "shows the authors"
+        ),
+        "page-alias-added-after-the-build": failing(aliases_plus, "shows the alias"),
+        "page-fingerprint-edited-after-the-build": failing(
+            lambda h: h.replace(f">{fingerprint}<", ">" + "0" * 32 + "<"), "signing key's fingerprint"
+        ),
+        "page-date-edited-after-the-build": failing(
+            lambda h: h.replace('data-fact="submitted">2021-11-07<', 'data-fact="submitted">2019-11-07<'),
+            "submission date",
+        ),
+        "page-title-no-longer-marked": failing(
+            lambda h: h.replace('data-fact="title"', ""), "does not show its title"
         ),
     }
 
@@ -582,6 +690,7 @@ CASES: dict[str, Case] = {
         result="unsupported",
     ),
     **factory_cases(),
+    **page_cases(),
 }
 
 
@@ -603,7 +712,12 @@ def test_case(answers, name):
     if case.steps is not None:
         assert [s["id"] for s in steps] == case.steps
     if case.result == "verified":
-        assert answer["summary"] == "Verified: every check passed"
+        keys = json.loads(case.keys)
+        key = keys[0] if isinstance(keys, list) else keys
+        fingerprint = hashlib.sha256(base64.b64decode(key["public_key_b64"])).hexdigest()[:32]
+        assert answer["summary"].startswith(
+            f"Verified: these files are signed by key {key['key_id']}, fingerprint {fingerprint}"
+        )
         assert all(s["ok"] is True for s in steps)
     elif case.result == "failed":
         first = next(s for s in steps if s["ok"] is False)
@@ -644,7 +758,16 @@ def test_real_sentences(answers):
         " (short form pith:GO43K6A5)"
     )
     assert record["receipt-signature"] == (
-        "Receipt signature: verifies with the pinned key pith-v1-2026-05 (8d4b5ee74e4693bc…)"
+        "Receipt signature: verifies with the pinned key pith-v1-2026-05"
+        " (fingerprint 8d4b5ee74e4693bcd1df2446408b0d54)"
+    )
+    page = {s["id"]: s["text"] for s in answers["page-real-record-as-built"]["steps"]}["page"]
+    assert page.startswith("This page: the ") and page.endswith(" are those of the verified files")
+    assert answers["page-real-record-as-built"]["summary"] == (
+        "Verified: these files are signed by key pith-v1-2026-05,"
+        " fingerprint 8d4b5ee74e4693bcd1df2446408b0d54,"
+        " and this page shows what they say. The key file came from this mirror: compare that fingerprint"
+        " with the key the Pith resolver publishes (linked above) to know whether the resolver signed them."
     )
     assert record["title"].startswith("Title: “Varuna: Scalable, Low-cost Training")
     bundle = {s["id"]: s["text"] for s in answers["real-bundle-derived-record"]["steps"]}

@@ -75,6 +75,7 @@ def test_site_wide_files_exist(real_site: Project) -> None:
         "404.html",
         "sitemap.xml",
         "robots.txt",
+        "favicon.ico",
         "feed.xml",
         ".nojekyll",
         "search/meta.json",

@@ -95,6 +95,7 @@ def test_query_string_takes_no_part_in_finding_the_file(built: Workspace, served
         ("/assets/site.css", "text/css; charset=utf-8"),
         ("/assets/site.js", "text/javascript; charset=utf-8"),
         ("/robots.txt", "text/plain; charset=utf-8"),
+        ("/favicon.ico", "image/x-icon"),
     ],
 )
 def test_content_types(served: Preview, path: str, expected: str) -> None:

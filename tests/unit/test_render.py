@@ -20,7 +20,7 @@ from generator.keys import Keyring
 from generator.model import Provenance
 from generator.render import (
     RecordPaths,
-    provenance_html,
+    provenance_line,
     record_context,
     render_publication,
 )
@@ -35,15 +35,30 @@ ESCAPED = "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &#34;quoted&#34
 @pytest.mark.parametrize(
     ("status", "label"), [("verified", "Verified"), ("signed", "Signed"), ("unsigned", "Not signed")]
 )
-def test_a_provenance_line_escapes_its_text(status: Any, label: str) -> None:
-    line = provenance_html(Provenance(status, HOSTILE))
+def test_a_provenance_line_escapes_its_names_and_reasons(status: Any, label: str) -> None:
+    line = provenance_line((HOSTILE, Provenance(status, HOSTILE)))
     assert isinstance(line, Markup)
-    assert line == (f'<p class="prov prov-{status}"><span class="prov-label">{label}</span> {ESCAPED}</p>')
+    assert line == (
+        f'<div class="prov"><span class="prov-group prov-{status}"><span class="prov-label">{label}</span>'
+        f' <span title="{ESCAPED}">{ESCAPED}</span></span>'
+        f'<details class="prov-details"><summary>why</summary>{ESCAPED}: {ESCAPED}</details></div>'
+    )
 
 
-def test_equal_provenance_gives_the_same_line() -> None:
-    assert provenance_html(Provenance("signed", "x")) == provenance_html(Provenance("signed", "x"))
-    assert provenance_html(Provenance("signed", "x")) != provenance_html(Provenance("unsigned", "x"))
+def test_a_section_s_provenance_is_one_line_grouped_by_status() -> None:
+    line = provenance_line(
+        ("title", Provenance("verified", "matches title_canon_sha256")),
+        ("authors", Provenance("unsigned", "from the unsigned part")),
+        ("source", Provenance("verified", "in the canonical record")),
+    )
+    assert line.count('class="prov"') == 1
+    assert line.count("prov-label") == 2  # Verified: title, source · Not signed: authors
+    assert line.index(">title<") < line.index(">source<") < line.index("Not signed") < line.index(">authors<")
+    # the technical words are the hover text and the details line, not the line itself
+    assert '<span title="matches title_canon_sha256">title</span>' in line
+    assert provenance_line(("x", Provenance("signed", "y"))) == provenance_line(
+        ("x", Provenance("signed", "y"))
+    )
 
 
 def bundle_publication(keyring: Keyring, title: str = "A Small Test Paper") -> tuple[Publication, bytes]:
@@ -92,7 +107,10 @@ def test_the_pages_escape_the_papers_text(keyring: Keyring, config: SiteConfig) 
     }
     for html in pages.values():
         assert "<script>alert" not in html
-        assert f'<h1 class="title">{ESCAPED}</h1>' in html
+        assert (
+            f'<h1 class="title">{ESCAPED}</h1>' in html
+            or f'<h1 class="title" data-fact="title">{ESCAPED}</h1>' in html
+        )
     # in JSON-LD, the title is JSON with '<', '>' and '&' written as \u escapes
     jsonld_title = '"name": "\\u003cscript\\u003ealert(\'x\')\\u003c/script\\u003e \\u0026 \\"quoted\\""'
     assert jsonld_title in pages[f"pith/{pub.body}.html"]
@@ -114,6 +132,12 @@ def record_and_bundle(keyring: Keyring, bundle_events: str) -> Publication:
     return Publication(verified["record"].pith_number, verified["record"], verified["bundle"])
 
 
+def group_of(name: str, line: str) -> str:
+    """The status group of a provenance line (label, names, their hover texts) naming `name`."""
+    groups = line.split("<details")[0].split('class="prov-group ')[1:]
+    return next(g for g in groups if f">{name}</span>" in g)
+
+
 def test_an_unsigned_snapshot_does_not_set_the_badges_of_a_bundles_state(
     keyring: Keyring, config: SiteConfig
 ) -> None:
@@ -123,7 +147,7 @@ def test_an_unsigned_snapshot_does_not_set_the_badges_of_a_bundles_state(
     _, summary = render_publication(pub, b"{}", b"{}", make_environment(config, keyring), config)
     context = record_context(pub, summary, snapshot, origin, None, config)
     assert ("refs pending", False) in context["status"]
-    assert "derived from the signed events" in context["prov"].status
+    assert "derived from the signed events" in group_of("status badges", context["prov"].header)
 
 
 def test_a_record_only_status_may_show_the_unsigned_snapshot_under_its_unsigned_label(
@@ -135,7 +159,7 @@ def test_a_record_only_status_may_show_the_unsigned_snapshot_under_its_unsigned_
     _, summary = render_publication(record_only, b"{}", None, make_environment(config, keyring), config)
     context = record_context(record_only, summary, snapshot, origin, None, config)
     assert ("refs resolved", True) in context["status"]
-    assert "Not signed" in context["prov"].status
+    assert "Not signed" in group_of("status badges", context["prov"].header)
 
 
 @pytest.mark.parametrize(

@@ -33,6 +33,7 @@ def summary(index: int, terms: set[str]) -> Summary:
         pith_number=f"pith:2021:{body.upper()}",
         title=f"Title {index}",
         authors="A. Author",
+        paper_signed=index % 2 == 0,
         source_id=f"2101.{index:05d}",
         alias_data=pack_aliases([("doi", t) for t in sorted(terms)], [None] * len(terms)),
     )
@@ -58,7 +59,13 @@ def reference(ordered: list[Summary], config: SiteConfig, chunk: int = SEARCH_CH
         files[f"search/terms/{key}.json"] = text.encode("utf-8")
     for start in range(0, len(ordered), chunk):
         rows = [
-            [s.pith_number, s.title, s.authors, s.source_id, config.base_path + layout.record_page(s.body)]
+            [
+                s.pith_number,
+                s.title,
+                s.authors if s.paper_signed else f"{s.authors} (not signed)",
+                s.source_id,
+                config.base_path + layout.record_page(s.body),
+            ]
             for s in ordered[start : start + chunk]
         ]
         text = json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
@@ -98,7 +105,12 @@ def test_the_key_follows_what_the_index_is_made_from() -> None:
     key = search_key(one, config)
     assert search_key([summary(0, {"alpha"}), summary(1, set())], config) == key
     assert search_key([summary(0, {"alpha", "beta"}), one[1]], config) != key  # (a new DOI: a new term)
-    for change in ({"title": "Other"}, {"source_version": 2}, {"source_kind": "other"}):
+    for change in (
+        {"title": "Other"},
+        {"source_version": 2},
+        {"source_kind": "other"},
+        {"paper_signed": False},
+    ):
         assert search_key([replace(one[0], **change), one[1]], config) != key, change
     for same in ({"event_count": 3}, {"updated_at": "2026-01-01T00:00:00Z"}):
         assert search_key([replace(one[0], **same), one[1]], config) == key, same

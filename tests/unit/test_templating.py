@@ -13,7 +13,7 @@ from markupsafe import Markup, escape
 
 from generator.config import SiteConfig, default_templates
 from generator.keys import Keyring
-from generator.templating import escape_text, make_environment
+from generator.templating import escape_text, make_environment, visible_controls
 
 
 class _Html:
@@ -30,7 +30,30 @@ _BIDI = st.text(alphabet=st.sampled_from("a<é" + _CONTROLS), max_size=12)
 def test_text_is_escaped_exactly_as_markupsafe_escapes_it(value: Any) -> None:
     if isinstance(value, str) and not isinstance(value, Markup):
         value = value.translate(dict.fromkeys(range(0x202A, 0x202F)) | dict.fromkeys(range(0x2066, 0x206A)))
+        value = visible_controls(value)  # (control characters: see the test below)
     assert str(escape_text(value)) == str(escape(value))
+
+
+_CONTROL_TEXT = st.text(
+    alphabet=st.sampled_from("a<\t\n\r\x00\x01\x0b\x0c\x1b\x1f\x7f\x80\x85\x9f é"), max_size=20
+)
+
+
+@given(_CONTROL_TEXT)
+def test_control_characters_are_shown_visibly(value: str) -> None:
+    """NUL, form feed, escape and the rest of C0, DEL and C1 reach no page raw: each is
+    shown as its control picture (U+2400 + code, DEL as U+2421) or, for C1, U+FFFD;
+    tab, line feed and carriage return stay the white space they are."""
+    out = str(escape_text(value))
+    assert not any((0 <= ord(c) < 0x20 and c not in "\t\n\r") or 0x7F <= ord(c) <= 0x9F for c in out)
+    pictures = {chr(c): chr(0x2400 + c) for c in range(0x20) if chr(c) not in "\t\n\r"}
+    pictures |= {"\x7f": "\u2421"} | {chr(c): "\ufffd" for c in range(0x80, 0xA0)}
+    assert out == str(escape("".join(pictures.get(c, c) for c in value)))
+
+
+def test_a_signed_title_with_a_nul_is_shown_visibly_on_its_page(env: Any) -> None:
+    html = env.from_string("<h1>{{ title }}</h1>").render(title="Zero\x00Day\x0c and \x85")
+    assert html == "<h1>Zero\u2400Day\u240c and \ufffd</h1>"
 
 
 @given(_BIDI)

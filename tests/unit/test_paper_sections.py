@@ -1,0 +1,183 @@
+"""The parts of a record page that lead to the paper and follow the resolver's page:
+links to arXiv and doi.org, claims and inbound citations entry by entry, the
+checklist's whole text, and the badge snippet."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import factories
+import pytest
+from markupsafe import escape
+
+from generator.config import SiteConfig
+from generator.keys import Keyring
+from generator.links import PaperLinks, paper_links, safe_url
+from generator.render import render_publication
+from generator.templating import make_environment
+from generator.verify import verify_document
+from generator.view import Publication
+
+ROOT = Path(__file__).resolve().parents[2]
+REAL_RECORD = json.loads((ROOT / "content" / "GO43K6A5MHLNBUADUVZ3AKFBNI.record.json").read_bytes())
+
+
+def test_links_come_from_the_signed_arxiv_id_and_version() -> None:
+    assert paper_links(REAL_RECORD["canonical_record"]) == PaperLinks(
+        abstract="https://arxiv.org/abs/2111.04007v2",
+        pdf="https://arxiv.org/pdf/2111.04007v2",
+        doi="10.48550/arXiv.2111.04007",
+        doi_url="https://doi.org/10.48550/arXiv.2111.04007",
+        license_url="http://arxiv.org/licenses/nonexclusive-distrib/1.0/",
+    )
+    old = {"source": {"kind": "arxiv", "id": "hep-th/9901001", "version": 3}, "metadata": {"license": ""}}
+    links = paper_links(old)
+    assert links.abstract == "https://arxiv.org/abs/hep-th/9901001v3"
+    assert links.doi_url == "https://doi.org/10.48550/arXiv.hep-th/9901001"
+    assert links.license_url is None  # an empty license is no link
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        {"kind": "arxiv", "id": "javascript:alert(1)", "version": 1},
+        {"kind": "arxiv", "id": "2111.04007/../../x", "version": 1},
+        {"kind": "arxiv", "id": "2111.04007\x00", "version": 1},
+        {"kind": "arxiv", "id": "2111.04007", "version": "2"},
+        {"kind": "arxiv", "id": "2111.04007", "version": True},
+        {"kind": "arxiv", "id": "2111.04007", "version": 0},
+        {"kind": "doi", "id": "2111.04007", "version": 1},
+        "not an object",
+    ],
+)
+def test_no_link_is_made_from_an_unexpected_source(source: Any) -> None:
+    links = paper_links({"source": source, "metadata": {}})
+    assert links == PaperLinks(None, None, None, None, None)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "javascript:alert(1)",
+        "JavaScript://example.org/%0aalert(1)",
+        "data:text/html,<b>x</b>",
+        "http://example.org/a b",
+        "http://example.org/\x00",
+        "http://example.org/\u202e",
+        'http://example.org/"onmouseover="x',
+        "//example.org/",
+        "http:///nohost",
+        "",
+        None,
+        7,
+    ],
+)
+def test_a_license_becomes_a_link_only_when_it_is_a_plain_web_address(value: Any) -> None:
+    assert safe_url(value) is None
+
+
+def test_a_plain_web_address_is_kept_as_it_is() -> None:
+    assert (
+        safe_url("https://creativecommons.org/licenses/by/4.0/")
+        == "https://creativecommons.org/licenses/by/4.0/"
+    )
+
+
+def record_page(keyring: Keyring, tmp_path: Path, doc: dict[str, Any]) -> str:
+    raw = factories.to_bytes(doc)
+    verdict, verified = verify_document(factories.source_document(doc), keyring)
+    assert verified is not None, verdict.problems
+    is_record = "record_type" in doc
+    pub = Publication(verified.pith_number, verified if is_record else None, None if is_record else verified)
+    config = SiteConfig(site=tmp_path / "site", cache=tmp_path / "cache")
+    files, _ = render_publication(
+        pub, raw if is_record else None, None if is_record else raw, make_environment(config, keyring), config
+    )
+    return next(f.data.decode("utf-8") for f in files if f.path == f"pith/{pub.body}.html")
+
+
+def section(page: str, heading_id: str) -> str:
+    start = page.index(f'id="{heading_id}"')
+    return page[start : page.index("</section>", start)]
+
+
+def test_signed_claims_and_citations_are_listed_entry_by_entry(keyring: Keyring, tmp_path: Path) -> None:
+    s = factories.TEST_SIGNER
+    record = factories.canonical_record(title="A Paper With Claims")
+    number = factories.pith_number(record)
+    snapshot = factories.graph_snapshot(record, "A Paper With Claims")
+    snapshot["claims"] = {
+        "count": 2,
+        "items": [{"claim": "Training scales <b>linearly</b>", "section": 4}, "A bare claim\x00 with a NUL"],
+    }
+    events = [
+        factories.record_created_event(s, record),
+        factories.event(s, number, "graph_snapshot", {"graph_snapshot": snapshot}, target="graph"),
+        factories.event(
+            s,
+            number,
+            "citation_signature",
+            {"relationship": "supports", "citing_pith_number": "pith:2026:AAAA", "nested": {"a": [1, 2]}},
+            created_at="2026-07-09T00:00:00Z",
+        ),
+    ]
+    page = record_page(keyring, tmp_path, factories.bundle(s, record=record, events=events))
+    claims = section(page, "claims-h")
+    assert '<span class="count">2</span>' in claims
+    assert "<dt>claim</dt><dd>Training scales &lt;b&gt;linearly&lt;/b&gt;</dd>" in claims
+    assert "<dt>section</dt><dd>4</dd>" in claims
+    assert "<li>A bare claim\u2400 with a NUL</li>" in claims  # the NUL shown visibly
+    assert '<span class="prov-label">Signed</span>' in claims
+    citations = section(page, "citations-h")
+    assert "<dt>relationship</dt><dd>supports</dd>" in citations
+    assert "<dt>nested</dt><dd>{&#34;a&#34;:[1,2]}</dd>" in citations
+    assert "citation_signature events" in citations and '<span class="prov-label">Signed</span>' in citations
+    assert "not documented yet" in claims  # the page says it does not interpret them
+
+
+def test_a_record_document_s_claims_and_citations_are_marked_not_signed(
+    keyring: Keyring, tmp_path: Path
+) -> None:
+    doc = factories.record_document()
+    doc["paper_claims"] = [{"claim": "Unsigned claim"}]
+    doc["inbound_citations"] = {"count": 3, "sample": [{"from": "pith:2026:BBBB"}]}
+    doc["graph_snapshot"].pop("claims")
+    page = record_page(keyring, tmp_path, doc)
+    claims, citations = section(page, "claims-h"), section(page, "citations-h")
+    assert "Unsigned claim" in claims and '<span class="prov-label">Not signed</span>' in claims
+    assert '<span class="count">3</span>' in citations and "pith:2026:BBBB" in citations
+    assert '<span class="prov-label">Not signed</span>' in citations
+    assert '<span class="prov-label">Signed</span>' not in claims + citations
+
+
+def test_the_checklist_text_is_whole_and_the_badge_snippet_is_beside_the_latex_one(
+    keyring: Keyring, tmp_path: Path
+) -> None:
+    doc = factories.record_document()
+    page = record_page(keyring, tmp_path, doc)
+    checklist = section(page, "complete-h")
+    assert (
+        f"Stamps the canonical SHA-256 ({doc['canonical_sha256'][:24]}…) across three calendars." in checklist
+    )
+    assert "Anyone can re-stamp; each stamp is an independent calendar receipt." in checklist
+    assert "Not peer review; a typed annotation." in checklist
+    latex = section(page, "latex-h")
+    body = doc["pith_number"].split(":")[2]
+    assert "Embed verified badge" in latex
+    snippet = (
+        f'<a href="https://pith.science/pith/{body}" title="Pith number, verified on the Pith resolver">'
+    )
+    assert str(escape(snippet)) in latex  # shown as text to copy, not as a link
+
+
+def test_the_page_links_to_the_paper_and_its_license(keyring: Keyring, tmp_path: Path) -> None:
+    doc = factories.record_document()
+    source = doc["canonical_record"]["source"]
+    page = record_page(keyring, tmp_path, doc)
+    assert f'href="https://arxiv.org/abs/{source["id"]}v{source["version"]}"' in page
+    assert f'href="https://arxiv.org/pdf/{source["id"]}v{source["version"]}"' in page
+    assert f'href="https://doi.org/10.48550/arXiv.{source["id"]}"' in page
+    license_url = doc["canonical_record"]["metadata"]["license"]
+    assert f'<a href="{license_url}" rel="license external" data-fact="license">' in page
