@@ -74,10 +74,24 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--records", type=int, required=True)
-    parser.add_argument("--jobs", type=int, default=8, help="pull's --jobs (default 8)")
-    parser.add_argument("--build-jobs", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "pull.json")
+    parser.add_argument(
+        "--records", type=int, required=True, metavar="N", help="how many bundles the source mirror serves"
+    )
+    parser.add_argument("--jobs", type=int, default=8, metavar="J", help="pull's --jobs (default 8)")
+    parser.add_argument(
+        "--build-jobs",
+        type=int,
+        default=os.cpu_count() or 1,
+        metavar="J",
+        help="--jobs of the build that makes the source site (default: all cores)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=REPO / "bench" / "results" / "pull.json",
+        metavar="FILE",
+        help="results as JSON (default bench/results/pull.json)",
+    )
     args = parser.parse_args()
 
     shm = Path("/dev/shm")
