@@ -25,8 +25,8 @@ from typing import Any
 
 from nacl.signing import SigningKey
 
-from generator.canonical import b32, canonical_digest
-from generator.merge import merge
+from generator.trust.canonical import b32, canonical_digest
+from generator.trust.merge import merge
 
 BENCH_SEED = bytes.fromhex("be" * 32)
 KEY_ID = "bench-key-1"

@@ -56,10 +56,10 @@ sys.path.insert(0, str(ROOT))
 
 from bench import corpus  # noqa: E402
 from generator import __version__  # noqa: E402
-from generator.canonical import canonical_digest  # noqa: E402
-from generator.config import default_templates  # noqa: E402
-from generator.layout import resolve_json  # noqa: E402
-from generator.view import CHECKLIST  # noqa: E402
+from generator.site.config import default_templates  # noqa: E402
+from generator.site.layout import resolve_json  # noqa: E402
+from generator.site.page_model import CHECKLIST  # noqa: E402
+from generator.trust.canonical import canonical_digest  # noqa: E402
 
 HUGO_SKELETON = ROOT / "bench" / "hugo"
 Row = tuple[str, str, str, str, str, str, str]

@@ -16,8 +16,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from generator.cli import build_parser  # noqa: E402
-from generator.errors import CODE_HELP, Code  # noqa: E402
+from generator.commands.cli import build_parser  # noqa: E402
+from generator.trust.errors import CODE_HELP, Code  # noqa: E402
 
 
 def codes_table() -> str:

@@ -1,5 +1,5 @@
 """`python -m generator` is the `pith-mirror` command."""
 
-from .cli import main
+from .commands.cli import main
 
 raise SystemExit(main())

@@ -18,7 +18,6 @@ if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
 
 import factories  # noqa: E402
-
 from generator.keys import Keyring, default_keyring  # noqa: E402
 
 REPO = TESTS.parent

@@ -2,14 +2,14 @@
 
 Rules:
 - This is the one factory of signed test documents. Every hash and signature
-  goes through `generator.canonical` (`canonical_digest`), the same definition
+  goes through `generator.trust.canonical` (`canonical_digest`), the same definition
   of "the signed bytes" that the verifier uses, and every state comes from
-  `generator.merge.merge`. Nothing here re-implements a format rule.
+  `generator.trust.merge.merge`. Nothing here re-implements a format rule.
 - Keys are fixed 32-byte Ed25519 seeds kept as hex (never PEM), so every run
   signs the same bytes.
 - Documents are plain dicts shaped like the real seeds (content/). Tests
   mutate copies (`clone`) and feed them to the verifier through
-  `source_document`, which goes through `generator.load.decode`, exactly as a
+  `source_document`, which goes through `generator.trust.load.decode`, exactly as a
   file on disk would.
 - Summaries, what the site-wide stage reads, are made by `summary` alone: plain
   values with no document behind them, for tests of that stage on its own.
@@ -28,13 +28,13 @@ from typing import Any
 
 from nacl.signing import SigningKey
 
-from generator.canonical import b32, canonical_digest, sha256
-from generator.keys import Keyring, keyring_from_json
-from generator.load import Limits, SourceDocument, decode
-from generator.merge import merge
-from generator.model import MERGE_VERSION, Verdict
-from generator.verify import verify_document
-from generator.view import Summary, pack_hashes
+from generator.site.page_model import Summary, pack_hashes
+from generator.trust.canonical import b32, canonical_digest, sha256
+from generator.trust.keys import Keyring, keyring_from_json
+from generator.trust.load import Limits, SourceDocument, decode
+from generator.trust.merge import merge
+from generator.trust.model import MERGE_VERSION, Verdict
+from generator.trust.verify import verify_document
 
 TEST_SEED_HEX = "8f27d9454ea8475a5e999f2f89c0754b5d05074e90eab660b0d01d522abd7722"
 """The resolver key of the tests (a fixed seed, so signatures are reproducible)."""
@@ -395,7 +395,7 @@ def state_for(
     events: Sequence[Mapping[str, Any]],
     invalid: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The served state: generator.merge.merge, deep-copied so it is its own tree."""
+    """The served state: generator.trust.merge.merge, deep-copied so it is its own tree."""
     return copy.deepcopy(merge(number, record, alias_list, events, invalid))
 
 

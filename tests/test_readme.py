@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from generator.config import SiteConfig
-from generator.journal import undo_path
-from generator.write import lock_path, previous_path, staging_path
+from generator.build.journal import undo_path
+from generator.build.write import lock_path, previous_path, staging_path
+from generator.site.config import SiteConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -27,7 +27,7 @@ def test_readme_generated_parts_are_current() -> None:
 
 
 def test_every_rejection_code_is_documented() -> None:
-    from generator.errors import CODE_HELP, Code
+    from generator.trust.errors import CODE_HELP, Code
 
     readme = (ROOT / "README.md").read_text("utf-8")
     for code in Code:

@@ -14,12 +14,12 @@ from typing import Any
 import factories as f
 import pytest
 
-from generator.canonical import canonical_digest
-from generator.examine import examine
-from generator.keys import Keyring, default_keyring, keyring_from_json
-from generator.load import Limits, SourceDocument, decode
-from generator.merge import merge, state_sha256
-from generator.verify import verify_document
+from generator.trust.canonical import canonical_digest
+from generator.trust.check import examine
+from generator.trust.keys import Keyring, default_keyring, keyring_from_json
+from generator.trust.load import Limits, SourceDocument, decode
+from generator.trust.merge import merge, state_sha256
+from generator.trust.verify import verify_document
 
 CONTENT = Path(__file__).resolve().parent.parent / "content"
 RECORD = CONTENT / "GO43K6A5MHLNBUADUVZ3AKFBNI.record.json"

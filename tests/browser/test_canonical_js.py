@@ -1,7 +1,7 @@
 """canonical.js must give the bytes Python's canonical_json gives, for every document.
 
 Each document goes through both sides from the same bytes:
-  Python: generator.load.decode (the mirror's strict loader) -> generator.canonical.canonical_json
+  Python: generator.trust.load.decode (the mirror's strict loader) -> generator.trust.canonical.canonical_json
   Node:   PithCanonical.parseBytes -> PithCanonical.canonical
 and the two results are compared as hex. A document one side refuses must be
 refused by the other too.
@@ -19,9 +19,9 @@ import struct
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from generator.canonical import canonical_json
-from generator.errors import RejectionError
-from generator.load import Limits, decode
+from generator.trust.canonical import canonical_json
+from generator.trust.errors import RejectionError
+from generator.trust.load import Limits, decode
 
 from .conftest import BUNDLE_FILE, HERE, RECORD_FILE, hypothesis_batch
 

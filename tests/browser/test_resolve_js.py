@@ -174,8 +174,8 @@ def test_lookup_paths(run_node):
 
 
 def test_build_encoder_agrees(run_node):
-    """The build's own encoder (generator.layout) writes the paths resolve.js asks for."""
-    from generator.layout import encode_alias_value as build_encode
+    """The build's own encoder (generator.site.layout) writes the paths resolve.js asks for."""
+    from generator.site.layout import encode_alias_value as build_encode
 
     values = [*EXAMPLES, *hypothesis_batch(VALUES, 200)]
     got = run_node("run_resolve.js", {"encode": values})["encode"]

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from generator.view import words_of
+from generator.site.page_model import words_of
 
 from .conftest import BUNDLE_FILE, RECORD_FILE
 

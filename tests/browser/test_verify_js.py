@@ -3,7 +3,7 @@
 Every case goes through PithVerify.verifyFiles from the bytes a browser would
 fetch (strict parse included), in one Node process. Each case names the steps
 that must fail; all other steps must pass. Where a case changes only a record
-or bundle document, the Python verifier (generator.verify) must reach the same
+or bundle document, the Python verifier (generator.trust.verify) must reach the same
 verdict: the browser must never call verified what the build refuses, or the
 other way round.
 """
@@ -24,16 +24,16 @@ from typing import Any
 import factories
 import pytest
 
-from generator.canonical import b32
-from generator.config import SiteConfig
-from generator.keys import Keyring, default_keyring, keyring_from_json
-from generator.load import Limits, SourceDocument, decode
-from generator.merge import merge, state_sha256
-from generator.parse import parse
-from generator.render import render_publication
-from generator.templating import make_environment
-from generator.verify import verify_document
-from generator.view import Publication
+from generator.site.config import SiteConfig
+from generator.site.page_model import Publication
+from generator.site.render import render_publication
+from generator.site.templating import make_environment
+from generator.trust.canonical import b32
+from generator.trust.keys import Keyring, default_keyring, keyring_from_json
+from generator.trust.load import Limits, SourceDocument, decode
+from generator.trust.merge import merge, state_sha256
+from generator.trust.parse import parse
+from generator.trust.verify import verify_document
 
 from .conftest import BUNDLE_FILE, PINNED_KEYS_FILE, RECORD_FILE
 
@@ -735,7 +735,7 @@ def test_case(answers, name):
 
 @pytest.mark.parametrize("name", [n for n, c in CASES.items() if c.python])
 def test_python_verifier_agrees(answers, name):
-    """generator.verify reaches the same verdict on the record or bundle document."""
+    """generator.trust.verify reaches the same verdict on the record or bundle document."""
     case = CASES[name]
     doc = case.record if case.python == "record" else case.bundle
     raw = as_bytes(doc)

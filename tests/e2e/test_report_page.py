@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from generator import sitewide
-from generator.config import load_config
-from generator.errors import Code, Rejection
-from generator.keys import default_keyring
-from generator.templating import make_environment
+from generator.site import sitewide
+from generator.site.config import load_config
+from generator.site.templating import make_environment
+from generator.trust.errors import Code, Rejection
+from generator.trust.keys import default_keyring
 
 from .conftest import ROOT
 

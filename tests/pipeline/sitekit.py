@@ -26,10 +26,10 @@ if str(TESTS) not in sys.path:  # for `factories`, whatever pytest's import mode
 
 import factories as f  # noqa: E402
 
-from generator.config import SiteConfig  # noqa: E402
-from generator.keys import Keyring, default_keyring, keyring_from_json  # noqa: E402
-from generator.model import BuildReport  # noqa: E402
-from generator.pipeline import build  # noqa: E402
+from generator.build.pipeline import build  # noqa: E402
+from generator.build.report import BuildReport  # noqa: E402
+from generator.site.config import SiteConfig  # noqa: E402
+from generator.trust.keys import Keyring, default_keyring, keyring_from_json  # noqa: E402
 
 REPO = TESTS.parent
 CONTENT = REPO / "content"

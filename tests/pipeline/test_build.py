@@ -30,10 +30,10 @@ from sitekit import (
     tree,
 )
 
-from generator import journal, write
-from generator.cli import main
-from generator.errors import BuildError, Code
-from generator.pipeline import build, one_build_at_a_time
+from generator.build import journal, write
+from generator.build.pipeline import build, one_build_at_a_time
+from generator.commands.cli import main
+from generator.trust.errors import BuildError, Code
 
 SUMMARY = re.compile(r"^published (\d+), refused (\d+) file\(s\), (\d+) files written in \d+\.\d\ds\b")
 
@@ -78,8 +78,8 @@ def test_exit_0_and_the_summary_line(cli: Project, capsys: pytest.CaptureFixture
 
 
 _IMPORTED = (
-    "import sys; from generator.cli import main; code = main(sys.argv[1:]); "
-    "print(sorted(m for m in ('concurrent.futures', 'generator.pipeline', 'jinja2', 'markdown_it') "
+    "import sys; from generator.commands.cli import main; code = main(sys.argv[1:]); "
+    "print(sorted(m for m in ('concurrent.futures', 'generator.build.pipeline', 'jinja2', 'markdown_it') "
     "if m in sys.modules)); sys.exit(code)"
 )
 
@@ -103,7 +103,9 @@ def test_a_build_with_nothing_to_do_does_not_import_the_rendering_code(cli: Proj
         return done.stdout.splitlines()
 
     first = build_in_new_process()
-    assert first[-1] == "['concurrent.futures', 'generator.pipeline', 'jinja2']" and "(full:" in first[-2]
+    assert (
+        first[-1] == "['concurrent.futures', 'generator.build.pipeline', 'jinja2']" and "(full:" in first[-2]
+    )
     second = build_in_new_process()
     assert second[-1] == "[]"
     assert "0 files written" in second[-2] and "(incremental:" in second[-2]
@@ -607,7 +609,7 @@ def test_collection_is_deferred_only_while_the_build_runs(
     """The build pauses cyclic garbage collection and leaves it as it found it."""
     import gc
 
-    from generator.sitewide_write import SitewideStage
+    from generator.build.sitewide_write import SitewideStage
 
     seen: list[bool] = []
     real = SitewideStage.write
@@ -779,7 +781,7 @@ def dying(source, target, *args, **kwargs):
         os.kill(os.getpid(), signal.SIGKILL)
     return real(source, target, *args, **kwargs)
 os.replace = dying
-from generator.cli import main
+from generator.commands.cli import main
 sys.exit(main(sys.argv[2:]))
 """
 

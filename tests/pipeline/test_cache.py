@@ -22,7 +22,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sitekit import BOTH_KEYS, REPO, Project, assert_same_as_fresh, record_doc
 
-from generator.cache import (
+from generator.build.cache import (
     CACHE_FILE,
     BuildCache,
     FileEntry,
@@ -33,11 +33,11 @@ from generator.cache import (
     save_cache,
     unpack_stat,
 )
-from generator.layout import MANIFEST_PATH, lookup_file
-from generator.pipeline import build
-from generator.reconcile import Candidate
-from generator.unchanged import QUICK_FILE
-from generator.view import hash_values, pack_aliases, pack_hashes
+from generator.build.change_check import QUICK_FILE
+from generator.build.pipeline import build
+from generator.site.layout import MANIFEST_PATH, lookup_file
+from generator.site.page_model import hash_values, pack_aliases, pack_hashes
+from generator.trust.choose import Candidate
 
 
 @pytest.fixture
@@ -132,9 +132,9 @@ def companion_with(**fields: Any) -> Callable[[bytes], bytes]:
 def test_a_damaged_companion_file_means_the_cache_is_read(
     built: Project, monkeypatch: pytest.MonkeyPatch, damage: Callable[[bytes], bytes]
 ) -> None:
-    """The small file that says "nothing changed" (unchanged.py) is believed only
+    """The small file that says "nothing changed" (change_check.py) is believed only
     whole and well formed; otherwise the build reads the cache and decides."""
-    from generator import pipeline
+    from generator.build import pipeline
 
     path = built.config().cache_dir / QUICK_FILE
     path.write_bytes(damage(path.read_bytes()))
@@ -435,7 +435,8 @@ def test_the_content_is_listed_once_a_build(
     the CLI looked before importing it. A first build, with no saved report to
     check against, lists the content once too. (A worker stats the file it
     reads once more: the stat the cache keeps is the one taken when it was read.)"""
-    from generator import pipeline, unchanged, workers
+    from generator.build import change_check as unchanged
+    from generator.build import pipeline, workers
 
     listings: list[str] = []
     stats: list[str] = []

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from sitekit import Project, assert_same_as_fresh, record_doc
 
-from generator import crossover
-from generator.cli import main
+from generator.build import full_or_incremental as crossover
+from generator.commands.cli import main
 
 ARGS = ["build", "content", "site", "--keys", "keys.json", "--jobs", "1"]
 KNOWN = 8

@@ -15,10 +15,11 @@ import factories as f
 import pytest
 from sitekit import BOTH_KEYS, REAL_BUNDLE, REAL_RECORD, Project, bundle_events, record_doc, tree
 
-from generator import search_index, sitewide_write, workers
-from generator.cache import load_cache
-from generator.sitewide import Lazy
-from generator.unchanged import build_key
+from generator.build import sitewide_write, workers
+from generator.build.cache import load_cache
+from generator.build.change_check import build_key
+from generator.site import search_index
+from generator.site.sitewide import Lazy
 
 EPOCH = "1700000000"
 EPOCH_TEXT = "2023-11-14T22:13:20Z"

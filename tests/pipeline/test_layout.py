@@ -28,7 +28,7 @@ from sitekit import (
     record_doc,
 )
 
-from generator import layout, sitewide
+from generator.site import layout, sitewide
 
 BODIES = [pytest.param(RECORD_BODY, id="record"), pytest.param(BUNDLE_BODY, id="bundle")]
 ARXIV = {RECORD_BODY: ("2111.04007", 2), BUNDLE_BODY: ("2010.10458", 1)}

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from sitekit import REAL_BUNDLE, REAL_RECORD, REPO, Project
 
-from generator import write
-from generator.errors import BuildError
+from generator.build import write
+from generator.trust.errors import BuildError
 
 SCRIPT = """
 set -e

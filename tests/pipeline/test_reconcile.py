@@ -16,10 +16,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sitekit import BOTH_KEYS, Project, record_doc, tree
 
-from generator.cli import main
-from generator.errors import Code
-from generator.pipeline import build
-from generator.reconcile import Candidate, pack_event_ids
+from generator.build.pipeline import build
+from generator.commands.cli import main
+from generator.trust.choose import Candidate, pack_event_ids
+from generator.trust.errors import Code
 
 TITLE = "A Bundle That Grows"
 RECORD = f.canonical_record(source_id="2105.55555", title=TITLE, submitted_at="2021-05-05T00:00:00Z")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from sitekit import RECORD_BODY, SUB_BASE_URL, Project, record_doc, tree
 
-from generator.relative import file_for, relative_page
+from generator.site.relative_links import file_for, relative_page
 
 ABSOLUTE = re.compile(r'\s(href|src|action)="/(?!/)')
 

@@ -12,9 +12,9 @@ import sys
 import pytest
 from sitekit import REPO, Project, record_doc, tree
 
-from generator import journal
-from generator.cli import main
-from generator.layout import MANIFEST_PATH
+from generator.build import journal
+from generator.commands.cli import main
+from generator.site.layout import MANIFEST_PATH
 
 ARGS = ["build", "content", "site", "--keys", "keys.json", "--jobs", "1", "--quiet"]
 COUNT = 12

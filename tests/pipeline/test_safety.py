@@ -24,8 +24,8 @@ from sitekit import (
     tree,
 )
 
-from generator.errors import Code
-from generator.pages import PAGE_LIMIT, TITLE_LIMIT
+from generator.site.markdown_pages import PAGE_LIMIT, TITLE_LIMIT
+from generator.trust.errors import Code
 
 XSS_SCRIPT = "<script>alert(1)</script>"
 XSS_IMG = '"><img src=x onerror=alert(1)>'
@@ -246,7 +246,7 @@ def test_traversal_values_never_leave_the_site(project: Project) -> None:
     for summary in report.summaries:
         for kind, value in summary.aliases:
             if kind in kinds and not value.startswith("/") and "//" not in value:
-                from generator.layout import resolve_json
+                from generator.site.layout import resolve_json
 
                 target = resolve_json(kind, value)
                 assert target is not None and (project.site / target).is_file(), (kind, value)
@@ -439,8 +439,8 @@ def test_an_incremental_build_never_writes_through_a_link_planted_in_the_site(pr
     a folder elsewhere, it wrote the new number's files there."""
     import shutil
 
-    from generator.errors import BuildError
-    from generator.pipeline import build
+    from generator.build.pipeline import build
+    from generator.trust.errors import BuildError
 
     project.add_real(bundle=False)
     project.build()
@@ -459,7 +459,7 @@ def test_an_incremental_build_never_writes_through_a_link_planted_in_the_site(pr
 
 
 def test_site_inside_content_is_refused(tmp_path: Path) -> None:
-    from generator.errors import BuildError
+    from generator.trust.errors import BuildError
 
     p = Project(tmp_path)
     p.add_real()
@@ -478,10 +478,10 @@ def test_a_full_disk_is_one_line_and_a_full_build_leaves_the_site(
     the published site, and no staging folder is left behind."""
     import errno
 
-    from generator import write
-    from generator.cli import EXIT_USAGE, main
-    from generator.errors import BuildError
-    from generator.pipeline import build
+    from generator.build import write
+    from generator.build.pipeline import build
+    from generator.commands.cli import EXIT_USAGE, main
+    from generator.trust.errors import BuildError
 
     project.add_real()
     project.build()
@@ -519,9 +519,9 @@ def test_a_failed_search_index_in_the_workers_leaves_the_site_and_no_postings(
     postings and all, is gone."""
     import errno
 
-    from generator import workers
-    from generator.errors import BuildError
-    from generator.pipeline import build
+    from generator.build import workers
+    from generator.build.pipeline import build
+    from generator.trust.errors import BuildError
 
     project.add_real()
     project.build()

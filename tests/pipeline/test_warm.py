@@ -22,10 +22,11 @@ from sitekit import (
     tree,
 )
 
-from generator import pipeline, sitewide
-from generator.cache import CACHE_FILE, WarmCache, save_warm
-from generator.templating import make_environment
-from generator.view import Summary, pack_aliases
+from generator.build import pipeline
+from generator.build.cache import CACHE_FILE, WarmCache, save_warm
+from generator.site import sitewide
+from generator.site.page_model import Summary, pack_aliases
+from generator.site.templating import make_environment
 
 TITLE = "Warm Bundles"
 RECORD = f.canonical_record(source_id="2301.00011", title=TITLE, submitted_at="2023-01-05T00:00:00Z")

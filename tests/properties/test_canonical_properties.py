@@ -3,7 +3,7 @@ canonical bytes of a document do not depend on how its text was laid out.
 
 About floats: `canonical_json` takes an orjson fast path, and orjson spells some
 floats differently from Python (`1e16` against `1e+16`). The guarantee is for
-floats that entered through `generator.load.decode`, which turns each into a
+floats that entered through `generator.trust.load.decode`, which turns each into a
 `JsonFloat` that orjson refuses, so the reference serializer writes it. Every
 value below that may hold a float is therefore decoded first; values without
 floats are also checked as built, without decoding.
@@ -19,8 +19,8 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generator.canonical import canonical_json, reference_canonical_json
-from generator.load import Limits, _decode_strict, decode
+from generator.trust.canonical import canonical_json, reference_canonical_json
+from generator.trust.load import Limits, _decode_strict, decode
 
 LIMITS = Limits()
 

@@ -14,11 +14,16 @@ import factories
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generator import layout
-from generator.config import SiteConfig
-from generator.family import family_paths, own_family_files, record_family_files, shared_family_paths
-from generator.templating import make_environment
-from generator.view import Summary, pack_aliases
+from generator.site import layout
+from generator.site.config import SiteConfig
+from generator.site.page_model import Summary, pack_aliases
+from generator.site.shared_paths import (
+    family_paths,
+    own_family_files,
+    record_family_files,
+    shared_family_paths,
+)
+from generator.site.templating import make_environment
 
 # Common stems and a two-letter alphabet make shared 8-, 12- and 16-character prefixes common.
 stems = st.sampled_from(["A2", "A2AAAAAA", "A2AAAAAAAAAA", "A2AAAAAAAAAAAAAA", "A2BBBBBBBBBBBBBBB"])

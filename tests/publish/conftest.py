@@ -4,7 +4,7 @@ Builds run the real CLI (`python -m generator build CONTENT SITE --jobs 1`) in
 a subprocess, once per session for the plain build; a test that changes a
 site works on its own copy (`site_copy`).
 
-`publish_cli` runs a subcommand of `generator.publish_commands` through a
+`publish_cli` runs a subcommand of `generator.commands.publish_commands` through a
 small parser of its own, the way `cli.main` dispatches (handler, then
 ConfigError/BuildError -> exit 2), so these tests do not depend on the wiring
 in cli.py. `test_cli_wired.py` runs the same commands as `python -m generator`.
@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from generator.errors import BuildError, ConfigError
-from generator.publish_commands import add_publish_commands
+from generator.commands.publish_commands import add_publish_commands
+from generator.trust.errors import BuildError, ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
 CONTENT = REPO / "content"

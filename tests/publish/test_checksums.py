@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 from fskit import refuse_listing
 
-from generator.errors import BuildError
-from generator.publish import (
+from generator.publish.integrity import (
     MAX_UNREAD_LINES,
     SIGNATURE_PATH,
     SUMS_PATH,
@@ -22,6 +21,7 @@ from generator.publish import (
     parse_sha256sums,
     sha256sums,
 )
+from generator.trust.errors import BuildError
 
 from .conftest import BUNDLE_BODY, publish_cli
 

@@ -8,7 +8,7 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
-from generator.publish import SUMS_PATH
+from generator.site.layout import SUMS_PATH
 
 from .conftest import BUNDLE_BODY, CONTENT, RECORD_FILE, build_site, run_module
 

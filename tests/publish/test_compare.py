@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from generator.compare import LIES, compare_sites
-from generator.errors import ConfigError
-from generator.layout import MANIFEST_PATH
+from generator.publish.compare import LIES, compare_sites
+from generator.site.layout import MANIFEST_PATH
+from generator.trust.errors import ConfigError
 
 from .conftest import BUNDLE_BODY, BUNDLE_FILE, BUNDLE_NUMBER, CONTENT, RECORD_NUMBER, build_site, publish_cli
 

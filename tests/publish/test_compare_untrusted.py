@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from netkit import raw_server
 
-from generator import compare
-from generator.cli import main
-from generator.layout import MANIFEST_PATH
-from generator.manifest import read_published
+from generator.commands.cli import main
+from generator.publish import compare
+from generator.site.layout import MANIFEST_PATH
+from generator.site.manifest import read_published
 
 from .conftest import RECORD_BODY
 

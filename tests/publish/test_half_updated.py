@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from generator import journal
-from generator.pipeline import one_build_at_a_time
-from generator.publish import SIGNATURE_PATH, SUMS_PATH, generate_mirror_key, sha256sums
+from generator.build import journal
+from generator.build.pipeline import one_build_at_a_time
+from generator.publish.integrity import SIGNATURE_PATH, SUMS_PATH, generate_mirror_key, sha256sums
 
 from .conftest import BUNDLE_BODY, CONTENT, RECORD_BODY, REPO, run_module
 
@@ -139,7 +139,10 @@ def test_an_incremental_build_does_not_sign_a_site_edited_since_its_cache(tmp_pa
 def test_unfinished_in_a_process_of_its_own(site_copy: Callable[[str], Path]) -> None:
     """The lock is seen across processes (flock), as a separate `checksums` sees a build."""
     site = site_copy("site")
-    code = f"import sys, pathlib, generator.journal as j; sys.exit(j.unfinished(pathlib.Path({str(site)!r})))"
+    code = (
+        "import sys, pathlib, generator.build.journal as j;"
+        f" sys.exit(j.unfinished(pathlib.Path({str(site)!r})))"
+    )
     with one_build_at_a_time(site):
         held = subprocess.run([sys.executable, "-c", code], cwd=REPO, timeout=60)
     free = subprocess.run([sys.executable, "-c", code], cwd=REPO, timeout=60)

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from generator.publish import ATOM_TYPE, JSON_TYPE, TEXT_TYPE, headers_file
-from generator.serve import content_type
+from generator.commands.serve import content_type
+from generator.site.headers import ATOM_TYPE, JSON_TYPE, TEXT_TYPE, headers_file
 
 Rule = tuple[re.Pattern[str], list[tuple[str, str]]]
 

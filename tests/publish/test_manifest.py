@@ -12,11 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generator import manifest
-from generator.canonical import canonical_json, pretty_json
-from generator.config import SiteConfig
-from generator.keys import default_keyring
-from generator.manifest import (
+from generator.site import manifest
+from generator.site.config import SiteConfig
+from generator.site.manifest import (
     MANIFEST_PATH,
     indented_entry,
     manifest_files,
@@ -24,7 +22,9 @@ from generator.manifest import (
     read_published,
     stream_manifest,
 )
-from generator.view import Summary, pack_hashes
+from generator.site.page_model import Summary, pack_hashes
+from generator.trust.canonical import canonical_json, pretty_json
+from generator.trust.keys import default_keyring
 
 from .conftest import BUNDLE_BODY, BUNDLE_NUMBER, RECORD_BODY, RECORD_NUMBER
 

@@ -12,10 +12,7 @@ from pathlib import Path
 import pytest
 from nacl.signing import VerifyKey
 
-from generator.canonical import canonical_digest
-from generator.errors import ConfigError
-from generator.layout import MANIFEST_PATH
-from generator.publish import (
+from generator.publish.integrity import (
     SIGNATURE_PATH,
     SUMS_PATH,
     generate_mirror_key,
@@ -24,6 +21,9 @@ from generator.publish import (
     sign_manifest,
     verify_manifest_signature,
 )
+from generator.site.layout import MANIFEST_PATH
+from generator.trust.canonical import canonical_digest
+from generator.trust.errors import ConfigError
 
 from .conftest import publish_cli
 

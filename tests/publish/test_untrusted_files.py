@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from generator.cli import main
-from generator.load import NOT_UTF8_NAME
-from generator.publish import SIGNATURE_PATH, SUMS_PATH, generate_mirror_key
+from generator.commands.cli import main
+from generator.publish.integrity import generate_mirror_key
+from generator.site.layout import SIGNATURE_PATH, SUMS_PATH
+from generator.trust.load import NOT_UTF8_NAME
 
 DEEP = b"[" * 100_000
 

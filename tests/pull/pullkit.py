@@ -4,7 +4,7 @@ HTTP server on a loopback port that serves it, with routes a test can make misbe
 The corpus: the two real resolver documents, and test-key documents from
 `tests/factories.py` (a record document, and a bundle that exists in an older
 form with two events and a newer one with three). Sites are built with the
-real CLI; `pull` runs through `generator.cli.main`, in process, unless a test
+real CLI; `pull` runs through `generator.commands.cli.main`, in process, unless a test
 must kill it.
 """
 
@@ -31,10 +31,10 @@ if str(TESTS) not in sys.path:
 
 import factories as f  # noqa: E402
 
-from generator.cli import main  # noqa: E402
-from generator.keys import default_keyring, keyring_from_json  # noqa: E402
-from generator.load import Limits, decode  # noqa: E402
-from generator.verify import verify_document  # noqa: E402
+from generator.commands.cli import main  # noqa: E402
+from generator.trust.keys import default_keyring, keyring_from_json  # noqa: E402
+from generator.trust.load import Limits, decode  # noqa: E402
+from generator.trust.verify import verify_document  # noqa: E402
 
 REPO = TESTS.parent
 CONTENT = REPO / "content"

@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 
-from generator.config import SiteConfig
-from generator.keys import Keyring
-from generator.serve import PreviewServer
-from generator.watch import Counter, Rebuilder, Setup
+from generator.commands.serve import PreviewServer
+from generator.commands.watch import Counter, Rebuilder, Setup
+from generator.site.config import SiteConfig
+from generator.trust.keys import Keyring
 
 REPO = Path(__file__).resolve().parents[2]
 SEED_RECORD = REPO / "content" / "GO43K6A5MHLNBUADUVZ3AKFBNI.record.json"

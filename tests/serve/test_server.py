@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from generator.keys import Keyring
-from generator.pipeline import build
-from generator.serve import LIVE_RELOAD_TAG, candidates, inject_live_reload, read_inside, resolve
-from generator.watch import Counter
+from generator.build.pipeline import build
+from generator.commands.serve import LIVE_RELOAD_TAG, candidates, inject_live_reload, read_inside, resolve
+from generator.commands.watch import Counter
+from generator.trust.keys import Keyring
 
 from .conftest import BUNDLE_PAGE, RECORD_PAGE, SEED_BUNDLE, SEED_RECORD, TEMPLATES, Preview, Workspace
 

@@ -17,12 +17,20 @@ from pathlib import Path
 
 import pytest
 
-from generator.config import SiteConfig
-from generator.errors import BuildError
-from generator.keys import Keyring
-from generator.model import BuildReport
-from generator.pipeline import build
-from generator.watch import Counter, Rebuilder, Scope, Setup, describe, interrupted_cleanly, load_setup
+from generator.build.pipeline import build
+from generator.build.report import BuildReport
+from generator.commands.watch import (
+    Counter,
+    Rebuilder,
+    Scope,
+    Setup,
+    describe,
+    interrupted_cleanly,
+    load_setup,
+)
+from generator.site.config import SiteConfig
+from generator.trust.errors import BuildError
+from generator.trust.keys import Keyring
 
 from .conftest import (
     BUNDLE_PAGE,

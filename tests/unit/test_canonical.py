@@ -3,7 +3,7 @@
 `reference_canonical_json` is SPEC.md's formula verbatim; `canonical_json`
 (orjson fast path, reference fallback) must give the same bytes for every
 decoded value. Floats are special: only floats that came through
-`generator.load.decode` (as `JsonFloat`) are guaranteed to match, because
+`generator.trust.load.decode` (as `JsonFloat`) are guaranteed to match, because
 orjson writes `1e16` where Python writes `1e+16`; nothing in the mirror hashes
 a float it built itself.
 """
@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from generator.canonical import (
+from generator.trust.canonical import (
     JsonFloat,
     b32,
     canonical_digest,
@@ -27,7 +27,7 @@ from generator.canonical import (
     reference_canonical_json,
     sha256,
 )
-from generator.load import Limits, decode
+from generator.trust.load import Limits, decode
 
 
 def spec_canonical_json(x: Any) -> bytes:

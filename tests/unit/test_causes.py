@@ -1,4 +1,4 @@
-"""Refusals grouped by cause (`generator.causes`): one cause per document, chosen
+"""Refusals grouped by cause (`generator.trust.causes`): one cause per document, chosen
 from the problems the real verifier finds in real signed documents."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from typing import Any
 
 import factories as f
 
-from generator.causes import EXAMPLES, by_cause, cause_of, pinned_names, terminal_lines
-from generator.errors import Code, Rejection
-from generator.keys import Keyring, default_keyring
+from generator.trust.causes import EXAMPLES, by_cause, cause_of, pinned_names, terminal_lines
+from generator.trust.errors import Code, Rejection
+from generator.trust.keys import Keyring, default_keyring
 
 REAL = default_keyring()
 PINNED = pinned_names(REAL)

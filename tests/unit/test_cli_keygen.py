@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.cli import main
+from generator.commands.cli import main
 
 
 @pytest.mark.parametrize("key_id", ["", " ", "my key"])

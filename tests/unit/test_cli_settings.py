@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.cli import main
+from generator.commands.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 CONTENT = REPO / "content"
@@ -425,7 +425,7 @@ def test_a_new_or_empty_cache_folder_is_used_and_then_still_accepted(
 ) -> None:
     """What the cache writes is all the rule allows: a second build uses it (and so
     does the check for no change, answering without a build)."""
-    from generator.config import CACHE_NAMES
+    from generator.site.config import CACHE_NAMES
 
     content, site = project(tmp_path)
     (tmp_path / "empty").mkdir()

@@ -14,8 +14,8 @@ from typing import Any
 import factories as f
 import pytest
 
-from generator.cli import main
-from generator.errors import MAX_PROBLEMS
+from generator.commands.cli import main
+from generator.trust.errors import MAX_PROBLEMS
 
 REPO = Path(__file__).resolve().parents[2]
 CONTENT = REPO / "content"

@@ -14,7 +14,7 @@ import aiohttp
 import pytest
 from netkit import raw_server
 
-from generator.client import (
+from generator.publish.client import (
     USER_AGENT,
     BlockingClient,
     Client,

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from generator.config import build_time, find_config_file
-from generator.errors import ConfigError
+from generator.site.config import build_time, find_config_file
+from generator.trust.errors import ConfigError
 
 
 def test_a_pyproject_without_a_pith_mirror_table_means_no_settings(tmp_path: Path) -> None:

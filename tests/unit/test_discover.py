@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.load import discover_names, document_path
+from generator.trust.load import discover_names, document_path
 
 NAMES = [
     "a.json",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import struct
 
-from generator.favicon import favicon_ico
+from generator.site.favicon import favicon_ico
 
 
 def test_the_icon_is_one_16_by_16_bitmap_of_32_bits() -> None:

@@ -11,10 +11,10 @@ from typing import Any
 import factories as f
 import pytest
 
-from generator.canonical import sha256
-from generator.cli import main
-from generator.errors import ConfigError
-from generator.keys import (
+from generator.commands.cli import main
+from generator.trust.canonical import sha256
+from generator.trust.errors import ConfigError
+from generator.trust.keys import (
     decode_signature,
     default_keyring,
     keyring_from_json,

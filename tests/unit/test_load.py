@@ -16,9 +16,9 @@ from pathlib import Path
 import factories as f
 import pytest
 
-from generator.canonical import JsonFloat, canonical_json
-from generator.errors import Code, RejectionError
-from generator.load import (
+from generator.trust.canonical import JsonFloat, canonical_json
+from generator.trust.errors import Code, RejectionError
+from generator.trust.load import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_DEPTH,
     Limits,

@@ -14,8 +14,8 @@ from typing import Any
 import factories as f
 import pytest
 
-from generator.canonical import canonical_digest
-from generator.merge import (
+from generator.trust.canonical import canonical_digest
+from generator.trust.merge import (
     KNOWN_EVENT_TYPES,
     LIST_FOR_TYPE,
     differences,
@@ -24,7 +24,7 @@ from generator.merge import (
     merge_order,
     state_sha256,
 )
-from generator.model import MERGE_VERSION
+from generator.trust.model import MERGE_VERSION
 
 RECORD = f.canonical_record()
 NUMBER = f.pith_number(RECORD)

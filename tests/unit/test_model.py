@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from generator.model import shown_timestamp, utc_timestamp
+from generator.trust.model import shown_timestamp, utc_timestamp
 
 
 @pytest.mark.parametrize(

@@ -12,13 +12,13 @@ import factories
 import pytest
 from markupsafe import escape
 
-from generator.config import SiteConfig
-from generator.keys import Keyring
-from generator.links import PaperLinks, paper_links, safe_url
-from generator.render import render_publication
-from generator.templating import make_environment
-from generator.verify import verify_document
-from generator.view import Publication
+from generator.site.config import SiteConfig
+from generator.site.page_model import Publication
+from generator.site.paper_links import PaperLinks, paper_links, safe_url
+from generator.site.render import render_publication
+from generator.site.templating import make_environment
+from generator.trust.keys import Keyring
+from generator.trust.verify import verify_document
 
 ROOT = Path(__file__).resolve().parents[2]
 REAL_RECORD = json.loads((ROOT / "content" / "GO43K6A5MHLNBUADUVZ3AKFBNI.record.json").read_bytes())

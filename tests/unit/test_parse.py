@@ -8,8 +8,8 @@ from typing import Any
 import factories as f
 import pytest
 
-from generator.errors import Code
-from generator.parse import document_kind, parse
+from generator.trust.errors import Code
+from generator.trust.parse import document_kind, parse
 
 Doc = dict[str, Any]
 

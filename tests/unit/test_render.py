@@ -15,18 +15,18 @@ import factories
 import pytest
 from markupsafe import Markup
 
-from generator.config import SiteConfig
-from generator.keys import Keyring
-from generator.model import Provenance
-from generator.render import (
+from generator.site.config import SiteConfig
+from generator.site.page_model import Publication, graph_snapshot, paper_block
+from generator.site.render import (
     RecordPaths,
     provenance_line,
     record_context,
     render_publication,
 )
-from generator.templating import make_environment
-from generator.verify import verify_document
-from generator.view import Publication, graph_snapshot, paper_block
+from generator.site.templating import make_environment
+from generator.trust.keys import Keyring
+from generator.trust.model import Provenance
+from generator.trust.verify import verify_document
 
 HOSTILE = "<script>alert('x')</script> & \"quoted\""
 ESCAPED = "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &#34;quoted&#34;"

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generator import layout, search_index
-from generator.config import SiteConfig
-from generator.search_index import SEARCH_CHUNK, search_files, search_key, shard_key
-from generator.view import TERM_SEPARATOR, Summary, pack_aliases, row_terms
+from generator.site import layout, search_index
+from generator.site.config import SiteConfig
+from generator.site.page_model import TERM_SEPARATOR, Summary, pack_aliases, row_terms
+from generator.site.search_index import SEARCH_CHUNK, search_files, search_key, shard_key
 
 _TERMS = st.text(
     alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters=TERM_SEPARATOR),

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.selection import Target, parse_alias, parse_item, read_list
+from generator.publish.pull_selection import Target, parse_alias, parse_item, read_list
 
 BODY = "GO43K6A5MHLNBUADUVZ3AKFBNI"
 

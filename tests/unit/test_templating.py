@@ -11,9 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from markupsafe import Markup, escape
 
-from generator.config import SiteConfig, default_templates
-from generator.keys import Keyring
-from generator.templating import escape_text, make_environment, visible_controls
+from generator.site.config import SiteConfig, default_templates
+from generator.site.templating import escape_text, make_environment, visible_controls
+from generator.trust.keys import Keyring
 
 
 class _Html:

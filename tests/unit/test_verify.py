@@ -20,11 +20,11 @@ from typing import Any
 import factories as f
 import pytest
 
-from generator.canonical import canonical_digest
-from generator.errors import Code
-from generator.keys import keyring_from_json
-from generator.merge import state_sha256
-from generator.verify import title_matches, verify_document
+from generator.trust.canonical import canonical_digest
+from generator.trust.errors import Code
+from generator.trust.keys import keyring_from_json
+from generator.trust.merge import state_sha256
+from generator.trust.verify import title_matches, verify_document
 
 Doc = dict[str, Any]
 Pairs = set[tuple[str, str]]

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from generator.workers import _end_with_parent
+from generator.build.workers import _end_with_parent
 
 REPO = Path(__file__).resolve().parents[2]
 
 POOL = """
 import concurrent.futures, multiprocessing, os, sys, time
-from generator.workers import _end_with_parent
+from generator.build.workers import _end_with_parent
 pool = concurrent.futures.ProcessPoolExecutor(
     2, mp_context=multiprocessing.get_context("fork"), initializer=_end_with_parent
 )

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from generator import write
-from generator.errors import BuildError
-from generator.render import OutputFile
-from generator.write import Writer, is_plain_relative, remove_tree
+from generator.build import write
+from generator.build.write import Writer, is_plain_relative, remove_tree
+from generator.site.render import OutputFile
+from generator.trust.errors import BuildError
 
 
 def test_a_page_and_its_twin_share_one_inode(tmp_path: Path) -> None:
@@ -92,7 +92,7 @@ def test_folders_are_made_at_any_depth_and_a_file_in_the_way_is_an_error(tmp_pat
 def test_the_folders_a_writer_remembers_stay_bounded(tmp_path: Path) -> None:
     """A worker writes into tens of thousands of folders over a build: what it
     remembers of them must not grow with the corpus, and forgetting is harmless."""
-    from generator import write
+    from generator.build import write
 
     writer = Writer(tmp_path, atomic=False)
     count = write._MADE_LIMIT + 50

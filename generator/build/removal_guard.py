@@ -1,0 +1,89 @@
+"""The removal guard: a build must not quietly unpublish a large share of the mirror.
+
+Deleting a number's documents from CONTENT is the one way to take it down, so
+a CONTENT folder that is empty by mistake (not mounted yet, misnamed, a failed
+checkout) would otherwise unpublish every record and report success.
+
+Rules:
+- The published records are those SITE publishes (the build cache's, or its
+  manifest's), and those of `deployed` when one is given (the live
+  site's `mirror.json`, for a build into a fresh folder, as in CI).
+- A build that would leave out any of them while CONTENT holds no documents at
+  all, or more than `MAX_SHARE` of them otherwise, is refused before SITE
+  changes, naming the numbers, unless `allow_removals` says so.
+- A number kept published although its document was refused or is unreadable
+  is not removed: only numbers absent from the new site count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Set
+from pathlib import Path
+
+from ..site.manifest import published_entries
+from ..trust.errors import BuildError, ConfigError
+from ..trust.files import read_regular
+from ..trust.load import parse_json, shown_name
+
+MAX_SHARE = 0.10
+"""The largest share of the published records a build may remove without `allow_removals`."""
+NAMED = 5
+"""How many of the numbers a refusal names; the rest are counted."""
+MANIFEST_LIMIT = 1024 * 1024 * 1024
+"""A manifest takes about 400 bytes a record: room for far more records than a site holds."""
+
+
+class RemovalsRefused(BuildError):
+    """The build would unpublish more of the mirror than it may without `allow_removals`."""
+
+    def __reduce__(self) -> tuple[type[RemovalsRefused], tuple[str, str]]:
+        return (RemovalsRefused, (self.path, self.reason))
+
+
+def check_removals(
+    published: Set[str], kept: Set[str], content_empty: bool, allowed: bool, content: Path
+) -> None:
+    """Raise RemovalsRefused when publishing `kept` would drop too many of `published`."""
+    dropped = sorted(published - kept)
+    if allowed or not dropped:
+        return
+    share = len(dropped) / len(published)
+    if not content_empty and share <= MAX_SHARE:
+        return
+    more = len(dropped) - NAMED
+    named = ", ".join(dropped[:NAMED]) + (f" and {more:,} more" if more > 0 else "")
+    whole = f"{len(dropped):,} of the {len(published):,} published record(s) ({share:.0%})"
+    if content_empty:
+        why = f"the content folder holds no documents (is it mounted?), so this build would unpublish {whole}"
+    else:
+        why = f"this build would unpublish {whole}, more than the {MAX_SHARE:.0%} allowed at once"
+    raise RemovalsRefused(
+        shown_name(str(content)),
+        f"{why}: {named}; nothing was changed. If they were taken down on purpose,"
+        " build again with --allow-removals (or allow_removals = true in the settings)",
+    )
+
+
+def final_numbers(previous: Collection[str], touched: Set[str] | None, chosen: Collection[str]) -> set[str]:
+    """The numbers a build publishes: those chosen, and every one it left settled."""
+    if touched is None:
+        return set(chosen)
+    return {n for n in previous if n not in touched} | set(chosen)
+
+
+def manifest_numbers(path: Path) -> set[str]:
+    """The numbers a `mirror.json` lists (`deployed`); ConfigError when it
+    cannot be read or is no pith-mirror manifest (an empty answer would let any
+    build through unchecked)."""
+    shown = shown_name(str(path))
+    try:
+        data = parse_json(read_regular(path, MANIFEST_LIMIT))
+    except OSError as exc:
+        raise ConfigError("deployed", f"cannot read {shown}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise ConfigError("deployed", f"{shown} is {exc}") from None
+    entries = published_entries(data)
+    records = data.get("records") if isinstance(data, dict) else None
+    if not isinstance(records, list) or (records and not entries):
+        raise ConfigError("deployed", f"{shown} is not a manifest pith-mirror wrote (mirror.json)")
+    return set(entries)

@@ -1,0 +1,363 @@
+"""Stages 5-6 for the whole site: which site-wide files a build makes, making
+and writing them, and what the build cache records of each.
+
+Rules:
+- A page about the whole site is rendered only when the fingerprint of its
+  inputs changed, and written only when its bytes changed.
+- A full build writes each file into staging as it is made (holding them
+  all would cost hundreds of MB at 100,000 records), and its workers make
+  the listing pages and the search index meanwhile. An incremental build makes every changed
+  file before it touches SITE, then writes each atomically.
+- Files records share (look-ups, integrity reports, short forms) are made
+  here only for the paths that more than one record claims (a full build:
+  workers wrote the rest) or that changed records claim, before or now.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from ..site import layout
+from ..site.config import SiteConfig, build_time
+from ..site.layout import MANIFEST_PATH
+from ..site.manifest import indented_entry, manifest_files, stream_manifest, whole_manifest
+from ..site.page_model import Summary
+from ..site.render import OutputFile
+from ..site.shared_paths import family_paths, record_family_files, shared_family_paths
+from ..site.sitewide import Lazy, bytes_key, eager, recorded_hash, render_site, same_listing
+from ..site.templating import make_environment
+from ..trust.errors import BuildError, Rejection
+from ..trust.keys import Keyring
+from ..trust.model import number_body
+from .cache import BuildCache, NumberEntry
+from .journal import Journal
+from .workers import PageBatch, SearchHandOver, hand_over_pages
+from .write import Writer, remove_files
+
+
+@dataclass(slots=True)
+class SitewideStage:
+    """One build's site-wide stage: what it needs of the build, and what it wrote."""
+
+    config: SiteConfig
+    keyring: Keyring
+    extra: str
+    """What site-wide pages show besides records and rejections (see change_check.extra_inputs)."""
+    cache: BuildCache | None
+    """The last build's cache: None in a full build."""
+    new_cache: BuildCache
+    """This build's cache, its numbers set: the stage records its files there."""
+    staging: Path
+    pool: ProcessPoolExecutor | None
+    """Workers that make a full build's listing pages and search index meanwhile
+    (None: this process makes them)."""
+    keeps_manifest: bool
+    """Keep each number's manifest lines on its entry, for the next build (warm)."""
+    renewed: set[str]
+    """Numbers given a new entry by this build."""
+    suspect: set[str]
+    """Family paths written by renders then discarded: recomputed or removed."""
+    journal: Journal | None = None
+    """An incremental build's record of what it changes in SITE (see journal.py)."""
+    written: int = 0
+
+    @property
+    def incremental(self) -> bool:
+        return self.cache is not None
+
+    @property
+    def site(self) -> Path:
+        return self.config.site
+
+    def write(
+        self,
+        summaries: list[Summary],
+        rejections: list[Rejection],
+        notes: list[str],
+        owned: PaperPages,
+        fresh: set[str],
+    ) -> set[str]:
+        """Write every site-wide file; returns numbers whose replaced pages need restoring.
+
+        Pages about the whole site are rendered only when the fingerprint of
+        their inputs changed, and written only when their bytes changed; when
+        the renewed records show in the listings as before, those are kept
+        without even a fingerprint (see `listings_unchanged`). Files records
+        share (look-ups, integrity reports, short forms) are recomputed only for
+        the paths that the records which changed claim, before or now.
+        """
+        config = self.config
+        context = _context_inputs(rejections, notes, self.extra)
+        inputs = _sitewide_inputs(summaries, context)
+        self.new_cache.sitewide_inputs, self.new_cache.context_inputs = inputs, context
+        if self.cache is not None and self.cache.sitewide_inputs == inputs and not self.relisted_prefix():
+            self.new_cache.sitewide = self.cache.sitewide  # nothing any site-wide page shows changed
+            if self.keeps_manifest:  # made now, so the first change does not wait for them
+                for summary in summaries:
+                    self.kept_manifest_entry(summary)
+            return set()
+        listings = not self.listings_unchanged(context)
+        pool = self.pool
+        # (a full build's search index is made by the workers, in staging)
+        search = None if pool is None else SearchHandOver(pool, config.jobs, self.staging, config.base_path)
+        env = make_environment(config, self.keyring)
+        previous = self.cache.sitewide if self.cache else {}
+        offloaded: list[PageBatch] = []  # (a full build's listing pages, made by the workers)
+
+        def hand_over(pages: list[Lazy]) -> None:
+            assert pool is not None  # (given to render_site only with a pool)
+            offloaded.extend(hand_over_pages(pool, pages, config.jobs, config.per_page))
+
+        lazies = render_site(
+            summaries,
+            rejections,
+            notes,
+            self.keyring,
+            env,
+            config,
+            config.content / "pages",
+            previous,
+            listings,
+            None if pool is None else hand_over,
+            None if search is None else search.start,
+        )
+        generated_at = build_time()
+        entry_json = self.kept_manifest_entry if self.incremental or self.keeps_manifest else None
+        streamed = not self.incremental and not self.keeps_manifest  # (see `stream_manifest_into`)
+        lazies += [
+            eager(f.path, f.data)
+            for f in manifest_files(summaries, config, self.keyring, generated_at, entry_json, streamed)
+        ]
+        affected = self.affected_family_paths(summaries)
+        if search is not None:  # (the longest step of this process's own: the chunks may be made)
+            search.shards(block=False)
+        family = record_family_files(summaries, env, config, affected)
+        fixed: dict[str, Lazy] = {}
+        for lazy in lazies:
+            if lazy.path in fixed:
+                raise BuildError(lazy.path, "two site-wide outputs claim the same path")
+            fixed[lazy.path] = lazy
+        shared = {lazy.path: lazy for lazy in family}  # a shared prefix replaces paper pages
+        if clash := sorted(set(shared) & set(fixed)):
+            raise BuildError(clash[0], "two site-wide outputs claim the same path")
+
+        # A full build writes each file as it is made (into staging, thrown
+        # away whole on failure): holding them all would cost hundreds of MB
+        # at 100,000 records. An incremental one makes every changed file
+        # before it touches SITE.
+        staged = None if self.incremental else Writer(self.staging, atomic=False)
+        changed: list[OutputFile] = []
+
+        def emit(path: str, data: bytes) -> None:
+            if staged is None:
+                changed.append(OutputFile(path, data))
+            else:
+                # (files written counts writes: a path several records claim was
+                # written by each of their workers, then once more here)
+                self.written += staged.write([OutputFile(path, data)])
+
+        record: dict[str, tuple[str, str]] = {}
+        if not listings:  # kept as they are: neither made nor removed
+            record = {path: old for path, old in previous.items() if path not in fixed}
+        handed = {lazy.path for pages, _ in offloaded for lazies in pages for lazy in lazies}
+        for path, lazy in sorted(shared.items()):
+            emit(path, lazy.make())
+        for path in sorted(fixed, key=lambda p: (p == MANIFEST_PATH, p)):
+            lazy = fixed[path]
+            if path in handed:
+                continue
+            old = previous.get(path)
+            if old is not None and old[0] == lazy.key:
+                record[path] = old
+                continue
+            data = lazy.make()
+            full_digest = _sha(data)
+            digest = recorded_hash(full_digest)
+            record[path] = (lazy.key, digest)
+            if path == MANIFEST_PATH:
+                self.new_cache.manifest_sha256 = full_digest
+            if old is None or old[1] != digest:
+                emit(path, data)
+        if streamed:  # (before waiting for the workers: they have pages left to make)
+            self.stream_manifest_into(record, summaries, generated_at)
+        if search is not None:  # (the chunks came before the listing pages: done first)
+            search.shards()
+        for pages, batch in offloaded:
+            for lazies, (written, full_digest) in zip(pages, batch.result(), strict=True):
+                self.written += written
+                for lazy in lazies:
+                    record[lazy.path] = (lazy.key, recorded_hash(full_digest))
+        if search is not None:
+            for path, written, full_digest in search.finish():
+                self.written += written
+                record[path] = (search.key, recorded_hash(full_digest))
+        self.new_cache.sitewide = record
+        if staged is not None:
+            remove_files(self.staging, {p for p in affected - set(shared) if p not in owned})
+            return set()
+        journal = self.journal
+        assert journal is not None, "an incremental build keeps a journal"
+        for file in changed:
+            journal.write(file.path, file.data)
+        self.written += len(changed)
+        gone = (set(previous) - set(fixed) - set(record)) | (affected - set(shared))
+        journal.remove({p for p in gone if p not in owned})
+        return {owned[p] for p in gone if p in owned and owned[p] not in fresh}
+
+    def stream_manifest_into(
+        self, record: dict[str, tuple[str, str]], summaries: list[Summary], generated_at: str | None
+    ) -> None:
+        """A cold build writes the site manifest into staging entry by entry, hashing
+        as it goes (the same bytes as `whole_manifest`): the last file this process
+        makes, while the workers finish theirs."""
+        target = self.staging / MANIFEST_PATH
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target, "wb") as handle:
+            hashing = _HashingWriter(handle)
+            if not stream_manifest(hashing, summaries, self.config, generated_at):
+                handle.seek(0)
+                handle.truncate()
+                hashing = _HashingWriter(handle)
+                hashing.write(whole_manifest(summaries, self.config, generated_at))
+        full_digest = hashing.digest.hexdigest()
+        record[MANIFEST_PATH] = (bytes_key(full_digest), recorded_hash(full_digest))
+        self.new_cache.manifest_sha256 = full_digest
+        self.written += 1
+
+    def kept_manifest_entry(self, summary: Summary) -> bytes | None:
+        """A number's manifest lines, made once per entry: unchanged numbers keep
+        their entry from build to build, so a rebuild serialises only the new ones.
+        (A cold `build` does not keep them: it writes the manifest once.)"""
+        entry = self.new_cache.numbers[summary.pith_number]
+        if entry.manifest_json is None:
+            entry.manifest_json = indented_entry(summary)
+        return entry.manifest_json
+
+    def listings_unchanged(self, context: str) -> bool:
+        """Whether every listing, the search index, the sitemap and the report would
+        come out as the last build left them: the same numbers, each shown the same
+        (`same_listing`), the same rejections, notes and pages. Decided from the
+        numbers that changed, so one grown bundle does not walk every record's pages."""
+        if self.cache is None or self.cache.context_inputs != context:
+            return False
+        old, new = self.cache.numbers, self.new_cache.numbers
+        if len(old) != len(new) or old.keys() != new.keys():
+            return False
+        return all(same_listing(old[n].summary, new[n].summary) for n in self.renewed)
+
+    def relisted_prefix(self) -> bool:
+        """Whether a number rendered again with its summary unchanged (its file
+        renamed, say) shares its 8-character prefix with another: its own paper
+        page then went in over the prefix's list page, which must be written again
+        although nothing any site-wide page shows changed."""
+        if self.cache is None:
+            return False
+        old, new = self.cache.numbers, self.new_cache.numbers
+        same = [n for n in self.renewed if n in old and old[n].summary.digest == new[n].summary.digest]
+        if not same:
+            return False
+        heads = Counter(number_body(n)[:8] for n in new)
+        return any(heads[number_body(n)[:8]] > 1 for n in same)
+
+    def affected_family_paths(self, summaries: list[Summary]) -> set[str]:
+        """Family paths to compute here: in a full build, those more than one
+        record claims and those of discarded renders (workers wrote the rest);
+        in an incremental one, those claimed by records added, removed or
+        changed since the last build."""
+        if self.cache is None:
+            return shared_family_paths(summaries) | self.suspect
+        old, new = self.cache.numbers, self.new_cache.numbers
+        paths: set[str] = set()
+        for number in self.renewed:
+            before, after = old.get(number), new[number]
+            if before is not None and before.summary.digest == after.summary.digest:
+                # rendered again all the same (say its file was renamed): its own paper
+                # page went in over the list page of a prefix it shares, if it does
+                paths.update(layout.page_paths(layout.paper_page(after.summary.body)))
+                continue
+            paths.update(family_paths(after.summary))
+            if before is not None:
+                paths.update(family_paths(before.summary))
+        for number in old.keys() - new.keys():
+            paths.update(family_paths(old[number].summary))
+        return paths
+
+
+class PaperPages:
+    """Which number owns a paper page: the only files a number owns that a
+    site-wide file (the list page of a shared 8-character prefix) can replace.
+
+    A rebuild asks about the paper pages of the numbers it renewed, which own
+    them: those (`likely`) are tried first. Only a question they cannot answer
+    indexes every number by prefix, once. (Which owner answers matters only
+    when one number alone has the prefix: a shared prefix's page is a list.)"""
+
+    def __init__(self, numbers: dict[str, NumberEntry], likely: Iterable[str] = ()) -> None:
+        self.numbers = numbers
+        self.likely = [n for n in likely if n in numbers]
+        self.by_prefix: dict[str, str] | None = None
+
+    def get(self, path: str) -> str | None:
+        prefix = path.removeprefix("paper/").removesuffix(".html").removesuffix("/index")
+        if not path.startswith("paper/") or len(prefix) != 8:
+            return None
+        owner = next((n for n in self.likely if number_body(n).startswith(prefix)), None)
+        if owner is None:
+            if self.by_prefix is None:
+                self.by_prefix = {}
+                for number in self.numbers:  # (as before: the first number with the prefix)
+                    self.by_prefix.setdefault(number_body(number)[:8], number)
+            owner = self.by_prefix.get(prefix)
+        if owner is None or path not in layout.page_paths(layout.paper_page(number_body(owner))):
+            return None
+        return owner
+
+    def __contains__(self, path: object) -> bool:
+        return isinstance(path, str) and self.get(path) is not None
+
+    def __getitem__(self, path: str) -> str:
+        owner = self.get(path)
+        if owner is None:
+            raise KeyError(path)
+        return owner
+
+
+def _context_inputs(rejections: list[Rejection], notes: list[str], extra: str) -> str:
+    """Fingerprint of what site-wide pages show besides the records
+    (`extra`: see change_check.extra_inputs)."""
+    digest = hashlib.sha256(extra.encode())
+    for rejection in sorted(rejections):
+        digest.update(rejection.line().encode("utf-8", "replace") + b"\n")
+    digest.update(b"\0")
+    for note in notes:
+        digest.update(note.encode("utf-8", "replace") + b"\n")
+    return digest.hexdigest()
+
+
+def _sitewide_inputs(summaries: list[Summary], context: str) -> str:
+    """Fingerprint of everything site-wide pages are made from: every record's
+    summary, and the rest (`context`: see `_context_inputs`)."""
+    digest = hashlib.sha256(context.encode())
+    digest.update("".join([summary.digest for summary in summaries]).encode())  # (one update, not 20,000)
+    return digest.hexdigest()
+
+
+class _HashingWriter:
+    """A binary file's `write` that also feeds SHA-256."""
+
+    def __init__(self, handle: BinaryIO) -> None:
+        self.handle, self.digest = handle, hashlib.sha256()
+
+    def write(self, data: bytes) -> int:
+        self.digest.update(data)
+        return self.handle.write(data)
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()

@@ -1,0 +1,570 @@
+"""Fill content/ from the resolver or any mirror: fetch, verify, never roll back, write whole.
+
+Rules:
+- Sources have the resolver's URL layout: a number's bundle at
+  `pith/<P>/bundle.json` (else `.well-known/pith/<P>/bundle.json`), its
+  record at `pith/<P>.json`. A mirror's record document for a bundle-only
+  number is its own derivation (`derived_by`), not the resolver's: it is
+  never stored (the bundle is), only remembered, so it is not fetched again.
+- Every answer goes through the build's own decoder and verifier
+  (`load.decode`, `verify.verify_document`) against the pinned keys; it must
+  then be the document asked for (that number, that kind, and for a look-up
+  that paper: the signed record must determine the alias looked up).
+- Only a document that verifies is written, as `<P>.record.json` or
+  `<P>.bundle.json` in the content folder, through a temporary file in the
+  same folder renamed into place: a pull killed at any moment leaves whole,
+  verified documents only. Its stale temporaries are removed by the next.
+- Never roll back: a fetched document replaces the local one only as the build
+  would let it replace a published one (`choose.select`: a bundle must hold
+  every local event, and with the same events be built later), and only with
+  the same canonical record and the same signed receipt.
+- Skip what has not changed: with `--all` the source manifest's hashes are
+  compared with the local files before anything is fetched; otherwise each
+  request is conditional, with the validators kept in `.pith-pull.json`
+  beside the documents (hidden, so the build never reads it as a document).
+- Library only: returns an `Outcome` per target; the command prints.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import time
+import urllib.parse
+import zlib
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from ..site import layout
+from ..site.manifest import published_entries
+from ..trust.choose import Candidate, pack_event_ids, select
+from ..trust.errors import Code, ConfigError, Problem, RejectionError, pointer
+from ..trust.files import write_atomic
+from ..trust.keys import Keyring
+from ..trust.load import Limits, SourceDocument, decode, parse_json
+from ..trust.model import BODY_RE, PITH_RE, Kind, Verified, derivable_aliases
+from ..trust.verify import verify_document
+from .client import Answer, Client, FetchError, HttpStatus, RedirectRefused, TooLarge, TooSlow
+from .pull_selection import Target
+
+STATE_FILE = ".pith-pull.json"
+STATE_SAVE_SECONDS = 1.0
+MANIFEST_LIMIT = 256 * 1024 * 1024
+"""The largest mirror manifest or mirror list read (20,000 numbers take about 10 MB)."""
+LOOKUP_LIMIT = 1024 * 1024
+MIRRORS_PATH = "pith-mirrors.json"
+
+Status = Literal["fetched", "unchanged", "refused", "failed"]
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why one answer was not taken: where it came from, and every problem found in it."""
+
+    where: str
+    problems: tuple[Problem, ...]
+
+    @property
+    def code(self) -> Code:
+        return self.problems[0].code
+
+    @classmethod
+    def one(cls, where: str, problem: Problem) -> Refusal:
+        return cls(where, (problem,))
+
+
+_WORST: dict[Status, int] = {"unchanged": 0, "fetched": 1, "failed": 2, "refused": 3}
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What became of one target: its number, its files, and every problem on the way."""
+
+    target: str
+    pith_number: str | None
+    status: Status
+    files: tuple[str, ...] = ()
+    """The content files this number has now, relative to the content folder."""
+    problems: tuple[tuple[str, Problem], ...] = ()
+    """(where: a URL or a content file, problem)."""
+    notes: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("fetched", "unchanged")
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """A pull: where from, into where, against which keys, how much at once."""
+
+    sources: tuple[str, ...]
+    """Base URLs, each ending in "/": the source first, then its mirrors (`--mirrors`)."""
+    content: Path
+    keyring: Keyring
+    limits: Limits = field(default_factory=Limits)
+
+
+# ---------------------------------------------------------------- sources
+
+
+def base_url(text: str) -> str:
+    """A source's base URL, ending in "/"; ConfigError for anything but an http(s) URL with a host."""
+    try:
+        parts = urllib.parse.urlsplit(text)
+        parts.port  # noqa: B018 (checked only when read: a bad port is a bad URL)
+    except ValueError as exc:
+        raise ConfigError("from", f"{text} is not a valid URL ({exc})") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError("from", f"{text!r} is not an http(s) URL of a resolver or a mirror")
+    if any(c.isspace() or not c.isprintable() for c in text) or parts.query or parts.fragment:
+        raise ConfigError("from", f"{text!r}: a source URL has no spaces, query or fragment")
+    return text if text.endswith("/") else text + "/"
+
+
+async def read_json(client: Client, url: str, what: str) -> Any:
+    """A JSON file every pull needs (a manifest, a mirror list); ConfigError when it cannot be had."""
+    try:
+        answer = await client.get(url, limit=MANIFEST_LIMIT)
+    except FetchError as exc:
+        raise ConfigError("from", f"cannot read the {what}: {exc}") from None
+    try:
+        return parse_json(answer.body)
+    except ValueError as exc:
+        raise ConfigError("from", f"{url}: the {what} is {exc}") from None
+
+
+async def mirror_sources(client: Client, source: str) -> tuple[str, ...]:
+    """The source and every http(s) mirror its `pith-mirrors.json` lists (the source first)."""
+    data = await read_json(client, source + MIRRORS_PATH, "mirror list")
+    found = [source]
+    mirrors = data.get("mirrors") if isinstance(data, dict) else None
+    for entry in mirrors if isinstance(mirrors, list) else []:
+        url = entry.get("base_url") if isinstance(entry, dict) else None
+        if not isinstance(url, str) or not url:
+            continue
+        try:
+            base = base_url(urllib.parse.urljoin(source, url))
+        except ConfigError:
+            continue
+        if base not in found:
+            found.append(base)
+    return tuple(found)
+
+
+async def manifest_targets(client: Client, source: str) -> dict[str, dict[str, Any]]:
+    """Every number the source's `.well-known/pith/mirror.json` lists, with its entry."""
+    data = await read_json(client, source + layout.MANIFEST_PATH, "mirror manifest")
+    if not isinstance(data, dict) or data.get("manifest_type") != layout.MANIFEST_TYPE:
+        raise ConfigError("from", f"{source}{layout.MANIFEST_PATH} is not a {layout.MANIFEST_TYPE}")
+    if not isinstance(data.get("records", []), list):
+        raise ConfigError("from", f"{source}{layout.MANIFEST_PATH}: {pointer('records')}: not a list")
+    return published_entries(data)
+
+
+# ---------------------------------------------------------------- the state file
+
+
+class State:
+    """Validators of what was fetched (ETag, Last-Modified, the bytes' sha256), by URL,
+    and the hashes of derived record documents not stored. Only a hint: a validator is
+    used only while the local file still has the bytes it was given for."""
+
+    def __init__(self, content: Path) -> None:
+        self.path = content / STATE_FILE
+        self.entries: dict[str, dict[str, Any]] = {}
+        self.saved = time.monotonic()
+        self.pause = STATE_SAVE_SECONDS
+        self.dirty = False
+        try:
+            data = json.loads(self.path.read_bytes())
+        except (OSError, ValueError, RecursionError):
+            return
+        entries = data.get("entries") if isinstance(data, dict) else None
+        if isinstance(entries, dict):
+            self.entries = {k: v for k, v in entries.items() if isinstance(v, dict)}
+
+    def get(self, url: str) -> dict[str, Any]:
+        return self.entries.get(url, {})
+
+    def put(self, url: str, answer: Answer, derived: bool = False) -> None:
+        entry: dict[str, Any] = {"sha256": hashlib.sha256(answer.body).hexdigest()}
+        if answer.etag:
+            entry["etag"] = answer.etag
+        if answer.last_modified:
+            entry["last_modified"] = answer.last_modified
+        if derived:
+            entry["derived"] = True
+        self.entries[url] = entry
+        self.dirty = True
+
+    def save(self, force: bool = False) -> None:
+        """Write the state now and then (at most a twentieth of the time goes to it:
+        a pull killed loses only the validators of its last moments)."""
+        if not self.dirty or (not force and time.monotonic() - self.saved < self.pause):
+            return
+        started = time.monotonic()
+        data = json.dumps({"pith_pull_state": 1, "entries": self.entries}, sort_keys=True).encode()
+        write_atomic(self.path, data)
+        self.saved, self.dirty = time.monotonic(), False
+        self.pause = max(STATE_SAVE_SECONDS, 20 * (self.saved - started))
+
+
+# ---------------------------------------------------------------- local documents
+
+
+def content_name(body: str, kind: Kind) -> str:
+    """The stable name of a number's document in the content folder."""
+    return f"{layout.check_body(body)}.{kind}.json"
+
+
+def file_sha256(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def remove_stale_temporaries(content: Path) -> None:
+    """Temporaries of a pull that was killed (`write.temporary_path` names them
+    `.<name>.tmp-<pid>`): never documents, and never anyone else's files."""
+    try:
+        names = os.listdir(content)
+    except OSError:
+        return
+    for name in names:
+        head, _, pid = name.rpartition(".tmp-")
+        stem = head[1:].split(".", 1)
+        if (
+            name.startswith(".")
+            and pid.isdigit()
+            and len(stem) == 2
+            and BODY_RE.fullmatch(stem[0])
+            and stem[1] in ("record.json", "bundle.json")
+            and int(pid) != os.getpid()
+        ):
+            (content / name).unlink(missing_ok=True)
+
+
+# ---------------------------------------------------------------- one number
+
+
+class Puller:
+    """Runs one pull; `run` returns an Outcome per target, in the targets' order."""
+
+    def __init__(
+        self, plan: Plan, client: Client, progress: Callable[[Outcome], None] = lambda _: None
+    ) -> None:
+        self.plan = plan
+        self.client = client
+        self.progress = progress
+        self.state = State(plan.content)
+
+    async def run(
+        self, targets: Sequence[Target], listed: dict[str, dict[str, Any]] | None = None, jobs: int = 8
+    ) -> list[Outcome]:
+        """Pull every target, `jobs` at once. `listed` holds the manifest entries of
+        `--all` (by body), whose hashes decide what needs fetching at all."""
+        self.plan.content.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(self.plan.content)
+        gate = asyncio.Semaphore(max(1, jobs))
+
+        async def one(target: Target) -> Outcome:
+            async with gate:
+                outcome = await self.pull(target, (listed or {}).get(target.value))
+            self.progress(outcome)
+            self.state.save()
+            return outcome
+
+        try:
+            return list(await asyncio.gather(*(one(t) for t in targets)))
+        finally:
+            self.state.save(force=True)
+
+    async def pull(self, target: Target, entry: dict[str, Any] | None) -> Outcome:
+        if target.kind == "number":
+            body: str | None = target.value
+            problems: list[tuple[str, Problem]] = []
+        else:
+            body, problems = await self.look_up(target)
+        if body is None:
+            status: Status = "failed" if problems[0][1].code.value.startswith("fetch.") else "refused"
+            return Outcome(str(target), None, status, problems=tuple(problems))
+        return await self.pull_number(target, body, entry)
+
+    async def look_up(self, target: Target) -> tuple[str | None, list[tuple[str, Problem]]]:
+        """The number a short form, arXiv id or DOI names at the source: its look-up
+        file (a pith-mirror site), else the resolver's query (JSON with `pith_number`,
+        or a redirect to the record page). A hint only: see `pull_number`."""
+        source = self.plan.sources[0]
+        static = layout.resolve_json(target.kind, target.value)
+        key = "arxiv" if target.kind == "arxiv_version" else target.kind  # (the resolver's own parameter)
+        query = urllib.parse.urlencode({key: target.value, "json": "true"})
+        urls = ([source + static] if static else []) + [f"{source}{layout.RESOLVE}?{query}"]
+        last: tuple[str, Problem] | None = None
+        for url in urls:
+            try:
+                answer = await self.client.get(url, {"Accept": "application/json"}, LOOKUP_LIMIT)
+            except FetchError as exc:
+                if isinstance(exc, HttpStatus) and exc.status in (404, 410):
+                    last = (url, Problem(Code.FETCH_NOT_FOUND, "", f"the source knows no {target}"))
+                    continue
+                return None, [(url, fetch_problem(exc))]
+            body = _number_in(answer)
+            if body is not None:
+                return body, []
+            last = (url, Problem(Code.FETCH_NOT_FOUND, "", f"the look-up of {target} names no Pith number"))
+        assert last is not None  # (there is always the query URL)
+        return None, [last]
+
+    async def pull_number(self, target: Target, body: str, entry: dict[str, Any] | None) -> Outcome:
+        content = self.plan.content
+        results: list[tuple[Status, Refusal | None, str | None]] = []
+        notes: list[str] = []
+        number: str | None = None
+        wanted: list[Kind] = ["bundle", "record"]
+        if entry is not None:  # (--all: fetch only what differs from the manifest's hashes)
+            number = entry.get("pith_number")
+            wanted = []
+            if entry.get("bundle_sha256") is not None and not self._have(body, "bundle", entry):
+                wanted.append("bundle")
+            if entry.get("record_sha256") is not None and not self._have(body, "record", entry):
+                wanted.append("record")
+        for kind in wanted:
+            status, problem, got, note = await self.pull_document(target, body, kind)
+            results.append((status, problem, got))
+            notes.extend(note)
+            number = number or got
+        files = tuple(
+            name
+            for name in (content_name(body, "record"), content_name(body, "bundle"))
+            if (content / name).is_file()
+        )
+        everything = _flat(r for _, r, _ in results)
+        if results and all(r is not None and r.code == Code.FETCH_NOT_FOUND for _, r, _ in results):
+            return Outcome(str(target), number, "failed", files, everything, tuple(notes))
+        # (a number has a record, a bundle or both: one the source does not have is no problem)
+        kept = [(s, r) for s, r, _ in results if r is None or r.code != Code.FETCH_NOT_FOUND]
+        status = max((s for s, _ in kept), key=_WORST.__getitem__, default="unchanged")
+        problems = _flat(r for _, r in kept)
+        full = number or _number_of(content, body)
+        return Outcome(str(target), full, status, files, problems, tuple(notes))
+
+    def _have(self, body: str, kind: Kind, entry: dict[str, Any]) -> bool:
+        """Whether the local copy already has the bytes the manifest lists."""
+        listed = entry.get(f"{kind}_sha256")
+        if file_sha256(self.plan.content / content_name(body, kind)) == listed:
+            return True
+        if kind != "record":
+            return False
+        for source in self.plan.sources:  # (a derived record is not stored: remembered by its hash)
+            remembered = self.state.get(source + layout.record_json(body))
+            if remembered.get("derived") and remembered.get("sha256") == listed:
+                return True
+        return False
+
+    async def pull_document(
+        self, target: Target, body: str, kind: Kind
+    ) -> tuple[Status, Refusal | None, str | None, list[str]]:
+        """One document from the first source (by the number's turn among them) that gives
+        a good one; a source that gives a bad or older one is named in a note and skipped."""
+        sources = self.plan.sources
+        start = zlib.crc32(body.encode()) % len(sources)
+        order = sources[start:] + sources[:start]
+        notes: list[str] = []
+        result: tuple[Status, Refusal | None, str | None] = ("failed", None, None)
+        for source in order:
+            result = await self.from_source(source, target, body, kind)
+            if result[0] in ("fetched", "unchanged") or len(order) == 1:
+                break
+            refusal = result[1]
+            if refusal is not None and refusal.code != Code.FETCH_NOT_FOUND:
+                first = refusal.problems[0]
+                notes.append(f"{refusal.where}: skipped ({first.code.value}: {first.message})")
+        return (*result, notes)
+
+    async def from_source(
+        self, source: str, target: Target, body: str, kind: Kind
+    ) -> tuple[Status, Refusal | None, str | None]:
+        paths = (
+            [layout.bundle_json(body), layout.well_known_bundle(body)]
+            if kind == "bundle"
+            else [layout.record_json(body)]
+        )
+        local = self.plan.content / content_name(body, kind)
+        for index, path in enumerate(paths):
+            url = source + path
+            headers: dict[str, str] = {}
+            remembered = self.state.get(url)
+            local_sha = file_sha256(local)
+            if remembered.get("sha256") and (remembered.get("derived") or remembered["sha256"] == local_sha):
+                if remembered.get("etag"):
+                    headers["If-None-Match"] = remembered["etag"]
+                if remembered.get("last_modified"):
+                    headers["If-Modified-Since"] = remembered["last_modified"]
+            try:
+                answer = await self.client.get(url, headers)
+            except FetchError as exc:
+                missing = isinstance(exc, HttpStatus) and exc.status in (404, 410)
+                if missing and index + 1 < len(paths):
+                    continue
+                problem = fetch_problem(exc)
+                if missing:
+                    problem = Problem(Code.FETCH_NOT_FOUND, "", f"the source has no {kind} for {body}")
+                return "failed", Refusal.one(url, problem), None
+            if answer.not_modified:
+                return "unchanged", None, None
+            return self.accept(url, answer, target, body, kind, local)
+        raise AssertionError("unreachable")  # (the loop returns on its last path)
+
+    def accept(
+        self, url: str, answer: Answer, target: Target, body: str, kind: Kind, local: Path
+    ) -> tuple[Status, Refusal | None, str | None]:
+        """Verify an answer; write it when it is the document asked for and no rollback."""
+        try:
+            source = SourceDocument(url, answer.body, decode(answer.body, self.plan.limits))
+        except RejectionError as exc:
+            return "refused", Refusal.one(url, exc.problem), None
+        verdict, verified = verify_document(source, self.plan.keyring)
+        if verified is None:
+            return "refused", Refusal(url, verdict.problems), verdict.pith_number
+        wrong = _not_asked_for(verified, target, body, kind)
+        if wrong is not None:
+            return "refused", Refusal.one(url, Problem(Code.PULL_WRONG_DOCUMENT, "", wrong)), None
+        if kind == "record" and "derived_by" in source.data:
+            self.state.put(url, answer, derived=True)  # (a mirror's derivation: the bundle is the source)
+            return "unchanged", None, verified.pith_number
+        data = answer.body
+        try:
+            old = local.read_bytes()
+        except FileNotFoundError:
+            old = None
+        except OSError as exc:
+            why = Problem(Code.FILE_UNREADABLE, "", f"the local copy cannot be read ({exc.strerror})")
+            return "refused", Refusal.one(str(local), why), verified.pith_number
+        if old == data:
+            self.state.put(url, answer)
+            return "unchanged", None, verified.pith_number
+        if old is not None:
+            refusal = self.refuse_replacement(url, old, verified, local)
+            if refusal is not None:
+                return "refused", Refusal.one(url, refusal), verified.pith_number
+        write_atomic(local, data)
+        self.state.put(url, answer)
+        return "fetched", None, verified.pith_number
+
+    def refuse_replacement(self, url: str, old: bytes, new: Verified, local: Path) -> Problem | None:
+        """Why `new` may not replace the local copy (never roll back), or None.
+        A local copy that no longer verifies protects nothing and is replaced."""
+        try:
+            mine = verify_document(
+                SourceDocument(str(local), old, decode(old, self.plan.limits)), self.plan.keyring
+            )
+        except RejectionError:
+            return None
+        held = mine[1]
+        if held is None:
+            return None
+        if held.canonical_sha256 != new.canonical_sha256:
+            return Problem(
+                Code.RECORD_CONFLICT,
+                "/canonical_record",
+                f"the local copy has another canonical record for {new.pith_number}; the local copy stays",
+            )
+        if held.doc.receipt != new.doc.receipt:
+            return Problem(
+                Code.RECORD_SIGNATURE_CHANGED,
+                "/receipt",
+                f"the local copy of {new.pith_number} carries another signed receipt; the local copy stays",
+            )
+        if new.kind != "bundle":
+            return None
+        candidate = _candidate(url, new, old=False)
+        selection = select(
+            [candidate], {new.pith_number: (None, _candidate(str(local), held, old=True))}, set(), False
+        )
+        if selection.rejections:
+            rejection = selection.rejections[0]
+            message = rejection.message.replace("published bundle", "local bundle")
+            return Problem(rejection.code, rejection.pointer, message)
+        return None
+
+
+def _candidate(file: str, verified: Verified, old: bool) -> Candidate:
+    return Candidate(
+        file=file,
+        kind=verified.kind,
+        pith_number=verified.pith_number,
+        raw_sha256=verified.doc.source.raw_sha256,
+        events=pack_event_ids(verified.event_ids),
+        from_site=old,
+        built_at=verified.doc.built_at,
+    )
+
+
+def _not_asked_for(verified: Verified, target: Target, body: str, kind: Kind) -> str | None:
+    """Why a verified document is not the one asked for, or None when it is."""
+    if verified.doc.body != body:
+        asked = f"not of the number asked for ({body})"
+        return f"the answer is the {verified.kind} of {verified.pith_number}, {asked}"
+    if verified.kind != kind:
+        return f"the answer is a {verified.kind}, where a {kind} was asked for"
+    if target.kind != "number":
+        aliases = derivable_aliases(verified.doc.canonical_record, body)
+        value = aliases.get(target.kind)
+        if value is None or value.lower() != target.value.lower():
+            return f"the look-up of {target} named {verified.pith_number}, whose signed record is not that"
+    return None
+
+
+def _number_in(answer: Answer) -> str | None:
+    """The body of the Pith number a look-up answer names: a JSON `pith_number`, or a
+    redirect to the number's record page or record JSON."""
+    path = urllib.parse.urlsplit(answer.url).path
+    parts = [p for p in path.split("/") if p]
+    if len(parts) >= 2 and parts[-2] == "pith":
+        body = parts[-1].removesuffix(".json").removesuffix(".html")
+        if BODY_RE.fullmatch(body):
+            return body
+    if len(parts) >= 3 and parts[-3] == "pith" and parts[-1] == "index.html" and BODY_RE.fullmatch(parts[-2]):
+        return parts[-2]
+    try:
+        data = parse_json(answer.body)
+    except ValueError:
+        return None
+    number = data.get("pith_number") if isinstance(data, dict) else None
+    if isinstance(number, str) and (found := PITH_RE.fullmatch(number)):
+        return found["body"]
+    return None
+
+
+def _number_of(content: Path, body: str) -> str | None:
+    """The whole number of a body, from a local document (for the report)."""
+    for kind in ("bundle", "record"):
+        try:
+            data = json.loads((content / f"{body}.{kind}.json").read_bytes())
+        except (OSError, ValueError, RecursionError):
+            continue
+        number = data.get("pith_number") if isinstance(data, dict) else None
+        if isinstance(number, str):
+            return number
+    return None
+
+
+def _flat(refusals: Iterable[Refusal | None]) -> tuple[tuple[str, Problem], ...]:
+    return tuple((r.where, p) for r in refusals if r is not None for p in r.problems)
+
+
+def fetch_problem(exc: FetchError) -> Problem:
+    """A failed fetch as a problem with its stable code."""
+    if isinstance(exc, TooLarge):
+        return Problem(Code.FILE_TOO_LARGE, "", exc.reason)
+    if isinstance(exc, TooSlow):
+        return Problem(Code.FETCH_TOO_SLOW, "", exc.reason)
+    if isinstance(exc, RedirectRefused):
+        return Problem(Code.FETCH_REDIRECT_REFUSED, "", exc.reason)
+    return Problem(Code.FETCH_FAILED, "", exc.reason)

@@ -1,0 +1,492 @@
+"""Stage 5 (render): one publication -> every file of its Pith number, in memory.
+
+Rules:
+- JSON the resolver signed (record documents, bundles) is copied byte for
+  byte, never re-serialized, and marked immutable.
+- JSON the mirror derives (state of a record-only number, events, graph, a
+  record document for a bundle-only number, integrity) is deterministic and
+  carries `derived_by` so nobody mistakes it for the resolver's.
+- Templates are Jinja2 with autoescape on: every string from a document is
+  text, never markup. No disk I/O here besides reading templates.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from jinja2 import Environment
+from markupsafe import Markup, escape
+
+from .. import __version__
+from ..site import claims_and_citations as ledger
+from ..site import layout
+from ..trust.canonical import canonical_json, pretty_json
+from ..trust.merge import merge, state_sha256
+from ..trust.model import Provenance
+from .config import SiteConfig
+from .page_model import (
+    Publication,
+    Summary,
+    aliases,
+    checklist,
+    event_counts,
+    events,
+    forks,
+    graph_snapshot,
+    paper_block,
+    signed_paper_fields,
+    snapshot_view,
+    status_line,
+    summarize,
+)
+from .paper_links import paper_links
+from .templating import SiteInfo, render_template
+
+DERIVED_BY = {"tool": "pith-mirror", "version": __version__}
+
+
+@dataclass(frozen=True, slots=True)
+class OutputFile:
+    """One file of the site: where (relative to SITE), its bytes, and whether
+    its bytes are the resolver's signed bytes (never to change)."""
+
+    path: str
+    data: bytes
+    immutable: bool = False
+
+
+def page(path: str, html: str) -> list[OutputFile]:
+    """Write a page at `path.html` and `path/index.html` (see layout)."""
+    data = html.encode("utf-8")
+    return [OutputFile(p, data) for p in layout.page_paths(path)]
+
+
+def render_publication(
+    pub: Publication,
+    record_raw: bytes | None,
+    bundle_raw: bytes | None,
+    env: Environment,
+    config: SiteConfig,
+) -> tuple[list[OutputFile], Summary]:
+    """Every file of one Pith number, and its summary for site-wide pages."""
+    body = pub.body
+    files: list[OutputFile] = []
+    primary = pub.primary
+    paper, paper_prov = paper_block(pub)
+    paths = RecordPaths.of(body, pub.bundle is not None)
+    state = pub.bundle.state if pub.bundle is not None else None
+    if state is None:
+        state = _record_only_state(pub)
+    state_bytes = canonical_json(state)
+
+    if record_raw is not None:
+        files.append(OutputFile(paths.record_json, record_raw, immutable=True))
+        record_bytes = record_raw
+    else:
+        record_bytes = pretty_json(_derived_record(pub))
+        files.append(OutputFile(paths.record_json, record_bytes))
+    if bundle_raw is not None:
+        files.append(OutputFile(layout.bundle_json(body), bundle_raw, immutable=True))
+        files.append(OutputFile(layout.well_known_bundle(body), bundle_raw, immutable=True))
+    files.append(OutputFile(paths.state_json, state_bytes, immutable=pub.bundle is not None))
+
+    snapshot, snapshot_origin = graph_snapshot(pub)
+    files.append(
+        OutputFile(
+            paths.graph_json,
+            pretty_json(
+                {
+                    "derived_by": DERIVED_BY,
+                    "pith_number": pub.pith_number,
+                    "provenance": _provenance_sentence(snapshot_origin),
+                    "graph_snapshot": snapshot,
+                }
+            ),
+        )
+    )
+    files.append(
+        OutputFile(
+            paths.events_json,
+            pretty_json(
+                {
+                    "derived_by": DERIVED_BY,
+                    "pith_number": pub.pith_number,
+                    "provenance": "copied from the signed bundle; each event carries its own signature"
+                    if pub.bundle is not None
+                    else "no bundle is published for this number, so it has no events",
+                    "event_count": len(primary.doc.events),
+                    "events": [e.data for e in primary.doc.events],
+                }
+            ),
+        )
+    )
+    integrity = snapshot.get("integrity") if isinstance(snapshot, dict) else None
+    integrity_path = (
+        layout.integrity_path(integrity.get("endpoint"), primary.doc.canonical_record.get("source"))
+        if isinstance(integrity, dict)
+        else None
+    )
+    integrity_file = None
+    if integrity_path is not None:
+        report = {
+            "derived_by": DERIVED_BY,
+            "pith_number": pub.pith_number,
+            "provenance": _provenance_sentence(snapshot_origin),
+            "integrity": integrity,
+        }
+        integrity_file = (integrity_path, pretty_json(report))
+
+    summary = summarize(pub, paper, record_bytes, bundle_raw, str(state["state_sha256"]), integrity_file)
+    site = env.globals["site"]
+    assert isinstance(site, SiteInfo), "the environment comes from make_environment"
+    context = record_context(
+        pub, summary, snapshot, snapshot_origin, integrity_path, config, site, paths, (paper, paper_prov)
+    )
+    files += page(paths.record_page, render_template(env, "record.html", context))
+    files += page(paths.paper_page, render_template(env, "paper.html", context))
+    return files, summary
+
+
+def _provenance_sentence(origin: str) -> str:
+    """For derived JSON: say outright when something is not signed."""
+    if not origin:
+        return "no graph snapshot"
+    return origin if origin.startswith("signed") else f"not signed: {origin}"
+
+
+def _record_only_state(pub: Publication) -> dict[str, Any]:
+    """A record document has no events: its state is the empty merge, marked as derived."""
+    assert pub.record is not None
+    doc = pub.record.doc
+    state = merge(doc.pith_number, doc.canonical_record, aliases(pub), [])
+    state["derived_by"] = DERIVED_BY
+    state["state_sha256"] = state_sha256(state)
+    return state
+
+
+def _derived_record(pub: Publication) -> dict[str, Any]:
+    """A record document for a bundle-only number, from the bundle's signed parts
+    only: without a signed snapshot it has no `paper`, and with one, just the
+    fields the snapshot holds."""
+    assert pub.bundle is not None
+    doc = pub.bundle.doc
+    derived = {
+        "derived_by": {
+            **DERIVED_BY,
+            "from": layout.bundle_json(pub.body),
+            "note": "derived by this mirror from the signed bundle; canonical_record and receipt "
+            "are signed by the resolver, the rest is copied from signed events",
+        },
+        "record_type": "pith_number_record",
+        "pith_number": doc.pith_number,
+        "short_pith_number": doc.data.get("short_pith_number"),
+        "schema_version": doc.canonical_record.get("schema_version"),
+        "canonical_sha256": pub.bundle.canonical_sha256,
+        "source": doc.canonical_record.get("source"),
+        "canonical_record": doc.canonical_record,
+        "receipt": doc.receipt,
+        "aliases": doc.data.get("source_aliases", []),
+    }
+    paper = signed_paper_fields(pub)
+    if paper is not None:
+        derived["paper"] = paper
+    return derived
+
+
+class RecordPaths(NamedTuple):
+    """The files of one Pith number, relative to the site (or, from `under`, as links)."""
+
+    record_page: str
+    record_json: str
+    bundle_json: str | None
+    well_known: str | None
+    state_json: str
+    graph_json: str
+    events_json: str
+    paper_page: str
+
+    @classmethod
+    def of(cls, body: str, has_bundle: bool) -> RecordPaths:
+        return cls(
+            record_page=layout.record_page(body),
+            record_json=layout.record_json(body),
+            bundle_json=layout.bundle_json(body) if has_bundle else None,
+            well_known=layout.well_known_bundle(body) if has_bundle else None,
+            state_json=layout.state_json(body),
+            graph_json=layout.graph_json(body),
+            events_json=layout.events_json(body),
+            paper_page=layout.paper_page(body),
+        )
+
+    def under(self, base: str) -> RecordPaths:
+        """The same paths as links under the site's base path (what `url()` gives)."""
+        return RecordPaths(
+            record_page=_href(base, self.record_page),
+            record_json=_href(base, self.record_json),
+            bundle_json=None if self.bundle_json is None else _href(base, self.bundle_json),
+            well_known=None if self.well_known is None else _href(base, self.well_known),
+            state_json=_href(base, self.state_json),
+            graph_json=_href(base, self.graph_json),
+            events_json=_href(base, self.events_json),
+            paper_page=_href(base, self.paper_page),
+        )
+
+
+def _href(base: str, path: str) -> str:
+    """The link to a site path: what the templates' `url(path)` gives."""
+    return base + path.lstrip("/")
+
+
+class PaperText(NamedTuple):
+    """The paper's title, authors and abstract as pages show them (see `paper_block`)."""
+
+    title: str
+    authors_text: str
+    abstract_excerpt: str
+    headline: str
+
+
+class ReceiptView(NamedTuple):
+    """The receipt's fields a record page shows; "—" for an optional one that is missing."""
+
+    key_id: str
+    signature_b64: str
+    fingerprint: str
+    first_computed_at: str
+    signed_at: str
+    builder_version: str
+
+
+class RecordProvenance(NamedTuple):
+    """Where each part of a record page comes from, as ready `<p class="prov">` lines:
+    one a section, in plain words, the technical reason on hover (`provenance_line`)."""
+
+    header: Markup
+    """The record page's head: title, authors, source line and status badges."""
+    paper_header: Markup
+    """The paper page's head: title, authors and source line."""
+    record: Markup
+    paper: Markup
+    review: Markup
+    """The paper page's abstract and machine review."""
+    aliases: Markup
+    snapshot: Markup
+    receipt: Markup
+    events: Markup
+
+
+_PROVENANCE_LABELS = {"verified": "Verified", "signed": "Signed", "unsigned": "Not signed"}
+
+
+def provenance_line(*items: tuple[str, Provenance]) -> Markup:
+    """One section's provenance, once, in plain words: the parts it shows, named as a
+    reader names them ("title", "authors"), grouped under Verified, Signed or Not
+    signed; each part's technical reason ("matches title_canon_sha256 ...") is its
+    hover text, and all of them are in a details line for those who cannot hover."""
+    return _section_line(tuple((name, p.status, p.text) for name, p in items))
+
+
+@functools.lru_cache(maxsize=256)  # a few section shapes, repeated on every page
+def _section_line(items: tuple[tuple[str, str, str], ...]) -> Markup:
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for name, status, text in items:
+        groups.setdefault(status, []).append((name, text))
+    parts = []
+    for status, named in groups.items():
+        names = ", ".join(f'<span title="{escape(text)}">{escape(name)}</span>' for name, text in named)
+        label = escape(_PROVENANCE_LABELS[status])
+        parts.append(
+            f'<span class="prov-group prov-{escape(status)}">'
+            f'<span class="prov-label">{label}</span> {names}</span>'
+        )
+    details = "; ".join(f"{escape(name)}: {escape(text)}" for name, _, text in items)
+    return Markup(
+        f'<div class="prov">{" · ".join(parts)}'
+        f'<details class="prov-details"><summary>why</summary>{details}</details></div>'
+    )
+
+
+class LedgerSection(NamedTuple):
+    """A ledger (claims, inbound citations) and its provenance line."""
+
+    ledger: ledger.Ledger
+    prov: Markup
+
+
+def _section(name: str, found: ledger.Ledger | None) -> LedgerSection | None:
+    return None if found is None else LedgerSection(found, provenance_line((name, found.provenance)))
+
+
+def _badge_html(number: str, record_on_primary: str) -> str:
+    """The HTML an author pastes to show a record's Pith number, linked to the primary
+    resolver's page (where the record is verified). Text only: the resolver's own
+    badge image is not documented, so no image address is invented."""
+    return (
+        f'<a href="{escape(record_on_primary)}" title="Pith number, verified on the Pith resolver">'
+        f"{escape(number)}</a>"
+    )
+
+
+_SOURCE_LINE = "source, date, categories and license"
+_EVENTS_CHECKED = Provenance(
+    "verified", "each event's hash and Ed25519 signature were checked by this mirror"
+)
+
+
+def _record_provenance(
+    provenance: dict[str, Provenance],
+    paper: dict[str, str],
+    paper_prov: Provenance,
+    snapshot_prov: Provenance,
+) -> RecordProvenance:
+    """Each section's provenance line (see `provenance_line`)."""
+    parts = tuple(provenance[name] for name in ("title", "record", "status", "aliases", "receipt"))
+    return _provenance_lines(
+        parts, paper_prov, snapshot_prov, bool(paper.get("title")), bool(paper.get("authors_text"))
+    )
+
+
+@functools.lru_cache(maxsize=256)  # (records share a few shapes: one set of lines each, not eleven calls)
+def _provenance_lines(
+    parts: tuple[Provenance, ...],
+    paper_prov: Provenance,
+    snapshot_prov: Provenance,
+    title: bool,
+    authors: bool,
+) -> RecordProvenance:
+    provenance = dict(zip(("title", "record", "status", "aliases", "receipt"), parts, strict=True))
+    head = (
+        *((("title", provenance["title"]),) if title else ()),
+        *((("authors", paper_prov),) if authors else ()),
+        (_SOURCE_LINE, provenance["record"]),
+    )
+    return RecordProvenance(
+        header=provenance_line(*head, ("status badges", provenance["status"])),
+        paper_header=provenance_line(*head),
+        record=provenance_line(("canonical record", provenance["record"])),
+        paper=provenance_line(("abstract", paper_prov)),
+        review=provenance_line(("abstract", paper_prov), ("machine review", snapshot_prov)),
+        aliases=provenance_line(("aliases", provenance["aliases"])),
+        snapshot=provenance_line(("graph snapshot", snapshot_prov)),
+        events=provenance_line(("events", _EVENTS_CHECKED)),
+        receipt=provenance_line(
+            ("signature and canonical hash", provenance["record"]),
+            ("times and builder", provenance["receipt"]),
+        ),
+    )
+
+
+def record_context(
+    pub: Publication,
+    summary: Summary,
+    snapshot: dict[str, Any] | None,
+    snapshot_origin: str,
+    integrity_path: str | None,
+    config: SiteConfig,
+    site: SiteInfo | None = None,
+    paths: RecordPaths | None = None,
+    paper: tuple[dict[str, str], Provenance] | None = None,
+) -> dict[str, Any]:
+    """What record.html and paper.html show, computed here rather than in the templates:
+    they render once a record, and Jinja's attribute look-ups and calls cost more than Python's.
+    `paper` is the number's `paper_block` when the caller has it already."""
+    site = site or SiteInfo.of(config)
+    primary = pub.primary
+    body = pub.body
+    paper_fields, paper_prov = paper or paper_block(pub)
+    canonical = primary.doc.canonical_record
+    receipt = primary.doc.receipt
+    provenance = primary.provenance
+    base = site.base
+    paths = paths or RecordPaths.of(body, pub.bundle is not None)
+    page_url = f"{site.absolute_base}{paths.record_page}" if site.absolute_base else None
+    counts = event_counts(pub)
+    record_on_primary = f"{site.primary_url}/pith/{body}"
+    snapshot_signed = snapshot_origin.startswith("signed")
+    snapshot_prov = Provenance(
+        "signed" if snapshot_signed else "unsigned",
+        # (the words graph.json keeps name the resolver; a page names no signer but its key)
+        snapshot_origin.replace("signed by the resolver in", "signed in"),
+    )
+    return {
+        "pub": pub,
+        "body": body,
+        "summary": summary,
+        "number": pub.pith_number,
+        "short_number": f"pith:{body[:8]}",
+        "paper": PaperText(**paper_fields),
+        "prov": _record_provenance(provenance, paper_fields, paper_prov, snapshot_prov),
+        "canonical": canonical,
+        "source_label": f"{summary.source_kind}:{summary.source_id} v{summary.source_version}",
+        "submitted_at": summary.submitted_at,
+        "categories": " · ".join((summary.primary_cat, *summary.cross_cats)),
+        "license": canonical["metadata"].get("license"),
+        "schema_version": canonical.get("schema_version"),
+        "canonical_pretty": pretty_json(canonical).decode("utf-8").rstrip("\n"),
+        "canonical_sha256": primary.canonical_sha256,
+        "receipt": ReceiptView(
+            key_id=str(receipt["key_id"]),
+            signature_b64=str(receipt["signature_b64"]),
+            fingerprint=str(receipt.get("public_key_fingerprint", "")),
+            first_computed_at=str(receipt.get("first_computed_at", "—")),
+            signed_at=str(receipt.get("signed_at", "—")),
+            builder_version=str(receipt.get("builder_version", "—")),
+        ),
+        "aliases": [
+            (kind, value, None if path is None else _href(base, path))
+            for kind, value, path in summary.alias_rows
+        ],
+        "events": events(pub),
+        "forks": forks(pub),
+        "checklist": checklist(counts, f"{record_on_primary}/action/", primary.canonical_sha256),
+        # Beside a bundle the status line is labelled as derived from signed events: a
+        # snapshot from a record document's unsigned part must not set its badges.
+        "status": status_line(counts, snapshot if snapshot_signed or pub.bundle is None else None),
+        "snapshot": snapshot_view(snapshot),
+        "links": paper_links(canonical),
+        "claims": _section(
+            "claims", ledger.claims(snapshot, snapshot_signed, pub.record.doc.data if pub.record else None)
+        ),
+        "citations": _section(
+            "inbound citations",
+            ledger.inbound_citations(
+                pub.bundle.state if pub.bundle else None, pub.record.doc.data if pub.record else None
+            ),
+        ),
+        "badge_html": _badge_html(pub.pith_number, record_on_primary),
+        "integrity_href": None if integrity_path is None else _href(base, integrity_path),
+        "record_signed": pub.record is not None,
+        "has_bundle": pub.bundle is not None,
+        "paths": paths,
+        "page_url": page_url,
+        "hrefs": paths.under(base),
+        "record_on_primary": record_on_primary,
+        "jsonld": _scholarly_article(pub, paper_fields, canonical, site, page_url),
+    }
+
+
+def _scholarly_article(
+    pub: Publication, paper: dict[str, str], canonical: dict[str, Any], site: SiteInfo, page_url: str | None
+) -> dict[str, Any]:
+    source, metadata = canonical["source"], canonical["metadata"]
+    authors = [a.strip() for a in str(paper.get("authors_text", "")).split(",") if a.strip()]
+    identifiers = [pub.pith_number]
+    if source.get("kind") == "arxiv":
+        identifiers += [f"arXiv:{source['id']}v{source['version']}", f"doi:10.48550/arxiv.{source['id']}"]
+    article: dict[str, Any] = {
+        "@context": "https://schema.org",
+        "@type": "ScholarlyArticle",
+        "name": str(paper.get("title", "")),
+        "author": [{"@type": "Person", "name": a} for a in authors],
+        "datePublished": str(metadata["submitted_at"]),
+        "identifier": identifiers,
+        "about": [str(metadata["primary_cat"]), *[str(c) for c in metadata["cross_cats_sorted"]]],
+        "sameAs": f"{site.primary_url}/pith/{pub.body}",
+    }
+    if metadata.get("license"):
+        article["license"] = str(metadata["license"])
+    if page_url:
+        article["url"] = page_url
+    return article

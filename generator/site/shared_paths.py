@@ -1,0 +1,303 @@
+"""Stage 5 (render, site-wide): the files a record owns with others, its "family".
+
+A record's alias look-ups (`api/pith-number/resolve/...`), its paper's
+integrity report (named by arXiv id) and its short forms (`pith/<8, 12 or
+16 characters>`) are paths that another record may claim too: the versions
+of one paper share an arXiv look-up and a report, and numbers may share a
+short prefix.
+
+Rules:
+- In a full build each worker writes its record's family as if no other
+  record claimed it; the site-wide stage then makes, once and right, every
+  path that more than one record claims (`shared_family_paths`).
+- Where records share a path, the choice is deterministic: the newest
+  version of a paper wins its look-up and report, and a shared short prefix
+  becomes a list of the records that have it.
+"""
+
+from __future__ import annotations
+
+import operator
+import zlib
+from collections import Counter, defaultdict
+from collections.abc import Iterator, Sequence
+from functools import partial
+from itertools import compress, pairwise, repeat
+
+from jinja2 import Environment
+
+from ..site import layout
+from ..trust.canonical import pretty_json
+from ..trust.model import alias_matches, arxiv_aliases, number_body
+from .config import SiteConfig
+from .page_model import Summary
+from .render import DERIVED_BY, OutputFile
+from .sitewide import Lazy, browse_side, eager, fingerprint, lazy_page, render, xml_escape
+
+_NUMBER = operator.attrgetter("pith_number")
+_HEAD = operator.itemgetter(slice(10, 18))
+"""A number's first 8 characters of its body ("pith:YYYY:" is 10)."""
+_INTEGRITY = operator.attrgetter("integrity_path")
+_ALIASES = operator.attrgetter("alias_data")
+
+
+def family_paths(summary: Summary) -> list[str]:
+    """Every site-wide path one record can claim, alone or shared with others:
+    its alias look-ups, its integrity report, its short forms, and its paper page
+    (replaced by a list when another record shares its 8-character prefix)."""
+    body = summary.body
+    paths = [p for p, _, _ in summary.lookups]
+    if summary.integrity_path:
+        paths.append(summary.integrity_path)
+    for n in (8, 12, 16):
+        paths += [f"pith/{body[:n]}.html", f"pith/{body[:n]}/index.html"]
+    paths += [f"paper/{body[:8]}.html", f"paper/{body[:8]}/index.html"]
+    return paths
+
+
+_SEEN_BITS = 1 << 25
+
+
+def shared_family_paths(summaries: Sequence[Summary]) -> set[str]:
+    """The family paths (see `family_paths`) that more than one record claims.
+
+    Found without listing every record's paths (1.5 million strings at 100,000
+    records): neighbours in sorted order share short forms, and look-up and
+    integrity paths are compared by hash first, then by value for the few
+    hashes seen twice."""
+    shared: set[str] = set()
+    for a, b in pairwise(sorted(s.body for s in summaries)):
+        for n in (8, 12, 16):
+            if a[:n] != b[:n]:
+                break
+            shared.update(layout.page_paths(f"pith/{a[:n]}"))
+            if n == 8:
+                shared.update(layout.page_paths(layout.paper_page(a)))
+
+    def named(summary: Summary) -> Iterator[str]:
+        yield from (path for path, _, _ in summary.lookups)
+        if summary.integrity_path:
+            yield summary.integrity_path
+
+    # A path seen twice has its hash's bit already set the second time; so do a
+    # few others (about n²/2^26 at n paths), which the exact count below drops.
+    # (A sorted list of every path's hash cost 40 bytes a path: 28 MB at 100,000 records.)
+    seen = bytearray(_SEEN_BITS // 8)
+    twice: set[int] = set()
+    for summary in summaries:
+        for path in set(named(summary)):
+            h = hash(path)
+            at, bit = (h & (_SEEN_BITS - 1)) >> 3, 1 << (h & 7)
+            if seen[at] & bit:
+                twice.add(h)
+            else:
+                seen[at] |= bit
+    if twice:
+        counts = Counter(path for s in summaries for path in set(named(s)) if hash(path) in twice)
+        shared.update(path for path, count in counts.items() if count > 1)
+    return shared
+
+
+def record_family_files(
+    ordered: Sequence[Summary], env: Environment, config: SiteConfig, only: set[str] | None
+) -> list[Lazy]:
+    """Look-up files, integrity reports and short forms: files that belong to
+    records but that several records may claim. With `only`, just those paths
+    (an incremental build passes the paths its changed records claim)."""
+    base = config.base_path
+    if only is not None:  # one pass picks the few records that claim a path asked for
+        # (a number is "pith:YYYY:" and its body: any prefix asked for starts
+        # with one of these 8 characters; the functions below check exactly)
+        heads = {prefix[:8] for prefix in _asked_prefixes(only)}
+        # (each test a `map` of C functions over every record, OR-ed: a watching
+        # process does this after every change, and a Python step per record cost more)
+        claims = map(heads.__contains__, map(_HEAD, map(_NUMBER, ordered)))
+        claims = map(operator.or_, claims, map(only.__contains__, map(_INTEGRITY, ordered)))
+        for needle in _lookup_needles(only):
+            claims = map(operator.or_, claims, map(operator.contains, map(_ALIASES, ordered), repeat(needle)))
+        ordered = list(compress(ordered, claims))
+    files = resolve_files(ordered, config, only) + integrity_files(ordered, only)
+    extra, replacing = short_pages(ordered, env, base, only)
+    return files + extra + replacing
+
+
+def _lookup_needles(only: set[str]) -> list[bytes]:
+    """For each look-up path asked for, bytes that a record's packed aliases
+    (`Summary.alias_data`) contain if it claims that path: the encoded value,
+    kept either as the alias value itself (a plain path) or inside the stored
+    path. A test on the packed bytes, so the pass over every record unpacks none;
+    the functions it feeds check exactly. Usually one needle: the arXiv id is in
+    the arXiv, versioned and DOI look-ups alike."""
+    found = set()
+    for parts in map(layout.lookup_parts, only):
+        # (a short-form look-up is claimed only by numbers with that prefix: `heads`)
+        if parts is not None and not parts[0].startswith("pith_short_"):
+            found.add(parts[1].encode("utf-8", "surrogatepass"))
+    needles: list[bytes] = []
+    for needle in sorted(found, key=len):  # one inside another finds a superset already
+        if not any(kept in needle for kept in needles):
+            needles.append(needle)
+    return needles
+
+
+def _asked_prefixes(only: set[str]) -> set[str]:
+    """The number prefixes whose short-form or paper pages are among `only`."""
+    prefixes = {p[5:-5] for p in only if p.startswith("pith/") and p.endswith(".html")}
+    return prefixes | {p[6:-5] for p in only if p.startswith("paper/") and p.endswith(".html")}
+
+
+REDIRECT = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>{title}</title>
+<meta name="robots" content="noindex">
+<meta http-equiv="refresh" content="0; url={url}">
+<link rel="canonical" href="{url}">
+</head>
+<body>
+<main>
+<h1>{title}</h1>
+<p>This short form of <a href="{url}">{title}</a> moved to its full record page.</p>
+</main>
+</body>
+</html>
+"""
+
+
+def short_pages(
+    ordered: Sequence[Summary], env: Environment, base: str, only: set[str] | None = None
+) -> tuple[list[Lazy], list[Lazy]]:
+    """Short-form redirects, and pages for prefixes that several numbers share.
+
+    Returns (new files, files that replace a per-record page): a shared
+    8-character prefix also makes `paper/<prefix>` ambiguous, so that page
+    becomes a list of the candidates.
+    """
+    by_prefix: dict[str, list[Summary]] = defaultdict(list)
+    for summary in ordered:
+        body = summary.body
+        for n in (8, 12, 16):
+            path = f"pith/{body[:n]}"
+            if only is None or f"{path}.html" in only or f"paper/{body[:8]}.html" in only:
+                by_prefix[path].append(summary)
+    files: list[Lazy] = []
+    replacing: list[Lazy] = []
+    for path, records in sorted(by_prefix.items()):
+        if len(records) == 1:
+            number = records[0].pith_number
+            files += lazy_page(path, fingerprint(path, number), partial(redirect_html, number, base))
+            continue
+        heading = f"{len(records)} records share the short form {path.rsplit('/', 1)[1]}"
+        context = {
+            "heading": heading,
+            "records": records,
+            "page_number": 1,
+            "page_count": 1,
+            "total": len(records),
+            "prev": None,
+            "next": None,
+            "years": [],
+            "categories": [],
+            "browse_side": browse_side(env, [], []),
+            "home": False,
+        }
+        key = fingerprint(path, *(s.digest for s in records))
+        make = partial(render, env, "index.html", **context)
+        files += lazy_page(path, key, make)
+        if len(path) == len("pith/") + 8:
+            replacing += lazy_page(layout.paper_page(records[0].body), key, make)
+    return files, replacing
+
+
+def redirect_html(pith_number: str, base: str) -> str:
+    """A short form's page when one record alone has it: a redirect to its record page."""
+    url = base + layout.record_page(number_body(pith_number))
+    return REDIRECT.format(title=xml_escape(pith_number), url=xml_escape(url).replace('"', "&quot;"))
+
+
+def own_family_files(summary: Summary, base: str) -> list[OutputFile]:
+    """The files of `record_family_files([summary], ...)`, made at once (in
+    another order): what a full build's worker writes for its record, as if no
+    other record claimed them (the site-wide stage remakes those that others do).
+
+    The three short forms redirect alike, so their six paths share one bytes
+    object and the writer makes one file and links the other five to it. That
+    file is the 16-character form's, written first: another record may share
+    the 8- or 12-character form, and its worker replace that path at any
+    moment (it unlinks, then creates; it never writes through a link), which
+    leaves the file linked to here as it was. Only a record that shares the
+    16-character form could replace that file, and it then shares the shorter
+    forms too: the site-wide stage remakes all six paths."""
+    files = []
+    seen = set()
+    for path, kind, value in summary.lookups:
+        if path not in seen:  # (two aliases of one record may share a look-up: the first names it)
+            seen.add(path)
+            files.append(OutputFile(path, lookup_json(kind, value, summary.pith_number, base)))
+    if summary.integrity_path and summary.integrity_data is not None:
+        files.append(OutputFile(summary.integrity_path, zlib.decompress(summary.integrity_data)))
+    redirect = redirect_html(summary.pith_number, base).encode("utf-8")
+    body = summary.body
+    for n in (16, 12, 8):
+        files += [OutputFile(page, redirect) for page in layout.page_paths(f"pith/{body[:n]}")]
+    return files
+
+
+def resolve_files(ordered: Sequence[Summary], config: SiteConfig, only: set[str] | None = None) -> list[Lazy]:
+    """One look-up file per alias. A record whose signed source determines the
+    alias wins it over one that only lists it: a bundle of another source may
+    sign an arXiv id among its aliases, but cannot take that paper's look-up
+    (its own version number would otherwise decide). Then, for a shared arXiv
+    id, the newest version wins."""
+    chosen: dict[str, tuple[tuple[bool, int, str], Summary, str, str]] = {}
+    for summary in ordered:
+        own = (
+            arxiv_aliases(summary.source_id, summary.source_version) if summary.source_kind == "arxiv" else {}
+        )
+        for path, kind, value in summary.lookups:
+            if only is not None and path not in only:
+                continue
+            rank = (_determines(own, kind, value), summary.source_version, summary.pith_number)
+            if path not in chosen or rank > chosen[path][0]:
+                chosen[path] = (rank, summary, kind, value)
+    files = []
+    base = config.base_path
+    for path, (_, summary, kind, value) in chosen.items():
+        make = partial(lookup_json, kind, value, summary.pith_number, base)
+        files.append(Lazy(path, fingerprint(kind, value, summary.pith_number), make))
+    return files
+
+
+def _determines(own: dict[str, str], kind: str, value: str) -> bool:
+    """Whether a record's own source gives this alias: a short form always does
+    (the verifier refuses any other), an arXiv alias only the paper's own."""
+    if kind.startswith("pith_short_"):
+        return True
+    want = own.get(kind)
+    return want is not None and alias_matches(kind, value, want)
+
+
+def lookup_json(kind: str, value: str, pith_number: str, base: str) -> bytes:
+    """The look-up file of one alias: which record it names, and where."""
+    body = number_body(pith_number)
+    data = {
+        "derived_by": DERIVED_BY,
+        "alias_kind": kind,
+        "alias_value": value,
+        "pith_number": pith_number,
+        "record": base + layout.record_page(body),
+        "json": base + layout.record_json(body),
+    }
+    return pretty_json(data)
+
+
+def integrity_files(ordered: Sequence[Summary], only: set[str] | None = None) -> list[Lazy]:
+    """Integrity reports are named by arXiv id: the newest version of a paper wins."""
+    chosen: dict[str, tuple[tuple[int, str], bytes]] = {}
+    for s in ordered:
+        if s.integrity_path and s.integrity_data is not None and (only is None or s.integrity_path in only):
+            rank = (s.source_version, s.pith_number)
+            if s.integrity_path not in chosen or rank > chosen[s.integrity_path][0]:
+                chosen[s.integrity_path] = (rank, s.integrity_data)
+    return [eager(path, zlib.decompress(compressed)) for path, (_, compressed) in chosen.items()]
