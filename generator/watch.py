@@ -328,6 +328,8 @@ class Rebuilder:
         self._wake = threading.Condition()
         self._building = threading.Lock()
         self._stopping = False
+        self._taken = False
+        """A batch is taken from the queue and not yet built (see `idle`)."""
         self._observer: BaseObserver | None = None
         self._watches: dict[tuple[str, bool], tuple[ObservedWatch, tuple[int, int] | None]] = {}
         self._missing: set[tuple[str, str]] = set()
@@ -413,6 +415,12 @@ class Rebuilder:
         return self._building.locked()
 
     @property
+    def idle(self) -> bool:
+        """Whether no change is waiting to be built and no build is in progress."""
+        with self._wake:
+            return not self._pending and not self._taken and not self.building
+
+    @property
     def running(self) -> bool:
         threads = [self._thread, self._observer]
         return any(t is not None and t.is_alive() for t in threads)
@@ -472,6 +480,7 @@ class Rebuilder:
             batch, categories, folders = self._pending, self._categories, self._folders
             self._pending, self._categories, self._folders = {}, set(), False
             self._incomplete = set()
+            self._taken = True
             return batch, categories, folders
 
     def _loop(self) -> None:
@@ -488,6 +497,8 @@ class Rebuilder:
                 done = self.rebuild(describe(changes))
             finally:
                 self._hints = None
+                with self._wake:
+                    self._taken = False
             # a failed build left the cache behind these changes: list everything next time
             self._hinting = done
 

@@ -73,7 +73,8 @@ def test_build_watch_rebuilds_until_ctrl_c(workspace: Workspace, running: list[R
     process.wait_for_line(r"Watching .* Ctrl-C to stop")
 
     workspace.add(SEED_BUNDLE)
-    process.wait_for_line(rf"content/{re.escape(SEED_BUNDLE.name)} created -> published 2")
+    # (created, or modified when a busy machine made the copy two rebuilds)
+    process.wait_for_line(rf"content/{re.escape(SEED_BUNDLE.name)} (created|modified) -> published 2")
     assert (workspace.site / "pith" / "Z5NAPRQPUU4SIDOBV5N2FREXWZ.html").is_file()
 
     code, _out, err = process.interrupt()
@@ -97,7 +98,7 @@ def test_a_content_folder_named_by_dots_is_rebuilt_once_a_change(
 
     workspace.add(SEED_BUNDLE)
     process.wait_for_line(
-        rf"content/{re.escape(SEED_BUNDLE.name)} created -> published 2, refused 0 file\(s\)"
+        rf"content/{re.escape(SEED_BUNDLE.name)} (created|modified) -> published 2, refused 0 file\(s\)"
     )
     code, out, err = process.interrupt()
     assert code in (0, 130), err
