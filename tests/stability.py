@@ -25,7 +25,9 @@ from collections import Counter
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-SUITES = ["tests/serve", "tests/e2e", "tests/browser"]
+SUITES = ["tests/browser", "tests/e2e", "tests/serve"]
+"""In pytest's own order: the browser suite's Playwright session must end before
+the end-to-end suite's starts (two sync sessions cannot run in one process)."""
 
 
 def _spin() -> None:
@@ -49,7 +51,7 @@ def _failures(junit: Path) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("suites", nargs="*", default=SUITES, help="test paths (default: serve, e2e, browser)")
+    parser.add_argument("suites", nargs="*", default=SUITES, help="test paths (default: browser, e2e, serve)")
     parser.add_argument("--runs", type=int, default=20, help="how many times to run them (default 20)")
     cores = os.cpu_count() or 2
     parser.add_argument("--hogs", type=int, default=cores, help="busy processes (default: one per core)")
