@@ -1,25 +1,45 @@
-"""An incremental build's undo journal: all of its changes to SITE, or none.
+"""An incremental build's changes to SITE: all of them, or none, whenever it stops.
 
 A full build swaps a whole new site in at once. An incremental one changes SITE
-file by file (per-record files, then site-wide pages, the manifest last), so a
-build that fails part-way (a full disk, a kill) would leave a mix: some records
-new, the manifest old. Before each file is replaced or removed, its old inode is
-hard-linked into `.<SITE>.undo/files/` (a link, not a copy: the old bytes stay
-whatever replaces the name), and each path that did not exist is listed in
-`.<SITE>.undo/created`. A failure puts SITE back from them (`Journal.rollback`);
-a build killed before it could is put back by the next one (`undo`, through
-`write.recover`). A build that completes deletes the journal.
+file by file, so a build stopped part-way would leave a mix: a record page new
+and its JSON old, a manifest naming files not there yet. So an incremental
+build first makes every changed file in its staging folder, touching nothing
+in SITE, and lists the changes in a `Plan`; stopped then, SITE is as it was.
+Only then are they made, all at once, in a child process that no signal to the
+build stops (apart.py): per-record files first, site-wide pages next, the
+manifest last. Whatever stops the build, SITE holds the last publication or
+this one, whole.
+
+While the child makes the changes, a `Journal` records each first: the old
+inode of each file replaced or removed is hard-linked into `.<SITE>.undo/files/`
+(a link, not a copy: the old bytes stay whatever replaces the name), and each
+path that did not exist is listed in `.<SITE>.undo/created`. A failure (a full
+disk) puts SITE back from them (`Journal.rollback`); a child killed itself
+(power lost) leaves the journal, and the next build puts SITE back first
+(`settle`), in a child too. A publication that completes deletes the journal.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
+from .apart import StoppedApart, run_apart
 from .errors import BuildError
-from .write import is_plain_relative, remove_files, remove_tree, temporary_path, write_atomic
+from .layout import MANIFEST_PATH
+from .write import (
+    is_plain_relative,
+    lock_path,
+    previous_path,
+    remove_files,
+    remove_tree,
+    staging_path,
+    temporary_path,
+    write_atomic,
+)
 
 _UNDO = ".{name}.undo"
 _CREATED = "created"
@@ -28,6 +48,118 @@ _FILES = "files"
 
 def undo_path(site: Path) -> Path:
     return site.parent / _UNDO.format(name=site.name)
+
+
+def unfinished(site: Path) -> bool:
+    """Whether a build of SITE is in progress now, or stopped before it ended: its
+    lock is held, or its staging folder, its undo journal or the old site of an
+    interrupted swap is still there. (A site to publish, sign or check waits.)"""
+    if any(path.exists() for path in (undo_path(site), staging_path(site), previous_path(site))):
+        return True
+    try:
+        import fcntl
+    except ImportError:  # (not a POSIX system: no lock to ask)
+        return False
+    try:
+        fd = os.open(lock_path(site), os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+class Plan:
+    """An incremental build's changes to SITE, listed while the build makes the new
+    files in its staging folder, and made only once all are known (`publish`)."""
+
+    def __init__(self, site: Path, staging: Path) -> None:
+        self.site, self.staging = site, staging
+        self.steps: list[tuple[str, str | frozenset[str]]] = []
+        """("put", path): the staged file replaces SITE's; ("remove", paths)."""
+
+    def put(self, path: str) -> None:
+        """The file staged at `path` goes into SITE there (the latest bytes staged)."""
+        self.steps.append(("put", path))
+
+    def write(self, path: str, data: bytes) -> None:
+        """Stage `data` for `path` (replacing, never writing through, a file staged
+        there before) and put it into SITE."""
+        target = self.staging / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(target, data)
+        self.put(path)
+
+    def remove(self, paths: set[str]) -> None:
+        if paths:
+            self.steps.append(("remove", frozenset(paths)))
+
+    def __bool__(self) -> bool:
+        return bool(self.steps)
+
+    def apply(self, journal: Journal) -> None:
+        """Make the changes in order, the manifest last (it names every record's files)."""
+        last: list[str] = []
+        for kind, what in self.steps:
+            if kind == "remove":
+                assert isinstance(what, frozenset)
+                journal.remove(set(what))
+                continue
+            assert isinstance(what, str)
+            if what == MANIFEST_PATH:
+                last.append(what)
+                continue
+            self._put(journal, what)
+        for path in last:
+            self._put(journal, path)
+
+    def _put(self, journal: Journal, path: str) -> None:
+        source = self.staging / path
+        if os.path.lexists(source):  # (else put already: a path staged twice is put once)
+            journal.replace(source, path)
+
+
+def publish(plan: Plan, finish: Callable[[Journal], None]) -> KeyboardInterrupt | None:
+    """Make the plan's changes to SITE, then `finish` (the checksums), in a child
+    process no signal to this one stops; put SITE back if they fail.
+
+    Returns the Ctrl-C or SIGTERM this process received meanwhile, for the caller
+    to raise once it has noted that the publication is complete. A child killed
+    itself leaves its journal: SITE is put back at once, and the BuildError says so."""
+    site = plan.site
+
+    def step() -> None:
+        journal = Journal(site)
+        try:
+            plan.apply(journal)
+            finish(journal)
+        except BaseException:
+            journal.rollback()
+            raise
+        journal.commit()
+
+    try:
+        return run_apart(step)
+    except StoppedApart as exc:
+        settle(site)
+        raise BuildError(
+            str(site),
+            f"the process publishing the changes was stopped (signal {exc.signum});"
+            " the site was put back as the last build left it",
+        ) from None
+
+
+def settle(site: Path) -> None:
+    """Put SITE back as the last completed build left it, if a publication was
+    stopped part-way (its journal is there), in a child process no signal stops."""
+    if undo_path(site).is_dir():
+        pending = run_apart(lambda: undo(site))
+        if pending is not None:
+            raise pending
 
 
 class Journal:

@@ -51,10 +51,10 @@ from .cache import (
     warm_cache_for,
 )
 from .config import SiteConfig
-from .errors import BuildError, Code, Rejection
+from .errors import BuildError, Code, Interrupted, Rejection
 from .family import family_paths
 from .files import file_sha256
-from .journal import Journal, undo
+from .journal import Journal, Plan, publish, settle
 from .keys import Keyring
 from .layout import MANIFEST_PATH
 from .load import NOT_UTF8_NAME, document_path, is_utf8, shown_name
@@ -121,7 +121,7 @@ def _build(
         return seen.report
     started, key, extra, site = seen.started, seen.key, seen.extra, config.site
     cache = warm_cache_for(warm, key, site) if incremental else None
-    undo(site)  # (a killed incremental build's changes are taken back first)
+    settle(site)  # (a publication stopped part-way is taken back first)
     staging = prepare_staging(site)
     if incremental and cache is None:
         cache = load_cache(config.cache_dir, key, site)
@@ -142,35 +142,38 @@ def _build(
         )
         if method == "fork":  # start the workers now, from a small parent (see `_fork_now`)
             _fork_now(pool)
-    journal = None
+    published = False
     try:
-        if cache is not None:  # (an incremental build changes SITE file by file: all or none)
-            journal = Journal(site)
+        # (an incremental build changes nothing in SITE until every new file is staged)
+        plan = Plan(site, staging) if cache is not None else None
         run = _Build(config, keyring, staging, pool, progress, cache, key, extra)
-        run.journal = journal
+        run.plan = plan
         run.keeps_manifest = warm is not None
         run.listed = seen.listed
         if hints is not None and warm is not None and cache is not None and cache is warm.cache:
             run.hints = sorted(set(hints))
         with _collection_deferred():
             report = run.execute(started)
-        if cache is None:
+        if pool is not None:  # (before the publication: no worker is left if it is stopped)
+            pool.shutdown()
+            pool = None
+        if plan is None:
             finish_publication(staging, config)
             swap_in(staging, site)
+            published = True
         else:
+            interrupted = publish(plan, lambda journal: finish_publication(site, config, journal))
+            published = True
+            if interrupted is not None:
+                raise interrupted
             remove_tree(staging)
-            finish_publication(site, config, journal)
-        if journal is not None:
-            journal.commit()
-    except BaseException:
+    except BaseException as exc:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
         shutil.rmtree(staging, ignore_errors=True)
-        if journal is not None:
-            journal.rollback()
+        if isinstance(exc, Interrupted):  # (for the line that says what SITE holds)
+            exc.published, exc.site = published, str(site)
         raise
-    if pool is not None:
-        pool.shutdown()
     if not run.new_cache.manifest_sha256:  # (the site-wide stage hashes the manifest it writes)
         run.new_cache.manifest_sha256 = file_sha256(site / MANIFEST_PATH)
     unchanged = Unchanged(report.published, report.rejections, report.notes)
@@ -338,8 +341,8 @@ class _Build:
         """Numbers given a new entry by this build; every other keeps the cache's object."""
         self.keeps_manifest = False
         """Keep each number's manifest lines on its entry, for the next build (warm)."""
-        self.journal: Journal | None = None
-        """An incremental build's record of what it changes in SITE (see journal.py)."""
+        self.plan: Plan | None = None
+        """An incremental build's changes to SITE, made once all are staged (see journal.py)."""
         self.listed: Listed | None = None
         """(path, name, stat) of every input, when the check for no change listed them."""
 
@@ -395,7 +398,7 @@ class _Build:
             self.keeps_manifest,
             self.renewed,
             self.suspect,
-            self.journal,
+            self.plan,
         )
         notes = [*selection_notes, *fork_notes(summaries), *skipped_pages(self.config.content / "pages")]
         restore = sitewide.write(summaries, rejections, notes, owned, rendered_numbers)
@@ -634,20 +637,20 @@ class _Build:
         A number's paths hold its full body, so only another number's paper
         page (a shared 8-character prefix) can be among the stale paths and
         still be owned: those few are checked against every number."""
-        journal = self.journal
-        assert journal is not None, "an incremental build keeps a journal"
+        plan = self.plan
+        assert plan is not None, "an incremental build keeps a plan"
         moved: set[str] = set()
         for number in sorted(accepted):
             for path in numbers[number].paths:
                 if path in moved:  # a paper page two accepted numbers share (their prefix's
                     continue  # list page, which the site-wide stage writes after this)
                 moved.add(path)
-                journal.replace(self.staging / path, path)
+                plan.put(path)
         gone = [n for n in previous if n not in numbers or n in accepted]
         stale = {p for n in gone for p in previous[n].paths}
         stale -= {p for n in accepted for p in numbers[n].paths}
         owned = PaperPages(numbers, accepted)
-        journal.remove({p for p in stale if p not in owned})
+        plan.remove({p for p in stale if p not in owned})
 
 
 def _unnameable(shown: str) -> Rejection:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import signal
 import sys
 import threading
 import time
@@ -63,7 +64,7 @@ from watchdog.observers.api import BaseObserver, ObservedWatch
 from . import pipeline
 from .cache import WarmCache, save_warm
 from .config import SiteConfig, load_config
-from .errors import BuildError, ConfigError, Rejection, printable
+from .errors import BuildError, ConfigError, Interrupted, Rejection, printable
 from .keys import Keyring
 from .load import is_ignored_name, shown_name
 from .model import BuildReport
@@ -657,8 +658,11 @@ class Rebuilder:
             print(line.encode(encoding, "backslashreplace").decode(encoding), file=stream, flush=True)
 
 
-def interrupted_cleanly(rebuilder: Rebuilder, stream: TextIO | None = None) -> int:
-    """Stop after Ctrl-C and say so: stopping is how a watch ends, so exit 0.
+def interrupted_cleanly(
+    rebuilder: Rebuilder, stream: TextIO | None = None, interrupt: KeyboardInterrupt | None = None
+) -> int:
+    """Stop after Ctrl-C or SIGTERM and say so. Stopping is how a watch ends: exit 0
+    after Ctrl-C; 143 after SIGTERM, as a service manager expects of a process it stops.
 
     A build in progress is let finish, so the site stays whole; that can take a
     while, and a silent wait looks like a hang, so it is said."""
@@ -671,12 +675,17 @@ def interrupted_cleanly(rebuilder: Rebuilder, stream: TextIO | None = None) -> i
             flush=True,
         )
     rebuilder.stop()
-    print("pith-mirror: stopped", file=out, flush=True)
-    return 0
+    from .cli import what_was_kept
+
+    kept = what_was_kept(interrupt) if interrupt is not None else ""
+    kept = kept or f"; {rebuilder.setup.config.site} is as the last completed build left it"
+    print(f"pith-mirror: stopped{kept}", file=out, flush=True)
+    signum = interrupt.signum if isinstance(interrupt, Interrupted) else signal.SIGINT
+    return 0 if signum == signal.SIGINT else 128 + signum
 
 
 def run_build_watch(args: argparse.Namespace) -> int:
-    """`build --watch`: build, then rebuild whenever an input changes, until Ctrl-C."""
+    """`build --watch`: build, then rebuild whenever an input changes, until Ctrl-C or SIGTERM."""
     from .commands import settings_from
 
     rebuilder = Rebuilder(
@@ -688,6 +697,6 @@ def run_build_watch(args: argparse.Namespace) -> int:
         config = rebuilder.setup.config
         print(f"Watching {config.content} and {config.templates} — Ctrl-C to stop", flush=True)
         rebuilder.wait()
-    except KeyboardInterrupt:
-        return interrupted_cleanly(rebuilder)
+    except KeyboardInterrupt as exc:
+        return interrupted_cleanly(rebuilder, interrupt=exc)
     return 0

@@ -608,5 +608,5 @@ def test_ctrl_c_during_a_build_says_it_waits_for_it(workspace: Workspace, real_k
     assert said.getvalue().splitlines() == [
         "pith-mirror: stopping once the build in progress is done (Ctrl-C again to stop at once;"
         " the next build clears what it leaves)",
-        "pith-mirror: stopped",
+        f"pith-mirror: stopped; {workspace.site} is as the last completed build left it",
     ]
