@@ -225,6 +225,10 @@ class BuildError(Exception):
         return cls(path, str(exc.strerror or exc))
 
 
+class SiteBusy(BuildError):
+    """Another build holds SITE's lock: `build` refuses; a rebuild under watch waits."""
+
+
 class Interrupted(KeyboardInterrupt):
     """Ctrl-C (SIGINT) or SIGTERM, raised in the main thread so that a command stops
     as Ctrl-C stops it: workers ended, temporary files removed, SITE whole. A build

@@ -51,7 +51,7 @@ from .cache import (
     warm_cache_for,
 )
 from .config import SiteConfig
-from .errors import BuildError, Code, Interrupted, Rejection
+from .errors import BuildError, Code, Interrupted, Rejection, SiteBusy
 from .family import family_paths
 from .files import file_sha256
 from .journal import Journal, Plan, publish, settle
@@ -212,7 +212,7 @@ def one_build_at_a_time(site: Path) -> Iterator[None]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise BuildError(
+            raise SiteBusy(
                 str(site),
                 "another pith-mirror build is writing this site now; build again once it has finished",
             ) from None

@@ -64,7 +64,7 @@ from watchdog.observers.api import BaseObserver, ObservedWatch
 from . import pipeline
 from .cache import WarmCache, save_warm
 from .config import SiteConfig, load_config
-from .errors import BuildError, ConfigError, Interrupted, Rejection, printable
+from .errors import BuildError, ConfigError, Interrupted, Rejection, SiteBusy, printable
 from .keys import Keyring
 from .load import is_ignored_name, shown_name
 from .model import BuildReport
@@ -83,6 +83,12 @@ SETTLE_SECONDS = 0.02
 files closes one and creates the next well within it, so a burst stays one
 build. A change's delay is mostly this pause and the build, so the shorter
 wait matters most when one file is saved while a site is being previewed."""
+
+LOCK_RETRY_FIRST = 0.05
+LOCK_RETRY_MOST = 2.0
+"""A rebuild that finds SITE locked by another build tries again after these
+seconds, doubling from the first to the most: soon after a short build ends,
+and at most this late after a long one."""
 
 PATIENCE_SECONDS = 2.0
 """The longest a build waits for quiet, so a file written slowly still gets built."""
@@ -543,7 +549,28 @@ class Rebuilder:
 
     def _warm_build(self, config: SiteConfig, keyring: Keyring) -> BuildReport:
         incremental = not self._clean
-        report = pipeline.build(config, keyring, incremental=incremental, warm=self._warm, hints=self._hints)
+        delay = LOCK_RETRY_FIRST
+        told = False
+        while True:
+            try:
+                report = pipeline.build(
+                    config, keyring, incremental=incremental, warm=self._warm, hints=self._hints
+                )
+                break
+            except SiteBusy:
+                # Another build (a `pith-mirror build` run meanwhile) is writing SITE: this
+                # rebuild waits for it instead of leaving the change unbuilt until the next.
+                if not told:
+                    self._say(
+                        f"  waiting: another pith-mirror build is writing {config.site};"
+                        " this rebuild starts once it has finished",
+                        error=True,
+                    )
+                    told = True
+                with self._wake:
+                    if self._wake.wait_for(lambda: self._stopping, delay):
+                        raise
+                delay = min(delay * 2, LOCK_RETRY_MOST)
         self._clean = False
         return report
 

@@ -6,6 +6,7 @@ or an editor would, and polls (bounded) until the served site shows it.
 
 from __future__ import annotations
 
+import fcntl
 import io
 import json
 import os
@@ -22,6 +23,7 @@ from generator.keys import Keyring
 from generator.model import BuildReport
 from generator.pipeline import build
 from generator.watch import Counter, Rebuilder, Scope, Setup, describe, interrupted_cleanly, load_setup
+from generator.write import lock_path
 
 from .conftest import (
     BUNDLE_PAGE,
@@ -610,3 +612,26 @@ def test_ctrl_c_during_a_build_says_it_waits_for_it(workspace: Workspace, real_k
         " the next build clears what it leaves)",
         f"pith-mirror: stopped; {workspace.site} is as the last completed build left it",
     ]
+
+
+def test_a_rebuild_that_meets_another_builds_lock_waits_for_it(
+    workspace: Workspace, start_rebuilder: Callable[..., Rebuilder]
+) -> None:
+    """A `pith-mirror build` writing the site when a change arrives: the rebuild says
+    it waits, tries again until the lock is free, then builds. (It was refused, and
+    the change stayed unbuilt until the next one.)"""
+    workspace.add(SEED_RECORD)
+    rebuilder = start_rebuilder()
+    generation = rebuilder.generation
+    held = os.open(lock_path(workspace.site), os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX)  # (as another build holds it)
+        workspace.place(SEED_BUNDLE)
+        poll(lambda: "waiting: another pith-mirror build is writing" in workspace.err.text())
+        assert rebuilder.generation == generation and not rebuilder.idle
+    finally:
+        os.close(held)
+    assert rebuilder.wait_for_generation(generation + 1, TIMEOUT)
+    assert (workspace.site / "pith" / "Z5NAPRQPUU4SIDOBV5N2FREXWZ.html").is_file()
+    assert workspace.err.text().count("waiting:") == 1
+    assert "build failed" not in workspace.err.text()
