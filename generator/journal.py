@@ -21,7 +21,9 @@ disk) puts SITE back from them (`Journal.rollback`); a child killed itself
 
 from __future__ import annotations
 
+import errno
 import os
+import shutil
 import stat
 from collections.abc import Callable
 from pathlib import Path
@@ -123,6 +125,33 @@ class Plan:
             journal.replace(source, path)
 
 
+def plan_whole_site(site: Path, staging: Path) -> Plan:
+    """A full build's new tree, as changes to SITE made in place: for a SITE that cannot
+    be swapped by renaming (a mount point). Each record's files first, the files about
+    the whole site next (top-level pages, listings, the search index), the manifest
+    last; then every file the new tree does not have is removed."""
+    plan = Plan(site, staging)
+    new = _files(staging)
+    later = [path for path in new if not path.startswith(_PER_RECORD)]
+    for path in [*(p for p in new if p.startswith(_PER_RECORD)), *later]:
+        plan.put(path)
+    plan.remove(set(_files(site)) - set(new))
+    return plan
+
+
+_PER_RECORD = ("pith/", "api/pith-number/", "paper/", ".well-known/pith/")
+
+
+def _files(root: Path) -> list[str]:
+    """Every file under `root` (links too, never followed), relative, sorted."""
+    found = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        linked = [name for name in dirnames if (here / name).is_symlink()]
+        found += [(here / name).relative_to(root).as_posix() for name in [*filenames, *linked]]
+    return sorted(found)
+
+
 def publish(plan: Plan, finish: Callable[[Journal], None]) -> KeyboardInterrupt | None:
     """Make the plan's changes to SITE, then `finish` (the checksums), in a child
     process no signal to this one stops; put SITE back if they fail.
@@ -189,7 +218,12 @@ class Journal:
             if os.path.lexists(target):
                 kept = self.folder / _FILES / path
                 kept.parent.mkdir(parents=True, exist_ok=True)
-                os.link(target, kept, follow_symlinks=False)
+                try:
+                    os.link(target, kept, follow_symlinks=False)
+                except OSError as exc:
+                    if exc.errno != errno.EXDEV:
+                        raise
+                    shutil.copyfile(target, kept, follow_symlinks=False)  # (SITE is a mount point)
             else:
                 self._created.write(path + "\n")
                 self._created.flush()  # (on disk before the file is: a kill leaves no stray)
@@ -219,11 +253,18 @@ class Journal:
             self._real_folders.add(folder)
 
     def replace(self, source: Path, path: str) -> None:
-        """Move `source` into SITE at `path` (an atomic rename), the old file kept."""
+        """Move `source` into SITE at `path` (an atomic rename), the old file kept.
+        Where SITE is another file system (a mount point), the bytes are written
+        into SITE through a temporary file beside the target instead."""
         self.before(path)
         target = self.site / path
         target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(source, target)
+        try:
+            os.replace(source, target)
+        except OSError as exc:
+            if exc.errno != errno.EXDEV:
+                raise
+            self.write(path, source.read_bytes())
 
     def write(self, path: str, data: bytes) -> None:
         """Write `data` into SITE at `path` (through a temporary file), the old file kept.
@@ -271,5 +312,10 @@ def undo(site: Path) -> None:
                 continue
             target = site / path
             target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(kept, target)
+            try:
+                os.replace(kept, target)
+            except OSError as exc:  # (SITE is a mount point: the journal kept copies)
+                if exc.errno != errno.EXDEV:
+                    raise
+                write_atomic(target, kept.read_bytes())
     remove_tree(folder)

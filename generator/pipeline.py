@@ -26,6 +26,7 @@ Rules:
 from __future__ import annotations
 
 import contextlib
+import errno
 import gc
 import multiprocessing
 import os
@@ -54,7 +55,7 @@ from .config import SiteConfig
 from .errors import BuildError, Code, Interrupted, Rejection, SiteBusy
 from .family import family_paths
 from .files import file_sha256
-from .journal import Journal, Plan, publish, settle
+from .journal import Journal, Plan, plan_whole_site, publish, settle
 from .keys import Keyring
 from .layout import MANIFEST_PATH
 from .load import NOT_UTF8_NAME, document_path, is_utf8, shown_name
@@ -159,7 +160,19 @@ def _build(
             pool = None
         if plan is None:
             finish_publication(staging, config)
-            swap_in(staging, site)
+            try:
+                swap_in(staging, site)
+            except OSError as exc:
+                if exc.errno not in (errno.EBUSY, errno.EXDEV):
+                    raise
+                # SITE is a mount point, which no rename replaces: its contents are replaced
+                # in place, as an incremental build replaces them (see journal.py).
+                interrupted = publish(plan_whole_site(site, staging), lambda journal: None)
+                published = True
+                if interrupted is not None:
+                    raise interrupted from None
+                remove_tree(staging)
+                report = _with_note(report, f"{site} is a mount point: its files were replaced in place")
             published = True
         else:
             interrupted = publish(plan, lambda journal: finish_publication(site, config, journal))
