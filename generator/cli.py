@@ -55,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    stop_on_signals()
+    previous = stop_on_signals()
     try:
         code: int = args.handler(args) if hasattr(args, "handler") else run_verify(args)
         sys.stdout.flush()  # (a reader that went away is found here, not at exit)
@@ -72,18 +72,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
         print(f"pith-mirror: stopped{what_was_kept(exc)}", file=sys.stderr)
         return 128 + signum
+    finally:
+        for signum, handler in previous.items():  # (as they were: main may be called in-process)
+            signal.signal(signum, handler)
 
 
-def stop_on_signals() -> None:
+def stop_on_signals() -> dict[int, Any]:
     """SIGTERM (a service manager, `kill`, a container stopping) stops a command as
     Ctrl-C does: an `Interrupted` raised in the main thread, so that a build stops its
     workers, removes its temporary files and leaves SITE whole. (A signal already
-    ignored, as SIGINT is in a background job, stays ignored.)"""
+    ignored, as SIGINT is in a background job, stays ignored.) Returns the handlers
+    replaced."""
+    replaced: dict[int, Any] = {}
     if threading.current_thread() is not threading.main_thread():
-        return
+        return replaced
     for signum, default in ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, signal.SIG_DFL)):
         if signal.getsignal(signum) is default:
-            signal.signal(signum, _interrupt)
+            replaced[signum] = signal.signal(signum, _interrupt)
+    return replaced
 
 
 def _interrupt(signum: int, _frame: object) -> None:

@@ -175,10 +175,11 @@ def _build(
                 report = _with_note(report, f"{site} is a mount point: its files were replaced in place")
             published = True
         else:
-            interrupted = publish(plan, lambda journal: finish_publication(site, config, journal))
-            published = True
-            if interrupted is not None:
-                raise interrupted
+            if plan or _publication_files(site, config):  # (else nothing to change in SITE)
+                interrupted = publish(plan, lambda journal: finish_publication(site, config, journal))
+                published = True
+                if interrupted is not None:
+                    raise interrupted
             remove_tree(staging)
     except BaseException as exc:
         if pool is not None:
@@ -283,6 +284,14 @@ def _collection_deferred() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def _publication_files(site: Path, config: SiteConfig) -> bool:
+    """Whether `finish_publication` has anything to do in SITE: checksums to write, or
+    ones an earlier `pith-mirror checksums` left to remove."""
+    from .publish import SIGNATURE_PATH, SUMS_PATH
+
+    return config.checksums or any(os.path.lexists(site / path) for path in (SUMS_PATH, SIGNATURE_PATH))
 
 
 def finish_publication(root: Path, config: SiteConfig, journal: Journal | None = None) -> None:

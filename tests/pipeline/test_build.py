@@ -879,3 +879,18 @@ def test_signed_values_too_long_to_name_a_file_get_no_file_and_break_no_build(
     assert all(len(part.encode()) <= 255 for name in names for part in name.split("/"))
     published = json.loads((project.site / ".well-known/pith/mirror.json").read_bytes())
     assert len(published["records"]) == 5
+
+
+def test_unfinished_says_whether_a_build_is_in_progress_or_was_stopped(project: Project) -> None:
+    """What a command that must not read a half-made site (signing it, say) asks."""
+    project.add_real()
+    project.build()
+    assert not journal.unfinished(project.site)
+    with one_build_at_a_time(project.site):  # a build in progress holds the lock
+        assert journal.unfinished(project.site)
+    assert not journal.unfinished(project.site)
+    for left in (project.staging, project.root / ".site.undo", project.root / ".site.previous"):
+        left.mkdir()  # what a build stopped part-way leaves
+        assert journal.unfinished(project.site), left
+        left.rmdir()
+    assert not journal.unfinished(project.site)
