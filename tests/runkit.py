@@ -32,7 +32,8 @@ class Running:
     (Selecting on the pipe is not enough: a buffered readline may pull two
     lines at once, and the second would then wait for more output.)"""
 
-    def __init__(self, args: list[str], cwd: Path) -> None:
+    def __init__(self, args: list[str], cwd: Path, new_session: bool = False) -> None:
+        """`new_session`: in a process group of its own, whose processes `group` lists."""
         env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=str(REPO))
         self.process = subprocess.Popen(
             [sys.executable, "-m", "generator", *args],
@@ -42,6 +43,7 @@ class Running:
             stderr=subprocess.PIPE,
             text=True,
             preexec_fn=_default_sigint,
+            start_new_session=new_session,
         )
         self.lines: list[str] = []
         self._queue: queue.Queue[str | None] = queue.Queue()
@@ -78,9 +80,9 @@ class Running:
                 raise AssertionError(f"no line matching {pattern!r}; got {self.lines!r}")
             self.lines.append(line)
 
-    def interrupt(self) -> tuple[int, str, str]:
-        """Ctrl-C, then the exit code, all of stdout and all of stderr."""
-        self.process.send_signal(signal.SIGINT)
+    def interrupt(self, signum: int = signal.SIGINT) -> tuple[int, str, str]:
+        """Ctrl-C (or another signal), then the exit code, all of stdout and all of stderr."""
+        self.process.send_signal(signum)
         code = self.process.wait(timeout=TIMEOUT)
         for reader in self._readers:
             reader.join(TIMEOUT)
@@ -89,3 +91,36 @@ class Running:
             if line is not None:
                 self.lines.append(line)
         return code, "".join(self.lines), "".join(self._errors)
+
+
+def group_processes(group: int) -> list[int]:
+    """The live processes of process group `group` (a command started with
+    `new_session`, and every process it started, however far down)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if int(fields[2]) == group and fields[0] != "Z":
+            found.append(int(entry))
+    return found
+
+
+def wait_for_no_process(group: int, timeout: float = TIMEOUT) -> None:
+    """Fail unless every process of `group` has ended within `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while left := group_processes(group):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"processes outlived the command: {[_command(pid) for pid in left]}")
+        time.sleep(0.02)
+
+
+def _command(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:120]
+    except OSError:
+        return f"{pid} (gone)"

@@ -1,26 +1,39 @@
-"""An incremental build's undo journal: all of its changes to SITE, or none.
+"""An incremental build's changes to SITE: all of them, or none, whenever it stops.
 
 A full build swaps a whole new site in at once. An incremental one changes SITE
-file by file (per-record files, then site-wide pages, the manifest last), so a
-build that fails part-way (a full disk, a kill) would leave a mix: some records
-new, the manifest old. Before each file is replaced or removed, its old inode is
-hard-linked into `.<SITE>.undo/files/` (a link, not a copy: the old bytes stay
-whatever replaces the name), and each path that did not exist is listed in
-`.<SITE>.undo/created`. A failure puts SITE back from them (`Journal.rollback`);
-a build killed before it could is put back by the next one (`undo`, through
-`write.recover`). A build that completes deletes the journal.
+file by file, so a build stopped part-way would leave a mix: a record page new
+and its JSON old, a manifest naming files not there yet. So an incremental
+build first makes every changed file in its staging folder, touching nothing
+in SITE, and lists the changes in a `Plan`; stopped then, SITE is as it was.
+Only then are they made, all at once, in a child process that no signal to the
+build stops (apart.py): per-record files first, site-wide pages next, the
+manifest last. Whatever stops the build, SITE holds the last publication or
+this one, whole.
+
+While the child makes the changes, a `Journal` records each first: the old
+inode of each file replaced or removed is hard-linked into `.<SITE>.undo/files/`
+(a link, not a copy: the old bytes stay whatever replaces the name), and each
+path that did not exist is listed in `.<SITE>.undo/created`. A failure (a full
+disk) puts SITE back from them (`Journal.rollback`); a child killed itself
+(power lost) leaves the journal, and the next build puts SITE back first
+(`settle`), in a child too. A publication that completes deletes the journal.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import shutil
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
+from ..site.layout import MANIFEST_PATH
 from ..trust.errors import BuildError
 from ..trust.files import temporary_path, write_atomic
-from .write import is_plain_relative, remove_files, remove_tree
+from .detached_step import StoppedApart, run_apart
+from .write import is_plain_relative, lock_path, previous_path, remove_files, remove_tree
 
 _UNDO = ".{name}.undo"
 _CREATED = "created"
@@ -29,6 +42,122 @@ _FILES = "files"
 
 def undo_path(site: Path) -> Path:
     return site.parent / _UNDO.format(name=site.name)
+
+
+class Plan:
+    """An incremental build's changes to SITE, listed while the build makes the new
+    files in its staging folder, and made only once all are known (`publish`)."""
+
+    def __init__(self, site: Path, staging: Path) -> None:
+        self.site, self.staging = site, staging
+        self.steps: list[tuple[str, str | frozenset[str]]] = []
+        """("put", path): the staged file replaces SITE's; ("remove", paths)."""
+
+    def put(self, path: str) -> None:
+        """The file staged at `path` goes into SITE there (the latest bytes staged)."""
+        self.steps.append(("put", path))
+
+    def write(self, path: str, data: bytes) -> None:
+        """Stage `data` for `path` (replacing, never writing through, a file staged
+        there before) and put it into SITE."""
+        target = self.staging / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(target, data)
+        self.put(path)
+
+    def remove(self, paths: set[str]) -> None:
+        if paths:
+            self.steps.append(("remove", frozenset(paths)))
+
+    def __bool__(self) -> bool:
+        return bool(self.steps)
+
+    def apply(self, journal: Journal) -> None:
+        """Make the changes in order, the manifest last (it names every record's files)."""
+        last: list[str] = []
+        for kind, what in self.steps:
+            if kind == "remove":
+                assert isinstance(what, frozenset)
+                journal.remove(set(what))
+                continue
+            assert isinstance(what, str)
+            if what == MANIFEST_PATH:
+                last.append(what)
+                continue
+            self._put(journal, what)
+        for path in last:
+            self._put(journal, path)
+
+    def _put(self, journal: Journal, path: str) -> None:
+        source = self.staging / path
+        if os.path.lexists(source):  # (else put already: a path staged twice is put once)
+            journal.replace(source, path)
+
+
+def plan_whole_site(site: Path, staging: Path) -> Plan:
+    """A full build's new tree, as changes to SITE made in place: for a SITE that cannot
+    be swapped by renaming (a mount point). Each record's files first, the files about
+    the whole site next (top-level pages, listings, the search index), the manifest
+    last; then every file the new tree does not have is removed."""
+    plan = Plan(site, staging)
+    new = _files(staging)
+    later = [path for path in new if not path.startswith(_PER_RECORD)]
+    for path in [*(p for p in new if p.startswith(_PER_RECORD)), *later]:
+        plan.put(path)
+    plan.remove(set(_files(site)) - set(new))
+    return plan
+
+
+_PER_RECORD = ("pith/", "api/pith-number/", "paper/", ".well-known/pith/")
+
+
+def _files(root: Path) -> list[str]:
+    """Every file under `root` (links too, never followed), relative, sorted."""
+    found = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        linked = [name for name in dirnames if (here / name).is_symlink()]
+        found += [(here / name).relative_to(root).as_posix() for name in [*filenames, *linked]]
+    return sorted(found)
+
+
+def publish(plan: Plan, finish: Callable[[Journal], None]) -> KeyboardInterrupt | None:
+    """Make the plan's changes to SITE, then `finish` (the checksums), in a child
+    process no signal to this one stops; put SITE back if they fail.
+
+    Returns the Ctrl-C or SIGTERM this process received meanwhile, for the caller
+    to raise once it has noted that the publication is complete. A child killed
+    itself leaves its journal: SITE is put back at once, and the BuildError says so."""
+    site = plan.site
+
+    def step() -> None:
+        journal = Journal(site)
+        try:
+            plan.apply(journal)
+            finish(journal)
+        except BaseException:
+            journal.rollback()
+            raise
+        journal.commit()
+
+    try:
+        return run_apart(step)
+    except StoppedApart as exc:
+        settle(site)
+        raise BuildError(
+            str(site),
+            f"the process publishing the changes was stopped (signal {exc.signum});"
+            " the site was put back as the last build left it",
+        ) from None
+
+
+def settle(site: Path) -> None:
+    """Put SITE back as the last completed build left it, if a publication was
+    stopped part-way (its journal is there), in a child process no signal stops."""
+    if undo_path(site).is_dir():
+        pending = run_apart(lambda: undo(site))
+        if pending is not None:
+            raise pending
 
 
 class Journal:
@@ -58,7 +187,12 @@ class Journal:
             if os.path.lexists(target):
                 kept = self.folder / _FILES / path
                 kept.parent.mkdir(parents=True, exist_ok=True)
-                os.link(target, kept, follow_symlinks=False)
+                try:
+                    os.link(target, kept, follow_symlinks=False)
+                except OSError as exc:
+                    if exc.errno != errno.EXDEV:
+                        raise
+                    shutil.copyfile(target, kept, follow_symlinks=False)  # (SITE is a mount point)
             else:
                 self._created.write(path + "\n")
                 self._created.flush()  # (on disk before the file is: a kill leaves no stray)
@@ -88,11 +222,18 @@ class Journal:
             self._real_folders.add(folder)
 
     def replace(self, source: Path, path: str) -> None:
-        """Move `source` into SITE at `path` (an atomic rename), the old file kept."""
+        """Move `source` into SITE at `path` (an atomic rename), the old file kept.
+        Where SITE is another file system (a mount point), the bytes are written
+        into SITE through a temporary file beside the target instead."""
         self.before(path)
         target = self.site / path
         target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(source, target)
+        try:
+            os.replace(source, target)
+        except OSError as exc:
+            if exc.errno != errno.EXDEV:
+                raise
+            self.write(path, source.read_bytes())
 
     def write(self, path: str, data: bytes) -> None:
         """Write `data` into SITE at `path` (through a temporary file), the old file kept.
@@ -140,7 +281,12 @@ def undo(site: Path) -> None:
                 continue
             target = site / path
             target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(kept, target)
+            try:
+                os.replace(kept, target)
+            except OSError as exc:  # (SITE is a mount point: the journal kept copies)
+                if exc.errno != errno.EXDEV:
+                    raise
+                write_atomic(target, kept.read_bytes())
     remove_tree(folder)
 
 
@@ -154,7 +300,6 @@ def unfinished(site: Path) -> bool:
     half-way (`write.previous_path`), and the lock a build holds while it runs
     (`write.lock_path`, held with `flock`). A full build's staging folder left
     alone is no mark: a killed full build never changed SITE."""
-    from .write import lock_path, previous_path
 
     if os.path.lexists(undo_path(site)) or os.path.lexists(previous_path(site)):
         return True

@@ -26,6 +26,7 @@ Rules:
 from __future__ import annotations
 
 import contextlib
+import errno
 import gc
 import multiprocessing
 import os
@@ -47,7 +48,7 @@ from ..site.markdown_pages import skipped_pages
 from ..site.page_model import fork_notes
 from ..site.shared_paths import family_paths
 from ..trust.choose import Candidate, Choice, select
-from ..trust.errors import BuildError, Code, Rejection
+from ..trust.errors import BuildError, Code, Interrupted, Rejection, SiteBusy
 from ..trust.files import file_sha256, write_atomic
 from ..trust.keys import Keyring
 from ..trust.load import NOT_UTF8_NAME, document_path, is_utf8, shown_name
@@ -64,7 +65,7 @@ from .cache import (
 )
 from .change_check import Listed, Look, Unchanged, content_files, content_top, look, stat_key
 from .full_or_incremental import full_is_faster
-from .journal import Journal, undo
+from .journal import Journal, Plan, plan_whole_site, publish, settle
 from .removal_guard import check_removals, final_numbers, manifest_numbers
 from .report import BuildReport
 from .sitewide_write import PaperPages, SitewideStage
@@ -156,7 +157,7 @@ def _build(
     started, key, extra, site = seen.started, seen.key, seen.extra, config.site
     cache = warm_cache_for(warm, key, site) if incremental else None
     deployed = manifest_numbers(config.deployed) if config.deployed else set()
-    undo(site)  # (a killed incremental build's changes are taken back first)
+    settle(site)  # (a publication stopped part-way is taken back first)
     staging = prepare_staging(site)
     if incremental and cache is None:
         cache = load_cache(config.cache_dir, key, site)
@@ -183,12 +184,12 @@ def _build(
         )
         if method == "fork":  # start the workers now, from a small parent (see `_fork_now`)
             _fork_now(pool)
-    journal = None
+    published = False
     try:
-        if cache is not None:  # (an incremental build changes SITE file by file: all or none)
-            journal = Journal(site)
+        # (an incremental build changes nothing in SITE until every new file is staged)
+        plan = Plan(site, staging) if cache is not None else None
         run = _Build(config, keyring, staging, pool, progress, cache, key, extra)
-        run.journal = journal
+        run.plan = plan
         run.keeps_manifest = warm is not None
         run.listed = listed
         run.deployed = deployed
@@ -196,27 +197,43 @@ def _build(
             run.hints = sorted(set(hints))
         with _collection_deferred():
             report = run.execute(started)
-        if cache is None:
+        if pool is not None:  # (before the publication: no worker is left if it is stopped)
+            pool.shutdown()
+            pool = None
+        if plan is None:
             if config.relative:
                 from ..site.relative_links import make_relative
 
                 make_relative(staging, config.base_path)
             finish_publication(staging, config)
-            swap_in(staging, site)
+            try:
+                swap_in(staging, site)
+            except OSError as exc:
+                if exc.errno not in (errno.EBUSY, errno.EXDEV):
+                    raise
+                # SITE is a mount point, which no rename replaces: its contents are replaced
+                # in place, as an incremental build replaces them (see journal.py).
+                interrupted = publish(plan_whole_site(site, staging), lambda journal: None)
+                published = True
+                if interrupted is not None:
+                    raise interrupted from None
+                remove_tree(staging)
+                report = _with_note(report, f"{site} is a mount point: its files were replaced in place")
+            published = True
         else:
+            if plan or _publication_files(site, config):  # (else nothing to change in SITE)
+                interrupted = publish(plan, lambda journal: finish_publication(site, config, journal))
+                published = True
+                if interrupted is not None:
+                    raise interrupted
             remove_tree(staging)
-            finish_publication(site, config, journal)
-        if journal is not None:
-            journal.commit()
-    except BaseException:
+    except BaseException as exc:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
         shutil.rmtree(staging, ignore_errors=True)
-        if journal is not None:
-            journal.rollback()
+        if isinstance(exc, Interrupted):  # (for the line that says what SITE holds)
+            exc.published, exc.site = published, str(site)
         raise
-    if pool is not None:
-        pool.shutdown()
     if not run.new_cache.manifest_sha256:  # (the site-wide stage hashes the manifest it writes)
         run.new_cache.manifest_sha256 = file_sha256(site / MANIFEST_PATH)
     unchanged = Unchanged(report.published, report.rejections, report.notes)
@@ -255,7 +272,7 @@ def one_build_at_a_time(site: Path) -> Iterator[None]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise BuildError(
+            raise SiteBusy(
                 str(site),
                 "another pith-mirror build is writing this site now; build again once it has finished",
             ) from None
@@ -313,6 +330,12 @@ def _collection_deferred() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def _publication_files(site: Path, config: SiteConfig) -> bool:
+    """Whether `finish_publication` has anything to do in SITE: checksums to write, or
+    ones an earlier `pith-mirror checksums` left to remove."""
+    return config.checksums or any(os.path.lexists(site / path) for path in (SUMS_PATH, SIGNATURE_PATH))
 
 
 def finish_publication(root: Path, config: SiteConfig, journal: Journal | None = None) -> None:
@@ -396,8 +419,8 @@ class _Build:
         """Numbers given a new entry by this build; every other keeps the cache's object."""
         self.keeps_manifest = False
         """Keep each number's manifest lines on its entry, for the next build (warm)."""
-        self.journal: Journal | None = None
-        """An incremental build's record of what it changes in SITE (see journal.py)."""
+        self.plan: Plan | None = None
+        """An incremental build's changes to SITE, made once all are staged (see journal.py)."""
         self.listed: Listed | None = None
         """(path, name, stat) of every input, when the check for no change listed them."""
         self.deployed: set[str] = set()
@@ -461,7 +484,7 @@ class _Build:
             self.keeps_manifest,
             self.renewed,
             self.suspect,
-            self.journal,
+            self.plan,
         )
         notes = [*selection_notes, *fork_notes(summaries), *skipped_pages(self.config.content / "pages")]
         restore = sitewide.write(summaries, rejections, notes, owned, rendered_numbers)
@@ -701,20 +724,20 @@ class _Build:
         A number's paths hold its full body, so only another number's paper
         page (a shared 8-character prefix) can be among the stale paths and
         still be owned: those few are checked against every number."""
-        journal = self.journal
-        assert journal is not None, "an incremental build keeps a journal"
+        plan = self.plan
+        assert plan is not None, "an incremental build keeps a plan"
         moved: set[str] = set()
         for number in sorted(accepted):
             for path in numbers[number].paths:
                 if path in moved:  # a paper page two accepted numbers share (their prefix's
                     continue  # list page, which the site-wide stage writes after this)
                 moved.add(path)
-                journal.replace(self.staging / path, path)
+                plan.put(path)
         gone = [n for n in previous if n not in numbers or n in accepted]
         stale = {p for n in gone for p in previous[n].paths}
         stale -= {p for n in accepted for p in numbers[n].paths}
         owned = PaperPages(numbers, accepted)
-        journal.remove({p for p in stale if p not in owned})
+        plan.remove({p for p in stale if p not in owned})
 
 
 def _unnameable(shown: str) -> Rejection:

@@ -36,7 +36,7 @@ from ..trust.errors import BuildError, Rejection
 from ..trust.keys import Keyring
 from ..trust.model import number_body
 from .cache import BuildCache, NumberEntry
-from .journal import Journal
+from .journal import Plan
 from .workers import PageBatch, SearchHandOver, hand_over_pages
 from .write import Writer, remove_files
 
@@ -63,8 +63,8 @@ class SitewideStage:
     """Numbers given a new entry by this build."""
     suspect: set[str]
     """Family paths written by renders then discarded: recomputed or removed."""
-    journal: Journal | None = None
-    """An incremental build's record of what it changes in SITE (see journal.py)."""
+    plan: Plan | None = None
+    """An incremental build's changes to SITE, made once all are staged (see journal.py)."""
     written: int = 0
 
     @property
@@ -201,13 +201,13 @@ class SitewideStage:
         if staged is not None:
             remove_files(self.staging, {p for p in affected - set(shared) if p not in owned})
             return set()
-        journal = self.journal
-        assert journal is not None, "an incremental build keeps a journal"
+        plan = self.plan
+        assert plan is not None, "an incremental build keeps a plan"
         for file in changed:
-            journal.write(file.path, file.data)
+            plan.write(file.path, file.data)
         self.written += len(changed)
         gone = (set(previous) - set(fixed) - set(record)) | (affected - set(shared))
-        journal.remove({p for p in gone if p not in owned})
+        plan.remove({p for p in gone if p not in owned})
         return {owned[p] for p in gone if p in owned and owned[p] not in fresh}
 
     def stream_manifest_into(

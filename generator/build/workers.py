@@ -78,6 +78,9 @@ def init_worker(
         # Ctrl-C is the parent's to handle: it stops the pool; workers must not
         # each print a KeyboardInterrupt traceback.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        # SIGTERM ends a worker at once (the parent's handler, inherited by a fork, would
+        # raise in the middle of its task): the kernel sends it when the parent dies.
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
         _end_with_parent(parent)
         gc.enable()  # forked while the parent defers collection (see pipeline._collection_deferred)
     env = make_environment(config, keyring)

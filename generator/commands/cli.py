@@ -17,13 +17,16 @@ import argparse
 import contextlib
 import json
 import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from .. import __version__
-from ..trust.errors import BuildError, Code, ConfigError, Problem, Rejection, printable
-from .common import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, load_keys
+from ..trust.errors import BuildError, Code, ConfigError, Interrupted, Problem, Rejection, printable
+from .common import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, load_keys, what_was_kept
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -54,6 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # (for the command a build suggests next)
+    previous = stop_on_signals()
     try:
         code: int = args.handler(args) if hasattr(args, "handler") else run_verify(args)
         sys.stdout.flush()  # (a reader that went away is found here, not at exit)
@@ -66,9 +70,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BuildError as exc:
         print(f"pith-mirror: {exc.path}: {exc.reason}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("pith-mirror: stopped", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
+        print(f"pith-mirror: stopped{what_was_kept(exc)}", file=sys.stderr)
+        return 128 + signum
+    finally:
+        for signum, handler in previous.items():  # (as they were: main may be called in-process)
+            signal.signal(signum, handler)
+
+
+def stop_on_signals() -> dict[int, Any]:
+    """SIGTERM (a service manager, `kill`, a container stopping) stops a command as
+    Ctrl-C does: an `Interrupted` raised in the main thread, so that a build stops its
+    workers, removes its temporary files and leaves SITE whole. (A signal already
+    ignored, as SIGINT is in a background job, stays ignored.) Returns the handlers
+    replaced."""
+    replaced: dict[int, Any] = {}
+    if threading.current_thread() is not threading.main_thread():
+        return replaced
+    for signum, default in ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, signal.SIG_DFL)):
+        if signal.getsignal(signum) is default:
+            replaced[signum] = signal.signal(signum, _interrupt)
+    return replaced
+
+
+def _interrupt(signum: int, _frame: object) -> None:
+    raise Interrupted(signum)
 
 
 def reader_went_away() -> int:

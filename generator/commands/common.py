@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..trust.errors import Rejection
+from ..trust.errors import Interrupted, Rejection
 
 if TYPE_CHECKING:
     from ..trust.keys import Keyring
@@ -55,3 +55,12 @@ def summary_line(report: Any) -> str:
         f"{report.files_written} files written in {report.seconds:.2f}s "
         f"({report.mode}: {report.rendered} record(s) rendered, {len(report.changed)} input(s) changed)"
     )
+
+
+def what_was_kept(exc: BaseException) -> str:
+    """'; SITE is ...': what an interrupted build left, for the one line that says it stopped."""
+    if not isinstance(exc, Interrupted) or exc.published is None or exc.site is None:
+        return ""
+    if exc.published:
+        return f"; {exc.site} holds this build's publication, whole (its cache was not saved)"
+    return f"; {exc.site} is as the last completed build left it"

@@ -358,8 +358,8 @@ def run_serve(args: argparse.Namespace) -> int:
         rebuilder.rebuild("first build")
         print(f"Serving {_shown(server.site)} at {server.url} — Ctrl-C to stop", flush=True)
         server.serve_forever()
-    except KeyboardInterrupt:
-        return interrupted_cleanly(rebuilder)
+    except KeyboardInterrupt as exc:
+        return interrupted_cleanly(rebuilder, interrupt=exc)
     finally:
         server.server_close()
     return 0

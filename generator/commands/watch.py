@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import signal
 import sys
 import threading
 import time
@@ -65,7 +66,7 @@ from ..build.cache import WarmCache, save_warm
 from ..build.change_check import content_top
 from ..build.report import BuildReport
 from ..site.config import SiteConfig, load_config
-from ..trust.errors import BuildError, ConfigError, Rejection, printable
+from ..trust.errors import BuildError, ConfigError, Interrupted, Rejection, SiteBusy, printable
 from ..trust.keys import Keyring
 from ..trust.load import is_ignored_name, shown_name
 
@@ -82,6 +83,12 @@ SETTLE_SECONDS = 0.02
 files closes one and creates the next well within it, so a burst stays one
 build. A change's delay is mostly this pause and the build, so the shorter
 wait matters most when one file is saved while a site is being previewed."""
+
+LOCK_RETRY_FIRST = 0.05
+LOCK_RETRY_MOST = 2.0
+"""A rebuild that finds SITE locked by another build tries again after these
+seconds, doubling from the first to the most: soon after a short build ends,
+and at most this late after a long one."""
 
 PATIENCE_SECONDS = 2.0
 """The longest a build waits for quiet, so a file written slowly still gets built."""
@@ -328,6 +335,8 @@ class Rebuilder:
         self._wake = threading.Condition()
         self._building = threading.Lock()
         self._stopping = False
+        self._taken = False
+        """A batch is taken from the queue and not yet built (see `idle`)."""
         self._observer: BaseObserver | None = None
         self._watches: dict[tuple[str, bool], tuple[ObservedWatch, tuple[int, int] | None]] = {}
         self._missing: set[tuple[str, str]] = set()
@@ -413,6 +422,12 @@ class Rebuilder:
         return self._building.locked()
 
     @property
+    def idle(self) -> bool:
+        """Whether no change is waiting to be built and no build is in progress."""
+        with self._wake:
+            return not self._pending and not self._taken and not self.building
+
+    @property
     def running(self) -> bool:
         threads = [self._thread, self._observer]
         return any(t is not None and t.is_alive() for t in threads)
@@ -472,6 +487,7 @@ class Rebuilder:
             batch, categories, folders = self._pending, self._categories, self._folders
             self._pending, self._categories, self._folders = {}, set(), False
             self._incomplete = set()
+            self._taken = True
             return batch, categories, folders
 
     def _loop(self) -> None:
@@ -488,6 +504,8 @@ class Rebuilder:
                 done = self.rebuild(describe(changes))
             finally:
                 self._hints = None
+                with self._wake:
+                    self._taken = False
             # a failed build left the cache behind these changes: list everything next time
             self._hinting = done
 
@@ -531,7 +549,28 @@ class Rebuilder:
 
     def _warm_build(self, config: SiteConfig, keyring: Keyring) -> BuildReport:
         incremental = not self._clean
-        report = pipeline.build(config, keyring, incremental=incremental, warm=self._warm, hints=self._hints)
+        delay = LOCK_RETRY_FIRST
+        told = False
+        while True:
+            try:
+                report = pipeline.build(
+                    config, keyring, incremental=incremental, warm=self._warm, hints=self._hints
+                )
+                break
+            except SiteBusy:
+                # Another build (a `pith-mirror build` run meanwhile) is writing SITE: this
+                # rebuild waits for it instead of leaving the change unbuilt until the next.
+                if not told:
+                    self._say(
+                        f"  waiting: another pith-mirror build is writing {config.site};"
+                        " this rebuild starts once it has finished",
+                        error=True,
+                    )
+                    told = True
+                with self._wake:
+                    if self._wake.wait_for(lambda: self._stopping, delay):
+                        raise
+                delay = min(delay * 2, LOCK_RETRY_MOST)
         self._clean = False
         return report
 
@@ -650,8 +689,11 @@ class Rebuilder:
             print(line.encode(encoding, "backslashreplace").decode(encoding), file=stream, flush=True)
 
 
-def interrupted_cleanly(rebuilder: Rebuilder, stream: TextIO | None = None) -> int:
-    """Stop after Ctrl-C and say so: stopping is how a watch ends, so exit 0.
+def interrupted_cleanly(
+    rebuilder: Rebuilder, stream: TextIO | None = None, interrupt: KeyboardInterrupt | None = None
+) -> int:
+    """Stop after Ctrl-C or SIGTERM and say so. Stopping is how a watch ends: exit 0
+    after Ctrl-C; 143 after SIGTERM, as a service manager expects of a process it stops.
 
     A build in progress is let finish, so the site stays whole; that can take a
     while, and a silent wait looks like a hang, so it is said."""
@@ -664,12 +706,17 @@ def interrupted_cleanly(rebuilder: Rebuilder, stream: TextIO | None = None) -> i
             flush=True,
         )
     rebuilder.stop()
-    print("pith-mirror: stopped", file=out, flush=True)
-    return 0
+    from .common import what_was_kept
+
+    kept = what_was_kept(interrupt) if interrupt is not None else ""
+    kept = kept or f"; {rebuilder.setup.config.site} is as the last completed build left it"
+    print(f"pith-mirror: stopped{kept}", file=out, flush=True)
+    signum = interrupt.signum if isinstance(interrupt, Interrupted) else signal.SIGINT
+    return 0 if signum == signal.SIGINT else 128 + signum
 
 
 def run_build_watch(args: argparse.Namespace) -> int:
-    """`build --watch`: build, then rebuild whenever an input changes, until Ctrl-C."""
+    """`build --watch`: build, then rebuild whenever an input changes, until Ctrl-C or SIGTERM."""
     from .common import settings_from
 
     rebuilder = Rebuilder(
@@ -681,6 +728,6 @@ def run_build_watch(args: argparse.Namespace) -> int:
         config = rebuilder.setup.config
         print(f"Watching {config.content} and {config.templates} — Ctrl-C to stop", flush=True)
         rebuilder.wait()
-    except KeyboardInterrupt:
-        return interrupted_cleanly(rebuilder)
+    except KeyboardInterrupt as exc:
+        return interrupted_cleanly(rebuilder, interrupt=exc)
     return 0

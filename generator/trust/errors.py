@@ -238,6 +238,22 @@ class BuildError(Exception):
         return cls(path, str(exc.strerror or exc))
 
 
+class SiteBusy(BuildError):
+    """Another build holds SITE's lock: `build` refuses; a rebuild under watch waits."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C (SIGINT) or SIGTERM, raised in the main thread so that a command stops
+    as Ctrl-C stops it: workers ended, temporary files removed, SITE whole. A build
+    it stops notes whether its publication was complete (`published`) and where."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+        self.published: bool | None = None
+        self.site: str | None = None
+
+
 class ConfigError(Exception):
     """A setting or keys file that cannot be used; names the setting."""
 

@@ -26,6 +26,9 @@ from .test_verify_js import derived_record
 
 pytestmark = pytest.mark.browser
 expect = None  # playwright.sync_api.expect, set by the browser fixture (Playwright is optional)
+BROWSER_TIMEOUT = 30_000
+LAUNCH_TIMEOUT = 120_000
+"""Milliseconds: bounds, not waits (see the browser fixture)."""
 
 ARGS = [
     "--no-sandbox",
@@ -203,8 +206,10 @@ def browser():
 
     global expect
     expect = sync_api.expect
+    # Deadlines far above the normal case: Chromium starts and pages settle slowly on a busy machine.
+    expect.set_options(timeout=BROWSER_TIMEOUT)
     with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, timeout=LAUNCH_TIMEOUT)
         yield b
         b.close()
 
@@ -213,6 +218,7 @@ def browser():
 def page(browser, site):
     context = browser.new_context()
     pg = context.new_page()
+    pg.set_default_timeout(BROWSER_TIMEOUT)
     pg.foreign = []  # requests to any host but the site
     pg.problems = []  # console errors (CSP violations included) and uncaught exceptions
 
@@ -238,7 +244,7 @@ def verify(pg, url: str) -> tuple[str, list[tuple[str, str, str]], str]:
     pg.wait_for_selector(
         ", ".join(f'#browser-verify[data-result="{r}"]' for r in ("verified", "failed", "unsupported")),
         state="attached",
-        timeout=20000,
+        timeout=BROWSER_TIMEOUT,
     )
     result = pg.get_attribute("#browser-verify", "data-result")
     steps = pg.eval_on_selector_all(
@@ -351,7 +357,7 @@ def test_resolver_redirects(page, site, query, lands_on):
     # Without the trailing slash, as the resolver's own links are written: the
     # static server redirects to the folder and keeps the query string.
     page.goto(f"{site}/api/pith-number/resolve{query}")
-    page.wait_for_url(f"{site}{lands_on}", timeout=10000)
+    page.wait_for_url(f"{site}{lands_on}", timeout=BROWSER_TIMEOUT)
 
 
 def test_resolver_miss_and_bad_query(page, site):

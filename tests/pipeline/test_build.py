@@ -754,14 +754,15 @@ def test_an_incremental_build_that_fails_part_way_leaves_the_site_as_it_was(
 def test_a_killed_incremental_build_is_undone_by_the_next_build(
     project: Project, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Killed, a build cannot put the site back itself: its journal stays, and the next
-    build, even one with nothing changed since the last complete one, undoes it."""
+    """A publication stopped part-way (the process making the changes lost its power)
+    cannot put the site back itself: its journal stays, and the next build, even one
+    with nothing changed since the last complete one, undoes it."""
     project.add_real(bundle=False)
     project.build()
     before = tree(project.site)
     project.add_real()
     monkeypatch.setattr(journal.Journal, "rollback", lambda self: None)  # (as if killed: no rollback)
-    _fail_after(monkeypatch, journal, "write_atomic", 2)
+    _fail_after(monkeypatch, journal.Journal, "replace", 3)  # (in the process that publishes)
     with pytest.raises(BuildError):
         project.build()
     assert tree(project.site) != before and (project.root / ".site.undo").is_dir()
@@ -776,26 +777,30 @@ _KILLED_AT_A_RENAME = """
 import os, signal, sys
 real = os.replace
 def dying(source, target, *args, **kwargs):
-    # killed with a finished temporary file in SITE, just before it is renamed into place
-    if ".tmp-" in os.fspath(source) and os.fspath(target).startswith(sys.argv[1]):
+    # killed (as by a power loss) just before a file is renamed into place in SITE
+    if sys.argv[2] in os.fspath(source) and os.fspath(target).startswith(sys.argv[1]):
         os.kill(os.getpid(), signal.SIGKILL)
     return real(source, target, *args, **kwargs)
 os.replace = dying
 from generator.commands.cli import main
-sys.exit(main(sys.argv[2:]))
+sys.exit(main(sys.argv[3:]))
 """
 
 
 @pytest.mark.parametrize(
-    ("target", "checksums"),
-    [pytest.param("site/", False, id="site-wide"), pytest.param("site/SHA256SUMS", True, id="checksums")],
+    ("target", "source", "checksums"),
+    [
+        pytest.param("site/index.html", ".site.staging/", False, id="site-wide"),
+        pytest.param("site/SHA256SUMS", ".tmp-", True, id="checksums"),
+    ],
 )
-def test_a_build_killed_while_writing_a_file_leaves_no_temporary_file_in_the_site(
-    project: Project, target: str, checksums: bool
+def test_a_publication_killed_part_way_is_put_back_at_once(
+    project: Project, target: str, source: str, checksums: bool
 ) -> None:
-    """An incremental build writes some files of SITE through a temporary file beside
-    them. Killed between the two, the temporary file stayed (`.index.html.tmp-PID`):
-    undoing the build put every file back but left it, to be published."""
+    """The process that makes an incremental build's changes to SITE, killed part-way
+    (the build's own process lives on): the build puts the site back at once, with
+    no temporary file left in it (one stayed, `.SHA256SUMS.tmp-PID`, to be published),
+    and says so; the next build makes the change."""
     if checksums:
         (project.root / "pith-mirror.toml").write_text("checksums = true\n", "utf-8")
     project.add_real(bundle=False)
@@ -806,13 +811,14 @@ def test_a_build_killed_while_writing_a_file_leaves_no_temporary_file_in_the_sit
     before = tree(project.site)
     assert ("SHA256SUMS" in before) == checksums
     project.add_real()
-    killed = [sys.executable, "-c", _KILLED_AT_A_RENAME, target, *arguments]
-    result = subprocess.run(killed, cwd=project.root, env=env, timeout=120)
-    assert result.returncode == -signal.SIGKILL
-    assert any(".tmp-" in path for path in tree(project.site))  # (the case this is about)
-    project.remove(REAL_BUNDLE.name)  # content as the last complete build saw it
-    assert subprocess.run(command, cwd=project.root, env=env, timeout=120).returncode == 0
+    killed = [sys.executable, "-c", _KILLED_AT_A_RENAME, target, source, *arguments]
+    result = subprocess.run(killed, cwd=project.root, env=env, timeout=120, capture_output=True, text=True)
+    assert result.returncode == 2, result.stderr
+    assert "was stopped (signal 9); the site was put back as the last build left it" in result.stderr
     assert tree(project.site) == before
+    assert not (project.root / ".site.undo").exists()
+    assert subprocess.run(command, cwd=project.root, env=env, timeout=120).returncode == 0
+    assert f"pith/{BUNDLE_BODY}/bundle.json" in tree(project.site)
 
 
 def test_a_document_replaced_by_a_named_pipe_is_refused_without_waiting(project: Project) -> None:
@@ -917,3 +923,20 @@ def test_signed_values_too_long_to_name_a_file_get_no_file_and_break_no_build(
     assert all(len(part.encode()) <= 255 for name in names for part in name.split("/"))
     published = json.loads((project.site / ".well-known/pith/mirror.json").read_bytes())
     assert len(published["records"]) == 5
+
+
+def test_unfinished_says_whether_a_build_is_in_progress_or_was_stopped(project: Project) -> None:
+    """What a command that must not read a half-made site (signing it, say) asks."""
+    project.add_real()
+    project.build()
+    assert not journal.unfinished(project.site)
+    with one_build_at_a_time(project.site):  # a build in progress holds the lock
+        assert journal.unfinished(project.site)
+    assert not journal.unfinished(project.site)
+    for left in (project.root / ".site.undo", project.root / ".site.previous"):
+        left.mkdir()  # what a build stopped part-way while changing SITE leaves
+        assert journal.unfinished(project.site), left
+        left.rmdir()
+    project.staging.mkdir()  # a build stopped before it changed SITE: SITE is whole
+    assert not journal.unfinished(project.site)
+    project.staging.rmdir()

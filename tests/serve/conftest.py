@@ -11,6 +11,7 @@ from __future__ import annotations
 import http.client
 import io
 import json
+import os
 import shutil
 import threading
 import time
@@ -33,6 +34,8 @@ TEMPLATES = REPO / "templates"
 RECORD_PAGE = "/pith/GO43K6A5MHLNBUADUVZ3AKFBNI"
 BUNDLE_PAGE = "/pith/Z5NAPRQPUU4SIDOBV5N2FREXWZ"
 TIMEOUT = 20.0
+QUIET = 0.5
+"""The watchers' pause in these tests (see `start_rebuilder`)."""
 
 
 def poll(condition: Callable[[], Any], timeout: float = TIMEOUT, interval: float = 0.05) -> Any:
@@ -45,6 +48,12 @@ def poll(condition: Callable[[], Any], timeout: float = TIMEOUT, interval: float
         if time.monotonic() > deadline:
             raise AssertionError(f"still false after {timeout}s: {getattr(condition, '__name__', condition)}")
         time.sleep(interval)
+
+
+def settled(rebuilder: Rebuilder) -> None:
+    """Wait until the rebuilder has nothing noted and nothing building: the changes
+    made before are built, so a count read now is not read in the middle of a burst."""
+    poll(lambda: rebuilder.idle)
 
 
 def tampered_bundle() -> bytes:
@@ -116,6 +125,20 @@ class Workspace:
     def add(self, source: Path, name: str | None = None) -> Path:
         target = self.content / (name or source.name)
         shutil.copyfile(source, target)
+        return target
+
+    def place(self, source: Path | bytes, name: str | None = None) -> Path:
+        """Put a copy of a file (or these bytes) in content/ in one step, a rename from
+        a name the build ignores: one event, so one rebuild, however slowly the
+        machine copies."""
+        assert name is not None or isinstance(source, Path)
+        target = self.content / (name or source.name)  # type: ignore[union-attr]
+        temporary = self.content / f".{target.name}.part"
+        if isinstance(source, bytes):
+            temporary.write_bytes(source)
+        else:
+            shutil.copyfile(source, temporary)
+        os.replace(temporary, target)
         return target
 
     def report(self) -> dict[str, Any]:
@@ -210,6 +233,9 @@ def start_rebuilder(workspace: Workspace) -> Iterator[Callable[..., Rebuilder]]:
 
     def start(load: Callable[[], Setup] | None = None, first_build: bool = True, **options: Any) -> Rebuilder:
         loader = load or (lambda: Setup(workspace.config(), workspace.keyring))
+        # A longer pause than the real one: a copy descheduled for a moment between
+        # creating and closing its file must still be one rebuild on a busy machine.
+        options.setdefault("quiet", QUIET)
         rebuilder = Rebuilder(loader, out=workspace.out, err=workspace.err, **options)
         started.append(rebuilder)
         if first_build:
