@@ -1,9 +1,11 @@
-"""The README's generated parts (rejection codes, CLI reference) match the code, and
-its quick start leaves a clean checkout."""
+"""The documentation's generated parts (rejection codes, CLI reference) match the code,
+every page the README and docs/ link to exists, and the README's quick start works and
+leaves a clean checkout."""
 
 from __future__ import annotations
 
 import importlib.util
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -17,22 +19,37 @@ from generator.site.config import SiteConfig
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_readme_generated_parts_are_current() -> None:
-    spec = importlib.util.spec_from_file_location("update_readme", ROOT / "docs" / "update_readme.py")
+def test_generated_parts_are_current() -> None:
+    spec = importlib.util.spec_from_file_location("update_docs", ROOT / "docs" / "update_docs.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    readme = (ROOT / "README.md").read_text("utf-8")
-    assert module.render(readme) == readme, "run: python3 docs/update_readme.py"
+    for name, marker in module.GENERATED.items():
+        text = (ROOT / "docs" / name).read_text("utf-8")
+        assert f"<!-- {marker}:begin -->" in text, f"docs/{name} lost its generated part"
+        assert module.render(text) == text, "run: python3 docs/update_docs.py"
 
 
 def test_every_rejection_code_is_documented() -> None:
     from generator.trust.errors import CODE_HELP, Code
 
-    readme = (ROOT / "README.md").read_text("utf-8")
+    page = (ROOT / "docs" / "trust-model.md").read_text("utf-8")
     for code in Code:
         assert code in CODE_HELP
-        assert f"`{code.value}`" in readme
+        assert f"`{code.value}`" in page
+
+
+def test_every_page_the_docs_link_to_exists() -> None:
+    """A link from the README or a page of docs/ to a file of the repository leads somewhere."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "bench" / "README.md"]
+    missing = []
+    for page in pages:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text("utf-8")):
+            if "://" in target or target.startswith("mailto:"):
+                continue
+            if not (page.parent / target).exists():
+                missing.append(f"{page.relative_to(ROOT)} -> {target}")
+    assert missing == []
 
 
 def test_what_a_build_leaves_beside_the_site_is_ignored_by_git() -> None:

@@ -1,7 +1,8 @@
-"""Regenerate README.md's generated parts: the rejection codes and the CLI reference.
+"""Regenerate the documentation's generated parts: the rejection codes
+(docs/trust-model.md) and the CLI reference (docs/cli.md).
 
-Run `python3 docs/update_readme.py`; `tests/test_readme.py` fails when the
-README is out of date, so the documented codes and options are the real ones.
+Run `python3 docs/update_docs.py`; `tests/test_docs.py` fails when either is
+out of date, so the documented codes and options are the real ones.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ def codes_table() -> str:
 def cli_reference() -> str:
     os.environ["COLUMNS"] = "100"  # argparse wraps help to the terminal: fix it
     parser = build_parser()
-    parts = ["## CLI reference", ""]
+    parts = []
     actions = [a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction"]
     commands = actions[0].choices if actions else {}
     for name, sub in [("pith-mirror", parser), *commands.items()]:
@@ -37,20 +38,28 @@ def cli_reference() -> str:
         with contextlib.redirect_stdout(text):
             sub.print_help()
         title = name if name == "pith-mirror" else f"pith-mirror {name}"
-        parts += [f"### `{title}`", "", "```", text.getvalue().rstrip(), "```", ""]
+        parts += [f"## `{title}`", "", "```", text.getvalue().rstrip(), "```", ""]
     return "\n".join(parts).rstrip()
 
 
-def render(readme: str) -> str:
-    for marker, body in (("codes", codes_table()), ("cli", cli_reference())):
+GENERATED = {"trust-model.md": "codes", "cli.md": "cli"}
+"""Each page of docs/ with a generated part, and the marker around it."""
+
+
+def render(text: str) -> str:
+    """`text` with every generated part it has made anew."""
+    for marker, make in (("codes", codes_table), ("cli", cli_reference)):
         pattern = re.compile(rf"(<!-- {marker}:begin -->\n).*?(<!-- {marker}:end -->)", re.S)
-        readme = pattern.sub(lambda m, body=body: m.group(1) + body + "\n" + m.group(2), readme)
-    return readme
+        if pattern.search(text):
+            body = make()
+            text = pattern.sub(lambda m, body=body: m.group(1) + body + "\n" + m.group(2), text)
+    return text
 
 
 def main() -> int:
-    path = ROOT / "README.md"
-    path.write_text(render(path.read_text("utf-8")), "utf-8")
+    for name in GENERATED:
+        path = ROOT / "docs" / name
+        path.write_text(render(path.read_text("utf-8")), "utf-8")
     return 0
 
 
