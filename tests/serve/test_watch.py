@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from generator.build.pipeline import build
+from generator.build.report import BuildReport
 from generator.build.write import lock_path
 from generator.commands.watch import (
     Counter,
@@ -31,7 +32,6 @@ from generator.commands.watch import (
 from generator.site.config import SiteConfig
 from generator.trust.errors import BuildError
 from generator.trust.keys import Keyring
-from generator.trust.model import BuildReport
 
 from .conftest import (
     BUNDLE_PAGE,
