@@ -22,8 +22,7 @@ from pathlib import Path
 
 from ..site.manifest import published_entries
 from ..trust.errors import BuildError, ConfigError
-from ..trust.files import read_regular
-from ..trust.load import parse_json, shown_name
+from ..trust.load import read_json_setting, shown_name
 
 MAX_SHARE = 0.10
 """The largest share of the published records a build may remove without `allow_removals`."""
@@ -76,12 +75,7 @@ def manifest_numbers(path: Path) -> set[str]:
     cannot be read or is no pith-mirror manifest (an empty answer would let any
     build through unchecked)."""
     shown = shown_name(str(path))
-    try:
-        data = parse_json(read_regular(path, MANIFEST_LIMIT))
-    except OSError as exc:
-        raise ConfigError("deployed", f"cannot read {shown}: {exc.strerror}") from None
-    except ValueError as exc:
-        raise ConfigError("deployed", f"{shown} is {exc}") from None
+    data = read_json_setting(path, "deployed", MANIFEST_LIMIT)
     entries = published_entries(data)
     records = data.get("records") if isinstance(data, dict) else None
     if not isinstance(records, list) or (records and not entries):

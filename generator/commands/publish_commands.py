@@ -208,16 +208,10 @@ def run_checksums(args: argparse.Namespace) -> int:
 def load_trust(path: Path) -> list[dict[str, Any]]:
     """Public entries from a key file of `keygen`, a public entry, or a list of them."""
     from ..publish.integrity import KEY_FILE_LIMIT, load_mirror_key
-    from ..trust.files import read_regular
     from ..trust.keys import keyring_from_json
-    from ..trust.load import parse_json
+    from ..trust.load import read_json_setting
 
-    try:
-        data = parse_json(read_regular(path, KEY_FILE_LIMIT))
-    except OSError as exc:
-        raise ConfigError("trust", f"cannot read {path}: {exc.strerror}") from None
-    except ValueError as exc:
-        raise ConfigError("trust", f"{path} is {exc}") from None
+    data = read_json_setting(path, "trust", KEY_FILE_LIMIT)
     if isinstance(data, dict) and "private_key_seed_b64" in data:
         return [load_mirror_key(path).public_entry]
     return [dict(k.entry) for k in keyring_from_json(data, str(path)).keys]

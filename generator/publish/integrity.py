@@ -36,7 +36,7 @@ from ..trust.canonical import b32, canonical_digest, pretty_json
 from ..trust.errors import BuildError, ConfigError, pointer
 from ..trust.files import NotRegularFile, file_sha256, not_regular, read_regular
 from ..trust.keys import Keyring, PinnedKey, decode_signature, keyring_from_json
-from ..trust.load import NOT_UTF8_NAME, is_utf8, parse_json, shown_name
+from ..trust.load import NOT_UTF8_NAME, is_utf8, parse_json, read_json_setting, shown_name
 
 SIGNATURE_TYPE = "pith_mirror_manifest_signature"
 SIGNED_MESSAGE = "mirror_manifest_signature_sha256_bytes"
@@ -288,12 +288,7 @@ def generate_mirror_key(path: Path, key_id: str) -> dict[str, Any]:
 
 def load_mirror_key(path: Path) -> MirrorKey:
     """Read a private key file written by `generate_mirror_key`; any problem is a ConfigError."""
-    try:
-        data = parse_json(read_regular(path, KEY_FILE_LIMIT))
-    except OSError as exc:
-        raise ConfigError("mirror_key", f"cannot read {path}: {exc.strerror}") from None
-    except ValueError as exc:
-        raise ConfigError("mirror_key", f"{path} is {exc}") from None
+    data = read_json_setting(path, "mirror_key", KEY_FILE_LIMIT)
     if not isinstance(data, dict) or "private_key_seed_b64" not in data:
         raise ConfigError("mirror_key", f"{path} is not a private key file (no private_key_seed_b64)")
     key_id = data.get("key_id")

@@ -520,3 +520,15 @@ def read_settings_file(path: Path, setting: str) -> bytes:
                 " settings or keys file holds",
             ) from None
         raise ConfigError(setting, f"cannot read {shown_name(str(path))}: {exc.strerror}") from None
+
+
+def read_json_setting(path: Path, setting: str, limit: int) -> Any:
+    """A small JSON file that a setting names (a key, trust or manifest file), read and
+    decoded as strictly as a document; any problem is a ConfigError for `setting`."""
+    shown = shown_name(str(path))
+    try:
+        return parse_json(read_regular(path, limit))
+    except OSError as exc:
+        raise ConfigError(setting, f"cannot read {shown}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise ConfigError(setting, f"{shown} is {exc}") from None
