@@ -56,6 +56,16 @@ class PinnedKey:
         object.__setattr__(self, "fingerprint_hex", digest[:16].hex())
         object.__setattr__(self, "fingerprint_b32", b32(digest)[:26])
 
+    @property
+    def stated_forms(self) -> dict[str, str]:
+        """The key's spellings a key object may state beside it, by field name: a keys
+        file and a bundle's `public_keys` are both checked against these."""
+        return {
+            "public_key_hex": self.public_key_hex,
+            "fingerprint_sha256_hex": self.fingerprint_hex,
+            "fingerprint_sha256_b32_first128bits": self.fingerprint_b32,
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class Keyring:
@@ -184,12 +194,7 @@ def _parse_entry(entry: Any, where: str) -> PinnedKey:
     if not crypto_core_ed25519_is_valid_point(public_key):
         raise ConfigError("keys", f"{where} ({key_id}) public_key_b64 is {_degenerate(public_key)}")
     key = PinnedKey(key_id=key_id, public_key=public_key, entry=dict(entry))
-    stated = {
-        "public_key_hex": key.public_key_hex,
-        "fingerprint_sha256_hex": key.fingerprint_hex,
-        "fingerprint_sha256_b32_first128bits": key.fingerprint_b32,
-    }
-    for name, actual in stated.items():
+    for name, actual in key.stated_forms.items():
         if name in entry and entry[name] != actual:
             raise ConfigError("keys", f"{where} ({key_id}) {name} is not the key's own: {actual}")
     return key

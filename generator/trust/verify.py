@@ -316,12 +316,7 @@ class _Checker:
                     " it proves nothing",
                 )
                 continue
-            stated = {
-                "public_key_hex": key.public_key_hex,
-                "fingerprint_sha256_hex": key.fingerprint_hex,
-                "fingerprint_sha256_b32_first128bits": key.fingerprint_b32,
-            }
-            for field, actual in stated.items():
+            for field, actual in key.stated_forms.items():
                 if field in entry and entry[field] != actual:
                     self.fail(
                         Code.KEY_FINGERPRINT_MISMATCH,
