@@ -13,6 +13,7 @@ from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 
 import factories as f
+import pytest
 
 from .pullkit import REAL_BUNDLE_BODY, REAL_RECORD_BODY, RECORD, RECORD_BODY, Server, answer, documents, pull
 
@@ -43,20 +44,21 @@ def resolver(server: Server, names: dict[str, str]) -> list[dict[str, list[str]]
     return seen
 
 
-def test_an_arxiv_look_up_answered_with_json(server: Server, content: Path, keys: Path) -> None:
-    seen = resolver(server, {"2111.04007": REAL_RECORD_NUMBER})
-    result = pull(server.url, content, keys, "--arxiv", "2111.04007", "--json")
+@pytest.mark.parametrize(
+    ("option", "asked", "query"),
+    [
+        ("--arxiv", "2111.04007", {"arxiv": ["2111.04007"], "json": ["true"]}),  # answered with JSON
+        ("--doi", "10.48550/arXiv.2111.04007", {"doi": ["10.48550/arxiv.2111.04007"], "json": ["true"]}),
+    ],
+    ids=["arxiv-answered-with-json", "doi-answered-with-a-redirect"],
+)
+def test_a_look_up_on_the_resolver_finds_the_number(
+    server: Server, content: Path, keys: Path, option: str, asked: str, query: dict[str, list[str]]
+) -> None:
+    seen = resolver(server, {query[next(iter(query))][0]: REAL_RECORD_NUMBER})
+    result = pull(server.url, content, keys, option, asked, "--json")
     assert result.code == 0, result.err
-    assert seen == [{"arxiv": ["2111.04007"], "json": ["true"]}]
-    assert result.json()["results"][0]["pith_number"] == REAL_RECORD_NUMBER
-    assert set(documents(content)) == {f"{REAL_RECORD_BODY}.record.json"}
-
-
-def test_a_doi_look_up_answered_with_a_redirect(server: Server, content: Path, keys: Path) -> None:
-    seen = resolver(server, {"10.48550/arxiv.2111.04007": REAL_RECORD_NUMBER})
-    result = pull(server.url, content, keys, "--doi", "10.48550/arXiv.2111.04007", "--json")
-    assert result.code == 0, result.err
-    assert seen == [{"doi": ["10.48550/arxiv.2111.04007"], "json": ["true"]}]
+    assert seen == [query]
     assert result.json()["results"][0]["pith_number"] == REAL_RECORD_NUMBER
     assert set(documents(content)) == {f"{REAL_RECORD_BODY}.record.json"}
 
