@@ -229,11 +229,13 @@ LISTED_FIELDS = (
     "source_id",
     "source_version",
     "aliases",
+    "paper_signed",
 )
 """The summary fields that pages about the whole site show or order by (listings,
 browse counts, search index, sitemap, report; the aliases because their arXiv and
-DOI values are search terms): the manifest and the feed aside, which are made
-again every build, a change to any other field changes none of them."""
+DOI values are search terms; whether the authors shown are signed, which listings
+and search results mark): the manifest and the feed aside, which are made again
+every build, a change to any other field changes none of them."""
 
 
 def same_listing(before: Summary, after: Summary) -> bool:

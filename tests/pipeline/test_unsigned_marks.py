@@ -40,7 +40,7 @@ def _listing_item(html: str, number: str) -> str:
 
 def test_listings_search_results_and_the_feed_mark_unsigned_authors(project: Project) -> None:
     unsigned, signed = _site(project)
-    for page in ("index.html", "browse/year/2021/index.html"):
+    for page in ("index.html", "browse/year/2021.html"):
         html = project.text(page)
         marked = _listing_item(html, unsigned)
         assert UNSIGNED_AUTHORS in marked and 'class="unsigned-mark"' in marked and "not signed" in marked
@@ -52,6 +52,31 @@ def test_listings_search_results_and_the_feed_mark_unsigned_authors(project: Pro
     feed = project.text("feed.xml")
     assert f"<summary>{UNSIGNED_AUTHORS} (not signed)</summary>" in feed
     assert f"<summary>{SIGNED_AUTHORS}</summary>" in feed
+
+
+def test_an_incremental_build_drops_the_mark_when_a_bundle_signs_the_authors(project: Project) -> None:
+    """The same paper's record document, then its bundle in the same file, with the
+    same authors: the listings and search rows that marked them unsigned are made again."""
+    record = record_doc(source_id="2101.00003", title="Signed Later")
+    record["paper"]["authors_text"] = SIGNED_AUTHORS
+    canonical = f.canonical_record(source_id="2101.00003", title="Signed Later")
+    number = f.pith_number(canonical)
+    assert record["pith_number"] == number
+    project.add("paper.json", record)
+    project.build()
+    assert "not signed" in _listing_item(project.text("index.html"), number)
+    snapshot = f.graph_snapshot(canonical, "Signed Later")
+    snapshot["paper"]["authors_text"] = SIGNED_AUTHORS
+    events = [
+        f.record_created_event(f.TEST_SIGNER, canonical),
+        f.event(f.TEST_SIGNER, number, "graph_snapshot", {"graph_snapshot": snapshot}, target="graph"),
+    ]
+    project.add("paper.json", f.bundle(record=canonical, events=events))
+    assert project.build().mode == "incremental"
+    for page in ("index.html", "browse/year/2021.html"):
+        item = _listing_item(project.text(page), number)
+        assert SIGNED_AUTHORS in item and "unsigned-mark" not in item, page
+    assert {row[0]: row[2] for row in project.json("search/records/0.json")}[number] == SIGNED_AUTHORS
 
 
 _RAW_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
