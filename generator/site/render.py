@@ -57,10 +57,14 @@ class OutputFile:
     immutable: bool = False
 
 
-def page(path: str, html: str) -> list[OutputFile]:
-    """Write a page at `path.html` and `path/index.html` (see layout)."""
-    data = html.encode("utf-8")
-    return [OutputFile(p, data) for p in layout.page_paths(path)]
+def page(path: str, html: str, base: str) -> list[OutputFile]:
+    """A page at `path.html`, and its folder twin `path/index.html` that sends
+    readers there (see layout)."""
+    page_file, folder_file = layout.page_paths(path)
+    return [
+        OutputFile(page_file, html.encode("utf-8")),
+        OutputFile(folder_file, layout.folder_redirect(path, base)),
+    ]
 
 
 def render_publication(
@@ -144,8 +148,8 @@ def render_publication(
     context = record_context(
         pub, summary, snapshot, snapshot_origin, integrity_path, config, site, paths, (paper, paper_prov)
     )
-    files += page(paths.record_page, render_template(env, "record.html", context))
-    files += page(paths.paper_page, render_template(env, "paper.html", context))
+    files += page(paths.record_page, render_template(env, "record.html", context), config.base_path)
+    files += page(paths.paper_page, render_template(env, "paper.html", context), config.base_path)
     return files, summary
 
 

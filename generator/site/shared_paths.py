@@ -32,7 +32,7 @@ from ..trust.model import alias_matches, arxiv_aliases, number_body
 from .config import SiteConfig
 from .page_model import Summary
 from .render import DERIVED_BY, OutputFile
-from .sitewide import Lazy, browse_side, eager, fingerprint, lazy_page, render, xml_escape
+from .sitewide import Lazy, browse_side, eager, fingerprint, lazy_page, render, twin_pages, xml_escape
 
 _NUMBER = operator.attrgetter("pith_number")
 _HEAD = operator.itemgetter(slice(10, 18))
@@ -186,7 +186,7 @@ def short_pages(
     for path, records in sorted(by_prefix.items()):
         if len(records) == 1:
             number = records[0].pith_number
-            files += lazy_page(path, fingerprint(path, number), partial(redirect_html, number, base))
+            files += twin_pages(path, fingerprint(path, number), partial(redirect_html, number, base))
             continue
         heading = f"{len(records)} records share the short form {path.rsplit('/', 1)[1]}"
         context = {
@@ -204,9 +204,9 @@ def short_pages(
         }
         key = fingerprint(path, *(s.digest for s in records))
         make = partial(render, env, "index.html", **context)
-        files += lazy_page(path, key, make)
+        files += lazy_page(env, path, key, make)
         if len(path) == len("pith/") + 8:
-            replacing += lazy_page(layout.paper_page(records[0].body), key, make)
+            replacing += lazy_page(env, layout.paper_page(records[0].body), key, make)
     return files, replacing
 
 

@@ -40,7 +40,7 @@ from .markdown_pages import markdown_pages
 from .page_model import Summary
 from .render import DERIVED_BY, OutputFile, page
 from .search_index import Pending, search_files, search_key, shown_authors
-from .templating import render_template
+from .templating import SiteInfo, render_template
 
 _T = TypeVar("_T")
 
@@ -106,10 +106,30 @@ class _Once:
         return data
 
 
-def lazy_page(path: str, key: str, make_html: Callable[[], str], job: PageRender | None = None) -> list[Lazy]:
-    """Like `render.page`: `x.html` and `x/index.html`, rendered at most once."""
+def lazy_page(
+    env: Environment, path: str, key: str, make_html: Callable[[], str], job: PageRender | None = None
+) -> list[Lazy]:
+    """Like `render.page`: the page at `x.html`, and at `x/index.html` its folder
+    twin that sends readers there (see layout)."""
+    page_file, folder_file = layout.page_paths(path)
+    return [
+        Lazy(page_file, key, _Once(make_html, takers=1), job),
+        eager(folder_file, layout.folder_redirect(path, site_base(env))),
+    ]
+
+
+def twin_pages(path: str, key: str, make_html: Callable[[], str]) -> list[Lazy]:
+    """The same small page at `x.html` and `x/index.html`, rendered once: a short
+    form's redirect, which sends readers straight to its record from either."""
     make = _Once(make_html)
-    return [Lazy(f"{path}.html", key, make, job), Lazy(f"{path}/index.html", key, make, job)]
+    return [Lazy(path, key, make) for path in layout.page_paths(path)]
+
+
+def site_base(env: Environment) -> str:
+    """The base path every link starts with, as the templates see it."""
+    site = env.globals["site"]
+    assert isinstance(site, SiteInfo), "the environment comes from make_environment"
+    return site.base
 
 
 def fingerprint(*parts: object) -> str:
@@ -214,7 +234,7 @@ def listing_pages(
         if number == 1 and not path:
             files.append(Lazy("index.html", key, _Once(make, takers=1), job))
         else:
-            files += lazy_page(path if number == 1 else f"{prefix}page/{number}", key, make, job)
+            files += lazy_page(env, path if number == 1 else f"{prefix}page/{number}", key, make, job)
     return files
 
 
@@ -316,7 +336,10 @@ def listing_files(
     others = {**extra, "home": False}
     files = listing_pages(env, "", "Records", ordered, config.per_page, extra)
     files += lazy_page(
-        "browse", fingerprint(years, cats), lambda: render(env, "browse.html", years=years, categories=cats)
+        env,
+        "browse",
+        fingerprint(years, cats),
+        lambda: render(env, "browse.html", years=years, categories=cats),
     )
     for year, records in by_year.items():
         files += listing_pages(
@@ -335,6 +358,7 @@ def listing_files(
         on_pages([lazy for lazy in files if lazy.job is not None])
     for slug, title, html in md_pages:
         files += lazy_page(
+            env,
             slug,
             fingerprint(title, html),
             partial(render, env, "page.html", title=title, content=html),
@@ -369,7 +393,7 @@ def fixed_files(
     """Files made again every build: small, or (the feed) cheap to make from all records."""
     fixed = [
         OutputFile("404.html", render(env, "404.html").encode("utf-8")),
-        *page(layout.RESOLVE, render(env, "resolve.html")),
+        *page(layout.RESOLVE, render(env, "resolve.html"), config.base_path),
         OutputFile("feed.xml", atom_feed(summaries, config)),
         *asset_files(config.templates / "static"),
     ]
@@ -428,7 +452,7 @@ def report_files(
     html = render(
         env, "report.html", report=report, rejections=refused, causes=causes, shown=REPORT_FILES_SHOWN
     )
-    return [OutputFile("report.json", pretty_json(report)), *page("report", html)]
+    return [OutputFile("report.json", pretty_json(report)), *page("report", html, site_base(env))]
 
 
 def sitemap_files(ordered: Sequence[Summary], config: SiteConfig, slugs: Sequence[str]) -> list[Pending]:

@@ -275,16 +275,27 @@ def test_short_forms_redirect_to_the_record_page(real_site: Project) -> None:
             assert html == real_site.text(f"pith/{body[:n]}/index.html")
 
 
-def test_page_pairs_are_identical(real_site: Project) -> None:
-    """`x.html` and `x/index.html` carry the same bytes (links are absolute)."""
+def test_a_page_s_folder_twin_sends_readers_to_it(real_site: Project) -> None:
+    """`x/index.html` is a small page that sends readers to `x.html` by its file name
+    (every host answers that), naming `/x` as the canonical address; a short form's
+    two names are the same redirect to its record."""
     site = real_site.site
-    pairs = 0
+    folders = shorts = 0
     for page in site.rglob("index.html"):
         twin = page.parent.with_suffix(".html") if page.parent != site else None
-        if twin is not None and twin.exists():
-            assert twin.read_bytes() == page.read_bytes(), twin
-            pairs += 1
-    assert pairs >= 10  # record, paper and short-form pages of both real documents, at least
+        if twin is None or not twin.exists():
+            continue
+        path = twin.relative_to(site).with_suffix("").as_posix()
+        if page.read_bytes() == twin.read_bytes():
+            assert 'content="0; url=/pith/' in twin.read_text("utf-8") and path.startswith("pith/"), path
+            shorts += 1
+            continue
+        text = page.read_text("utf-8")
+        assert f'<meta http-equiv="refresh" content="0; url=/{path}.html">' in text, path
+        assert f'<link rel="canonical" href="/{path}">' in text, path
+        assert len(page.read_bytes()) < 600 and "<script" not in text, path
+        folders += 1
+    assert folders >= 6 and shorts >= 6  # record and paper pages and short forms of both real documents
 
 
 # ---------------------------------------------------------------- layout rules

@@ -77,7 +77,12 @@ def test_every_listing_page_links_every_year_and_category(rich_site: Project) ->
     expected = browse_targets(site / "browse.html")
     assert len({t for t in expected if "/year/" in t}) >= 3 and any("/category/" in t for t in expected)
     listings = [site / "index.html", site / "page/2.html"]
-    listings += [p for kind in ("year", "category") for p in (site / "browse" / kind).rglob("*.html")]
+    listings += [
+        p
+        for kind in ("year", "category")
+        for p in (site / "browse" / kind).rglob("*.html")
+        if p.name != "index.html"
+    ]
     assert len(listings) > 6
     for listing in listings:
         assert browse_targets(listing) >= expected, listing
@@ -181,7 +186,7 @@ def test_strict_parser_catches_errors() -> None:
 
 def test_markdown_page_shows_raw_html_as_text(real_site: Project) -> None:
     html = real_site.read("about.html")
-    assert html == real_site.read("about/index.html")
+    assert b'url=/about.html"' in real_site.read("about/index.html")
     doc = parse_strict(html)
     main = doc.find(".//main")
     assert main.find(".//h1").text == "About this mirror"
@@ -228,5 +233,5 @@ def test_listings_name_their_page_numbers(rich_site: Project) -> None:
     assert '<a rel="prev" href="/page/5">' in last and 'aria-current="page">6<' in last
     first = (site / "index.html").read_text("utf-8")
     assert 'aria-current="page">1<' in first and '<a rel="next" href="/page/2">' in first
-    year = pager_numbers(site / "browse/year/2021/index.html")
+    year = pager_numbers(site / "browse/year/2021.html")
     assert year[:2] == [("1", None), ("2", "/browse/year/2021/page/2")]

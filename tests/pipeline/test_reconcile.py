@@ -567,7 +567,7 @@ def test_a_forked_event_chain_is_published_and_reported(project: Project) -> Non
         f"{number}: its signed event chain forks (1 equivocation: valid events that claim the same"
         " prev_event); published with every event applied, as the merge does, and its page says so"
     ]
-    page = project.text(f"pith/{f.pith_body(record)}/index.html")
+    page = project.text(f"pith/{f.pith_body(record)}.html")
     assert "The signed event chain forks" in page
     assert all(
         branch["event_id"] in page.split('id="fork-h"')[1].split("</section>")[0] for branch in branches

@@ -104,7 +104,7 @@ def test_doi_look_ups_are_lower_cased(resolve_site: tuple[Project, list[dict[str
 
 def test_resolve_page_exists_both_ways(resolve_site: tuple[Project, list[dict[str, Any]]]) -> None:
     project, _ = resolve_site
-    assert project.read("api/pith-number/resolve.html") == project.read("api/pith-number/resolve/index.html")
+    assert b'url=/api/pith-number/resolve.html"' in project.read("api/pith-number/resolve/index.html")
     assert b"<h1>" in project.read("api/pith-number/resolve.html")
 
 
