@@ -7,7 +7,11 @@ mode) and offers its keys and documents as fixtures.
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -78,3 +82,18 @@ def seed_record_path() -> Path:
 @pytest.fixture(scope="session")
 def seed_bundle_path() -> Path:
     return SEED_BUNDLE
+
+
+@pytest.fixture
+def memory_tmp(tmp_path: Path) -> Iterator[Path]:
+    """A folder in memory (/dev/shm) where there is one, else `tmp_path`: for the few
+    tests whose trees are thousands of files, which a disk makes slow and uneven."""
+    shm = Path("/dev/shm")
+    if not (shm.is_dir() and os.access(shm, os.W_OK)):
+        yield tmp_path
+        return
+    folder = Path(tempfile.mkdtemp(prefix="pith-test-", dir=shm))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -1,7 +1,8 @@
 """An incremental build stopped at any moment: SIGKILL and SIGTERM, as a user sends them.
 
-Two versions of a few hundred signed bundles (the second adds an event to
-each), each built in full once for reference. Then, again and again, a real
+Two versions of 900 signed bundles (in the second, 210 of them have one event
+more: under the share of changes past which a build is full, see
+`full_or_incremental`), each built in full once for reference. Then, again and again, a real
 `pith-mirror build` over a site of one version, with the content of the other,
 is stopped: at random moments, and at the moment SITE starts to change. After
 each stop, once no process of the build is left, SITE as it is must hold, for
@@ -33,14 +34,16 @@ from generator.build.write import lock_path
 from generator.site import layout
 from generator.site.layout import MANIFEST_PATH
 
-COUNT = 120
+COUNT = 900
+CHANGED = 210
 ROUNDS = 12
 DEADLINE = 60.0
 ARGS = ["build", "content", "site", "--keys", "keys.json", "--jobs", "2", "--quiet"]
 
 
-def versions(count: int) -> tuple[dict[str, bytes], dict[str, bytes]]:
-    """(name -> bytes) of `count` bundles, and of the same bundles one event later."""
+def versions(count: int, changed: int) -> tuple[dict[str, bytes], dict[str, bytes]]:
+    """(name -> bytes) of `count` bundles, and of the same with the first `changed`
+    of them one event later."""
     old, new = {}, {}
     for i in range(count):
         title = f"Paper number {i}"
@@ -56,7 +59,8 @@ def versions(count: int) -> tuple[dict[str, bytes], dict[str, bytes]]:
         )
         name = f"b{i:03d}.json"
         old[name] = f.to_bytes(f.bundle(record=record, title=title, events=[created, snapshot]))
-        new[name] = f.to_bytes(f.bundle(record=record, title=title, events=[created, snapshot, later]))
+        events = [created, snapshot, later] if i < changed else [created, snapshot]
+        new[name] = f.to_bytes(f.bundle(record=record, title=title, events=events))
     return old, new
 
 
@@ -142,8 +146,9 @@ def site_changing(project: Project) -> bool:
         return False
 
 
-def test_an_incremental_build_stopped_at_any_moment_leaves_each_record_whole(tmp_path: Path) -> None:
-    old, new = versions(COUNT)
+def test_an_incremental_build_stopped_at_any_moment_leaves_each_record_whole(memory_tmp: Path) -> None:
+    tmp_path = memory_tmp
+    old, new = versions(COUNT, CHANGED)
     trees = [reference(tmp_path / "old", old), reference(tmp_path / "new", new)]
     project = Project(tmp_path / "mirror")
     project.content.mkdir(parents=True)
@@ -154,19 +159,23 @@ def test_an_incremental_build_stopped_at_any_moment_leaves_each_record_whole(tmp
     kept = tmp_path / "kept"  # (the old site and its cache, put back before each round)
     for name in ("site", ".pith-cache"):
         shutil.copytree(project.root / name, kept / name)
-    put_content(project, new)
+    put_content(project, {name: data for name, data in new.items() if data != old[name]})
 
     started = time.monotonic()  # (one uninterrupted incremental build, to time the others)
-    assert run_build(project).returncode == 0
+    result = run_build(project)
     duration = time.monotonic() - started
+    assert result.returncode == 0 and f"(incremental: {CHANGED} record(s) rendered" in result.stdout, result
     assert tree(project.site) == trees[1]
 
     seed = random.randrange(1 << 30)
     bodies = [json.loads(data)["pith_number"].split(":")[2] for data in old.values()]
+    stopped = 0
     for round_, (signum, after) in enumerate(moments(duration, ROUNDS, seed)):
         for name in ("site", ".pith-cache"):
             shutil.rmtree(project.root / name)
-            shutil.copytree(kept / name, project.root / name)
+            # (hard links: a build replaces files, never writes through one; if it
+            # did, the next round would start from a damaged copy and fail)
+            shutil.copytree(kept / name, project.root / name, copy_function=os.link)
         process = subprocess.Popen(
             [sys.executable, "-m", "generator", *ARGS],
             cwd=project.root,
@@ -183,7 +192,10 @@ def test_an_incremental_build_stopped_at_any_moment_leaves_each_record_whole(tmp
                 time.sleep(0.0005)
         else:
             time.sleep(after)
-        os.kill(process.pid, signum)
+        if process.poll() is None:
+            os.kill(process.pid, signum)
+            stopped += 1
+        # (else it ended first: a moment after the end, which the checks below cover too)
         _, err = process.communicate(timeout=DEADLINE)
         wait_until_stopped(project, process.pid)
         said = f"round {round_} (seed {seed}, {signal.Signals(signum).name} at {after}): {err}"
@@ -207,3 +219,4 @@ def test_an_incremental_build_stopped_at_any_moment_leaves_each_record_whole(tmp
         assert result.returncode == 0, result.stderr
         assert tree(project.site) == trees[1], said
         assert not (project.root / ".site.undo").exists() and not project.staging.exists()
+    assert stopped >= ROUNDS // 2, f"only {stopped} of {ROUNDS} builds were still running when signalled"
