@@ -32,7 +32,8 @@ from ..trust.model import alias_matches, arxiv_aliases, number_body
 from .config import SiteConfig
 from .page_model import Summary
 from .render import DERIVED_BY, OutputFile
-from .sitewide import Lazy, browse_side, eager, fingerprint, lazy_page, render, twin_pages, xml_escape
+from .sitewide import Lazy, browse_side, eager, fingerprint, lazy_page, render, twin_pages
+from .templating import xml_escape
 
 _NUMBER = operator.attrgetter("pith_number")
 _HEAD = operator.itemgetter(slice(10, 18))

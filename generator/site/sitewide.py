@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import operator
-import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -372,7 +371,7 @@ def listing_files(
     )
     files += group(
         fingerprint("sitemap", config.base_url, *slugs, *(s.pith_number for s in ordered)),
-        partial(sitemap_files, ordered, config, slugs),
+        partial(sitemap_files, ordered, env, config, slugs),
         previous,
     )
     return files
@@ -394,7 +393,7 @@ def fixed_files(
     fixed = [
         OutputFile("404.html", render(env, "404.html").encode("utf-8")),
         *page(layout.RESOLVE, render(env, "resolve.html"), config.base_path),
-        OutputFile("feed.xml", atom_feed(summaries, config)),
+        OutputFile("feed.xml", atom_feed(summaries, env, config)),
         *asset_files(config.templates / "static"),
     ]
     entries = [k.entry for k in keyring.keys]
@@ -455,7 +454,9 @@ def report_files(
     return [OutputFile("report.json", pretty_json(report)), *page("report", html, site_base(env))]
 
 
-def sitemap_files(ordered: Sequence[Summary], config: SiteConfig, slugs: Sequence[str]) -> list[Pending]:
+def sitemap_files(
+    ordered: Sequence[Summary], env: Environment, config: SiteConfig, slugs: Sequence[str]
+) -> list[Pending]:
     """`sitemap.xml`, or an index of `sitemaps/sitemap-N.xml` past SITEMAP_LIMIT URLs;
     each file's URLs are made when it is written, not all at once."""
     base = config.absolute_base or config.base_path
@@ -468,43 +469,16 @@ def sitemap_files(ordered: Sequence[Summary], config: SiteConfig, slugs: Sequenc
             base + layout.record_page(s.body)
             for s in ordered[max(0, start - len(fixed)) : max(0, stop - len(fixed))]
         ]
-        lines = "".join(f"  <url><loc>{xml_escape(u)}</loc></url>\n" for u in urls)
-        return (
-            '<?xml version="1.0" encoding="UTF-8"?>\n'
-            '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
-            f"{lines}</urlset>\n"
-        ).encode()
+        return render(env, "sitemap.xml", urls=urls, sitemaps=[]).encode()
 
     starts = range(0, total, SITEMAP_LIMIT)
     if len(starts) == 1:
         return [Pending("sitemap.xml", partial(urlset, 0))]
     files = [Pending(f"sitemaps/sitemap-{i + 1}.xml", partial(urlset, at)) for i, at in enumerate(starts)]
-    index = "".join(
-        f"  <sitemap><loc>{xml_escape(base)}sitemaps/sitemap-{i + 1}.xml</loc></sitemap>\n"
-        for i in range(len(starts))
-    )
-    data = (
-        '<?xml version="1.0" encoding="UTF-8"?>\n'
-        '<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
-        f"{index}</sitemapindex>\n"
-    ).encode()
+    sitemaps = [f"{base}sitemaps/sitemap-{i + 1}.xml" for i in range(len(starts))]
+    data = render(env, "sitemap.xml", urls=[], sitemaps=sitemaps).encode()
     files.append(Pending("sitemap.xml", partial(same_value, data)))
     return files
-
-
-_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-"""Characters XML 1.0 cannot hold at all, not even as references (control
-characters, surrogates, U+FFFE and U+FFFF); JSON strings can."""
-
-
-def xml_escape(text: str) -> str:
-    """Text for XML: '&', '<' and '>' as entities, as `xml.sax.saxutils.escape`
-    makes it (that module imports urllib.request, http.client and email, which
-    cost every command about 40 ms before it does anything), and any character
-    XML cannot hold as U+FFFD, so that one signed title with a form feed in it
-    does not make the whole feed or sitemap unreadable."""
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return _NOT_XML.sub("\ufffd", text)
 
 
 def newest(summaries: Sequence[Summary], count: int) -> list[Summary]:
@@ -521,35 +495,42 @@ def newest(summaries: Sequence[Summary], count: int) -> list[Summary]:
     return recent[:count]
 
 
-def atom_feed(summaries: Sequence[Summary], config: SiteConfig) -> bytes:
+def atom_feed(summaries: Sequence[Summary], env: Environment, config: SiteConfig) -> bytes:
     """The newest FEED_ENTRIES records by update time."""
     base = config.absolute_base or config.base_path
     latest = newest(summaries, FEED_ENTRIES)
-    feed_id = config.absolute_base or "urn:pith-mirror:" + quote(config.site_title, safe="")
-    updated = latest[0].updated_at if latest else ""
     # (an Atom id is an absolute IRI: an entry's is its number, "pith:2026:BODY"; the
     # feed's is the site's address, else a URN with the title percent-encoded, since
     # an IRI holds no space)
-    entries = "".join(
-        "  <entry>\n"
-        f"    <id>{xml_escape(s.pith_number)}</id>\n"
-        f"    <title>{xml_escape(s.title or s.pith_number)}</title>\n"
-        f'    <link href="{xml_escape(base + layout.record_page(s.body))}"/>\n'
-        f"    <updated>{xml_escape(_atom_time(s.updated_at))}</updated>\n"
-        f"    <summary>{xml_escape(shown_authors(s.authors, s.paper_signed))}</summary>\n"
-        "  </entry>\n"
+    entries = [
+        FeedEntry(
+            id=s.pith_number,
+            title=s.title or s.pith_number,
+            link=base + layout.record_page(s.body),
+            updated=_atom_time(s.updated_at),
+            summary=shown_authors(s.authors, s.paper_signed),
+        )
         for s in latest
-    )
-    return (
-        '<?xml version="1.0" encoding="UTF-8"?>\n'
-        '<feed xmlns="http://www.w3.org/2005/Atom">\n'
-        f"  <id>{xml_escape(feed_id)}</id>\n"
-        f"  <title>{xml_escape(config.site_title)}</title>\n"
-        f"  <author><name>{xml_escape(config.site_title)}</name></author>\n"
-        f'  <link rel="self" href="{xml_escape(base)}feed.xml"/>\n'
-        f"  <updated>{xml_escape(_atom_time(updated))}</updated>\n"
-        f"{entries}</feed>\n"
+    ]
+    return render(
+        env,
+        "feed.xml",
+        feed_id=config.absolute_base or "urn:pith-mirror:" + quote(config.site_title, safe=""),
+        base=base,
+        updated=_atom_time(latest[0].updated_at if latest else ""),
+        entries=entries,
     ).encode()
+
+
+@dataclass(frozen=True, slots=True)
+class FeedEntry:
+    """One record as `feed.xml` shows it."""
+
+    id: str
+    title: str
+    link: str
+    updated: str
+    summary: str
 
 
 def _atom_time(value: str) -> str:

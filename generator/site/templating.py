@@ -111,6 +111,7 @@ def make_environment(config: SiteConfig, keyring: Keyring) -> Environment:
     keys = {k.key_id: k.public_key_b64 for k in keyring.keys}
     env.globals["key_b64"] = lambda key_id: keys.get(key_id, "")
     env.filters["jsonld"] = _jsonld
+    env.filters["xml"] = lambda value: Markup(xml_escape(str(value)))
     env.filters["short"] = lambda text, n=16: text if len(text) <= n else text[:n] + "…"
     return env
 
@@ -255,3 +256,18 @@ def _template_line(exc: BaseException) -> str | None:
         if frame.filename.endswith((".html", ".htm", ".xml", ".txt")):
             found = f"{frame.filename}:{frame.lineno}"
     return found
+
+
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+"""Characters XML 1.0 cannot hold at all, not even as references (control
+characters, surrogates, U+FFFE and U+FFFF); JSON strings can."""
+
+
+def xml_escape(text: str) -> str:
+    """Text for XML: '&', '<' and '>' as entities, as `xml.sax.saxutils.escape`
+    makes it (that module imports urllib.request, http.client and email, which
+    cost every command about 40 ms before it does anything), and any character
+    XML cannot hold as U+FFFD, so that one signed title with a form feed in it
+    does not make the whole feed or sitemap unreadable."""
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _NOT_XML.sub("\ufffd", text)
