@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import pickle
-import random
 import unicodedata
-import zlib
 from dataclasses import fields, replace
 from typing import Any
 
@@ -27,7 +25,6 @@ from generator.site.page_model import (
     SnapshotView,
     Summary,
     _fingerprint,
-    compress_small,
     events,
     graph_snapshot,
     pack_aliases,
@@ -211,20 +208,6 @@ def test_real_digests_pack_to_their_bytes() -> None:
     assert len(pack_hashes(digests[0].upper(), *digests[1:])) > 1 + 4 * 32
     spaced = digests[0][:62] + " 0"
     assert len(pack_hashes(spaced, *digests[1:])) > 1 + 4 * 32
-
-
-@given(st.binary(max_size=70_000))
-def test_small_compression_reads_back_with_zlib(data: bytes) -> None:
-    assert zlib.decompress(compress_small(data)) == data
-
-
-@pytest.mark.parametrize("size", [300, 450, 700, 1_500, 5_000, 20_000])  # (within the default window)
-def test_small_compression_finds_a_repeat_as_far_back_as_zlib_s_default(size: int) -> None:
-    """The input repeats its first 100 bytes at its end: only a window that
-    reaches back over the whole input finds the repeat."""
-    head = random.Random(size).randbytes(size - 100)
-    data = head + head[:100]
-    assert len(compress_small(data)) <= len(zlib.compress(data)) < len(data)
 
 
 def _slow_words(text: str) -> list[str]:
