@@ -19,11 +19,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import corpus
-
+from bench import corpus
 from generator.commands.cli import main as cli_main
 
 STAGES: tuple[tuple[str, str, str], ...] = (
