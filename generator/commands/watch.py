@@ -7,14 +7,13 @@ Rules:
   nothing (a file opened or read, a folder's listing touched) never trigger a
   build: the build itself reads every input, and must not wake itself up.
 - The watchdog thread only records what changed and wakes the rebuild loop;
-  all building happens on one loop thread, one build at a time, after the
-  changes have paused for `quiet` seconds (at most `patience` seconds after the
-  first, so a file written without pause still gets built). When every changed
-  file's last event says it is complete (closed after writing, or renamed into
-  place within a watched folder), the pause need only be `settle` seconds: long
-  enough to gather the other files of the same copy, not to wait for a writer
-  that has finished. Close events come from inotify (Linux); elsewhere, and for
-  a file moved in from outside (a creation), every change waits for `quiet`.
+  all building happens on one loop thread, one build at a time, when the
+  debounce queue says the batch is due (see `debounce`): after the changes
+  have paused for `quiet` seconds, at most `patience` seconds after the first,
+  and only `settle` seconds when every changed file's last event says it is
+  complete (closed after writing, or renamed into place within a watched
+  folder). Close events come from inotify (Linux); elsewhere, and for a file
+  moved in from outside (a creation), every change waits for `quiet`.
 - A half-written document is simply refused by that build; writing the rest
   is another change and the next build publishes it.
 - Bad input never stops the loop: a `ConfigError` or `BuildError` is reported
@@ -69,6 +68,7 @@ from ..site.config import SiteConfig, load_config
 from ..trust.errors import BuildError, ConfigError, Interrupted, Rejection, SiteBusy, printable
 from ..trust.keys import Keyring
 from ..trust.load import is_ignored_name, shown_name
+from .debounce import DebounceQueue
 
 BuildFn = Callable[[SiteConfig, Keyring], BuildReport]
 
@@ -262,13 +262,6 @@ def _identity(folder: str) -> tuple[int, int] | None:
     return info.st_dev, info.st_ino
 
 
-def _merge(before: str | None, now: str) -> str:
-    """One verb per path for a burst: a new file that was then written is still 'created'."""
-    if before == "created" and now in ("modified", "touched"):
-        return "created"
-    return now
-
-
 def describe(changes: dict[str, str]) -> str:
     """'content/x.bundle.json modified, 1 more': the first change and how many others.
 
@@ -313,7 +306,7 @@ class Rebuilder:
         """Ignore the build cache (`--clean`) until a build completes."""
         self._build = build or self._warm_build
         self._out, self._err = out, err
-        self.quiet, self.settle, self.patience, self.show_notes = quiet, settle, patience, show_notes
+        self.show_notes = show_notes
         self.generation_counter = generation or Counter()
         self.rebuild_counter = Counter()
         self.last_report: BuildReport | None = None
@@ -324,15 +317,9 @@ class Rebuilder:
         self._reload = False
         self._scope = Scope(self._setup)
         self._seen: set[Rejection | str] = set()
-        self._pending: dict[str, str] = {}
-        self._categories: set[str] = set()
-        self._folders = False
-        """A folder was created, removed or moved: its files had no events of their own."""
-        self._incomplete: set[str] = set()
-        """Changed paths whose last event does not say the file is whole (see `_COMPLETE`)."""
-        self._last_event = 0.0
-        self._first_event = 0.0
+        self._queue = DebounceQueue(quiet=quiet, settle=settle, patience=patience)
         self._wake = threading.Condition()
+        """Guards the queue, `_taken` and `_stopping`; notified when any changes."""
         self._building = threading.Lock()
         self._stopping = False
         self._taken = False
@@ -425,7 +412,7 @@ class Rebuilder:
     def idle(self) -> bool:
         """Whether no change is waiting to be built and no build is in progress."""
         with self._wake:
-            return not self._pending and not self._taken and not self.building
+            return not self._queue and not self._taken and not self.building
 
     @property
     def running(self) -> bool:
@@ -447,48 +434,21 @@ class Rebuilder:
             return
         name = self._scope.display(path)
         with self._wake:
-            self._enqueue({name: _merge(self._pending.get(name), verb)}, kind, folder, complete)
+            self._queue.note(name, verb, kind, folder=folder, complete=complete)
+            self._wake.notify_all()
 
-    def _enqueue(self, changes: dict[str, str], kind: str, folder: bool, complete: bool = False) -> None:
-        """Add changes to the next batch and wake the loop (the caller holds `_wake`).
-        A change is incomplete unless its event says the file is whole (a folder's never does)."""
-        now = time.monotonic()
-        if not self._pending:
-            self._first_event = now
-        self._pending.update(changes)
-        if complete and not folder:
-            self._incomplete.difference_update(changes)
-        else:
-            self._incomplete.update(changes)
-        self._categories.add(kind)
-        self._folders |= folder
-        self._last_event = now
-        self._wake.notify_all()
-
-    @property
-    def pause(self) -> float:
-        """How long the changes noted so far must be left alone before a build:
-        `settle` when every one is complete, else `quiet` (the caller holds `_wake`)."""
-        return self.quiet if self._incomplete else self.settle
-
-    def _next_batch(self) -> tuple[dict[str, str], set[str], bool] | None:
-        """Wait for changes, then for quiet: (changes, their categories, whether
-        a folder changed); None when stopping."""
+    def _next_batch(self) -> tuple[dict[str, str], frozenset[str], bool] | None:
+        """Wait until the queue has a batch due: (changes, their kinds, whether a
+        folder changed); None when stopping."""
         with self._wake:
-            self._wake.wait_for(lambda: self._pending or self._stopping)
             while not self._stopping:
-                now = time.monotonic()
-                left = min(self._last_event + self.pause, self._first_event + self.patience) - now
-                if left <= 0:
-                    break
-                self._wake.wait(left)
-            if self._stopping:
-                return None
-            batch, categories, folders = self._pending, self._categories, self._folders
-            self._pending, self._categories, self._folders = {}, set(), False
-            self._incomplete = set()
-            self._taken = True
-            return batch, categories, folders
+                batch = self._queue.due()
+                if batch is not None:
+                    self._taken = True
+                    return batch.changes, batch.kinds, batch.folders
+                deadline = self._queue.deadline
+                self._wake.wait(None if deadline is None else deadline - self._queue.clock())
+            return None
 
     def _loop(self) -> None:
         while (batch := self._next_batch()) is not None:
@@ -517,9 +477,10 @@ class Rebuilder:
         except OSError:
             missed = [self._scope.display(str(self._setup.config.content))]
         with self._wake:
-            missed = [name for name in missed if name not in self._pending]  # (their events came)
+            missed = [name for name in missed if name not in self._queue]  # (their events came)
             if missed:  # (as a folder change: the next build lists everything)
-                self._enqueue(dict.fromkeys(missed, "changed without an event"), "content", folder=True)
+                self._queue.add(dict.fromkeys(missed, "changed without an event"), "content", folder=True)
+                self._wake.notify_all()
 
     # -- building ----------------------------------------------------------
 

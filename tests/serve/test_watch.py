@@ -15,8 +15,6 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
 from generator.build.pipeline import build
 from generator.build.report import BuildReport
 from generator.build.write import lock_path
@@ -293,37 +291,6 @@ def test_a_complete_file_is_built_without_waiting_for_quiet(
     os.replace(temporary, workspace.content / SEED_RECORD.name)
     assert rebuilder.wait_for_rebuilds(3, TIMEOUT)
     wait_for_line(workspace, f"content/{SEED_RECORD.name} modified -> published 2, refused 0")
-
-
-@pytest.mark.parametrize(
-    ("events", "pause"),
-    [
-        ([("a.json", "modified", False), ("a.json", "modified", True)], "settle"),  # written, closed
-        ([("a.json", "modified", True), ("b.json", "created", False)], "quiet"),  # another still open
-        ([("a.json", "modified", True), ("a.json", "deleted", False)], "quiet"),  # closed, then deleted
-        ([("a.json", "modified", True), ("a.json", "touched", False)], "quiet"),  # then its mode changed
-        ([("a.json", "created", False), ("b.json", "modified", True)], "quiet"),  # one of two complete
-        ([("a.json", "deleted", False), ("a.json", "modified", True)], "settle"),  # replaced by a rename
-    ],
-    ids=["closed", "another open", "deleted after", "touched after", "one of two", "renamed over"],
-)
-def test_the_pause_is_short_only_when_every_changed_file_is_complete(
-    workspace: Workspace, events: list[tuple[str, str, bool]], pause: str
-) -> None:
-    """Events as the watchdog thread notes them, with no build running: which
-    pause the next build waits for (`complete`: a close after writing, or a
-    rename into place)."""
-    rebuilder = Rebuilder(lambda: Setup(workspace.config(), workspace.keyring), quiet=0.5, settle=0.01)
-    for name, verb, complete in events:
-        rebuilder.note(str(workspace.content / name), verb, complete=complete)
-    assert rebuilder.pause == {"settle": 0.01, "quiet": 0.5}[pause]
-
-
-def test_a_folder_moved_in_waits_for_quiet(workspace: Workspace) -> None:
-    """A folder's files have no events of their own: their copy may still be going on."""
-    rebuilder = Rebuilder(lambda: Setup(workspace.config(), workspace.keyring), quiet=0.5, settle=0.01)
-    rebuilder.note(str(workspace.content / "incoming"), "modified", folder=True, complete=True)
-    assert rebuilder.pause == 0.5
 
 
 def test_unexpected_error_is_printed_and_the_loop_goes_on(
