@@ -18,25 +18,24 @@ Rules:
   is another change and the next build publishes it.
 - Bad input never stops the loop: a `ConfigError` or `BuildError` is reported
   and the previous site stays; an unexpected exception is a bug, so its
-  traceback is printed, and the loop still goes on.
-- Each rebuild prints one line (what changed, what was published), then only
-  the refusals and notes that are new since the previous build.
+  traceback is reported, and the loop still goes on.
+- The loop prints nothing: everything it has to say goes to the `on_report`
+  callback as a value (see `watch_events`); the command decides the words. A
+  print that fails (a terminal that cannot show a name) is then the command's
+  to handle, and the loop's state never depends on how it was shown.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
-import signal
-import sys
 import threading
 import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from watchdog.events import (
     EVENT_TYPE_ATTRIB,
@@ -65,10 +64,21 @@ from ..build.cache import WarmCache, save_warm
 from ..build.change_check import content_top
 from ..build.report import BuildReport
 from ..site.config import SiteConfig, load_config
-from ..trust.errors import BuildError, ConfigError, Interrupted, Rejection, SiteBusy, printable
+from ..trust.errors import BuildError, ConfigError, SiteBusy, printable
 from ..trust.keys import Keyring
 from ..trust.load import is_ignored_name, shown_name
 from .debounce import DebounceQueue
+from .watch_events import (
+    CacheNotSaved,
+    Crashed,
+    Failed,
+    FolderMissing,
+    OnReport,
+    Rebuilt,
+    Stopped,
+    WaitingForLock,
+    WatchTrouble,
+)
 
 BuildFn = Callable[[SiteConfig, Keyring], BuildReport]
 
@@ -290,33 +300,28 @@ class Rebuilder:
         self,
         load: Callable[[], Setup],
         *,
+        on_report: OnReport,
         generation: Counter | None = None,
         build: BuildFn | None = None,
-        out: TextIO | None = None,
-        err: TextIO | None = None,
         quiet: float = QUIET_SECONDS,
         settle: float = SETTLE_SECONDS,
         patience: float = PATIENCE_SECONDS,
-        show_notes: bool = True,
         clean: bool = False,
     ) -> None:
         self._load = load
+        self._report = on_report
         self._warm = WarmCache()
         self._clean = clean
         """Ignore the build cache (`--clean`) until a build completes."""
         self._build = build or self._warm_build
-        self._out, self._err = out, err
-        self.show_notes = show_notes
         self.generation_counter = generation or Counter()
         self.rebuild_counter = Counter()
-        self.last_report: BuildReport | None = None
         self._listeners: list[Callable[[Setup], None]] = []
         self._untold: Setup | None = None
         """Settings read again but not yet built with: the listeners still follow the last."""
         self._setup = load()
         self._reload = False
         self._scope = Scope(self._setup)
-        self._seen: set[Rejection | str] = set()
         self._queue = DebounceQueue(quiet=quiet, settle=settle, patience=patience)
         self._wake = threading.Condition()
         """Guards the queue, `_taken` and `_stopping`; notified when any changes."""
@@ -461,7 +466,7 @@ class Rebuilder:
             hinted = categories == {"content"} and not folders and not self._reload and self._hinting
             self._hints = list(changes) if hinted else None
             try:
-                done = self.rebuild(describe(changes))
+                done = self.rebuild(describe(changes), changes)
             finally:
                 self._hints = None
                 with self._wake:
@@ -484,25 +489,22 @@ class Rebuilder:
 
     # -- building ----------------------------------------------------------
 
-    def rebuild(self, reason: str = "first build") -> bool:
-        """Build once now and report it in one line; True if the build completed.
+    def rebuild(self, reason: str = "first build", changes: dict[str, str] | None = None) -> bool:
+        """Build once now and report it; True if the build completed.
 
         Builds never overlap (they share SITE's staging folder), so a direct
         call waits for the loop's build to finish, and vice versa."""
-        stamp = time.strftime("%H:%M:%S")
+        at = time.strftime("%H:%M:%S")
         with self._building:
             try:
-                report = self._attempt(f"[{stamp}] {reason}")
+                report = self._attempt(at, reason)
             finally:
                 self.rebuild_counter.bump()
             if report is None:
                 return False
-            from .common import summary_line
-
-            self.last_report = report
             self.generation_counter.bump()
-            self._say(f"[{stamp}] {reason} -> {summary_line(report)}")
-            self._report_new(report)
+            setup = self._setup
+            self._report(Rebuilt(at, reason, report, setup.config, setup.keyring, changes or {}))
             if self._hints is not None:
                 self._queue_unnoticed()
             self._save_cache()
@@ -522,11 +524,7 @@ class Rebuilder:
                 # Another build (a `pith-mirror build` run meanwhile) is writing SITE: this
                 # rebuild waits for it instead of leaving the change unbuilt until the next.
                 if not told:
-                    self._say(
-                        f"  waiting: another pith-mirror build is writing {config.site};"
-                        " this rebuild starts once it has finished",
-                        error=True,
-                    )
+                    self._report(WaitingForLock(config.site))
                     told = True
                 with self._wake:
                     if self._wake.wait_for(lambda: self._stopping, delay):
@@ -544,13 +542,9 @@ class Rebuilder:
             save_warm(self._setup.config, self._warm)
         except Exception as exc:
             reason = exc.strerror if isinstance(exc, OSError) else f"{type(exc).__name__}: {exc}"
-            self._say(
-                f"warning: the build cache could not be saved ({reason}); "
-                "the next build in another process is a full one",
-                error=True,
-            )
+            self._report(CacheNotSaved(str(reason)))
 
-    def _attempt(self, prefix: str) -> BuildReport | None:
+    def _attempt(self, at: str, reason: str) -> BuildReport | None:
         """Read the settings again if needed, then build; a failure is reported, never raised."""
         try:
             if self._reload:
@@ -562,19 +556,14 @@ class Rebuilder:
         except ConfigError as exc:
             self._reload = True  # read the settings again next time, whatever changes
             self._sync_watches()  # (a missing keys file's folder may have appeared: watch it now)
-            self._say(
-                f"{prefix} -> configuration: {exc.key}: {exc.reason}; the previous site stays", error=True
-            )
+            self._report(Failed(at, reason, exc))
         except BuildError as exc:
-            self._say(
-                f"{prefix} -> build failed: {exc.path}: {exc.reason}; the previous site stays", error=True
-            )
+            self._report(Failed(at, reason, exc))
         except Exception:
             if self._stopping:  # Ctrl-C also reached the build's worker processes
-                self._say(f"{prefix} -> build interrupted", error=True)
+                self._report(Stopped(at, reason))
             else:
-                self._say(f"{prefix} -> unexpected error (a bug); the previous site stays:", error=True)
-                traceback.print_exc(file=self._err or sys.stderr)
+                self._report(Crashed(at, reason, traceback.format_exc()))
         return None
 
     def _apply(self, setup: Setup) -> None:
@@ -604,13 +593,11 @@ class Rebuilder:
         try:
             self._schedule(self._observer)
         except OSError as exc:
-            self._say(f"warning: cannot watch every input ({exc}); some changes may go unnoticed", error=True)
+            self._report(WatchTrouble(exc))
         missing = self._scope.missing()
         for root, kind in missing:
             if (root, kind) not in self._missing:
-                self._say(
-                    f"note: the {kind} folder {root} does not exist; waiting for it to appear", error=True
-                )
+                self._report(FolderMissing(root, kind))
         self._missing = set(missing)
 
     def _schedule(self, observer: BaseObserver) -> None:
@@ -624,71 +611,3 @@ class Rebuilder:
             identity = _identity(folder)
             watch = observer.schedule(_Handler(self), folder, recursive=recursive, event_filter=_EVENT_FILTER)
             self._watches[(folder, recursive)] = (watch, identity)
-
-    def _report_new(self, report: BuildReport) -> None:
-        """Print refusals and notes not printed by the previous build (the line said how many)."""
-        from ..trust.causes import by_cause, pinned_names, terminal_lines
-
-        current: set[Rejection | str] = set(report.rejections) | set(report.notes)
-        new = set(report.rejections) - self._seen
-        report_path = (self._setup.config.site / "report.json").as_posix()
-        for line in terminal_lines(by_cause(new, pinned_names(self._setup.keyring)), report_path):
-            self._say("  " + line, error=True)
-        if self.show_notes:
-            for note in report.notes:
-                if note not in self._seen:
-                    self._say(f"  note: {note}", error=True)
-        self._seen = current
-
-    def _say(self, line: str, *, error: bool = False) -> None:
-        # sys.stdout/sys.stderr are looked up now, not at construction, so redirection still works.
-        stream = (self._err or sys.stderr) if error else (self._out or sys.stdout)
-        try:
-            print(line, file=stream, flush=True)
-        except UnicodeEncodeError:  # a terminal that cannot show a character must not end the loop
-            encoding = getattr(stream, "encoding", None) or "ascii"
-            print(line.encode(encoding, "backslashreplace").decode(encoding), file=stream, flush=True)
-
-
-def interrupted_cleanly(
-    rebuilder: Rebuilder, stream: TextIO | None = None, interrupt: KeyboardInterrupt | None = None
-) -> int:
-    """Stop after Ctrl-C or SIGTERM and say so. Stopping is how a watch ends: exit 0
-    after Ctrl-C; 143 after SIGTERM, as a service manager expects of a process it stops.
-
-    A build in progress is let finish, so the site stays whole; that can take a
-    while, and a silent wait looks like a hang, so it is said."""
-    out = stream or sys.stderr
-    if rebuilder.building:
-        print(
-            "pith-mirror: stopping once the build in progress is done (Ctrl-C again to stop at once;"
-            " the next build clears what it leaves)",
-            file=out,
-            flush=True,
-        )
-    rebuilder.stop()
-    from .common import what_was_kept
-
-    kept = what_was_kept(interrupt) if interrupt is not None else ""
-    kept = kept or f"; {rebuilder.setup.config.site} is as the last completed build left it"
-    print(f"pith-mirror: stopped{kept}", file=out, flush=True)
-    signum = interrupt.signum if isinstance(interrupt, Interrupted) else signal.SIGINT
-    return 0 if signum == signal.SIGINT else 128 + signum
-
-
-def run_build_watch(args: argparse.Namespace) -> int:
-    """`build --watch`: build, then rebuild whenever an input changes, until Ctrl-C or SIGTERM."""
-    from .common import settings_from
-
-    rebuilder = Rebuilder(
-        lambda: load_setup(args.config, settings_from(args)), show_notes=not args.quiet, clean=args.clean
-    )
-    try:
-        rebuilder.start()  # before the first build, so a change made during it is not missed
-        rebuilder.rebuild("first build")
-        config = rebuilder.setup.config
-        print(f"Watching {config.content} and {config.templates} — Ctrl-C to stop", flush=True)
-        rebuilder.wait()
-    except KeyboardInterrupt as exc:
-        return interrupted_cleanly(rebuilder, interrupt=exc)
-    return 0

@@ -18,15 +18,8 @@ from pathlib import Path
 from generator.build.pipeline import build
 from generator.build.report import BuildReport
 from generator.build.write import lock_path
-from generator.commands.watch import (
-    Counter,
-    Rebuilder,
-    Scope,
-    Setup,
-    describe,
-    interrupted_cleanly,
-    load_setup,
-)
+from generator.commands.watch import Counter, Rebuilder, Scope, Setup, describe, load_setup
+from generator.commands.watch_commands import Printer, interrupted_cleanly
 from generator.site.config import SiteConfig
 from generator.trust.errors import BuildError
 from generator.trust.keys import Keyring
@@ -434,7 +427,7 @@ def test_inputs_whose_folders_appear_later_are_built(
 def test_stop_joins_every_thread(workspace: Workspace, real_keyring: Keyring) -> None:
     workspace.add(SEED_RECORD)
     rebuilder = Rebuilder(
-        lambda: Setup(workspace.config(), real_keyring), out=workspace.out, err=workspace.err
+        lambda: Setup(workspace.config(), real_keyring), on_report=Printer(workspace.out, workspace.err)
     )
     with rebuilder:
         assert rebuilder.running
@@ -498,7 +491,9 @@ def test_build_error_at_first_build_is_reported_not_raised(
         raise BuildError("site", "disk full (simulated)")
 
     rebuilder = Rebuilder(
-        lambda: Setup(workspace.config(), real_keyring), build=failing, out=workspace.out, err=workspace.err
+        lambda: Setup(workspace.config(), real_keyring),
+        build=failing,
+        on_report=Printer(workspace.out, workspace.err),
     )
     assert rebuilder.rebuild() is False
     assert (
@@ -577,7 +572,9 @@ def test_ctrl_c_during_a_build_says_it_waits_for_it(workspace: Workspace, real_k
         return build(config, keyring)
 
     rebuilder = Rebuilder(
-        lambda: Setup(workspace.config(), real_keyring), build=slow, out=workspace.out, err=workspace.err
+        lambda: Setup(workspace.config(), real_keyring),
+        build=slow,
+        on_report=Printer(workspace.out, workspace.err),
     )
     building = threading.Thread(target=rebuilder.rebuild)
     building.start()
