@@ -37,7 +37,8 @@ from urllib.parse import quote, unquote, urlsplit
 from ..site.headers import ATOM_TYPE, JSON_TYPE, TEXT_TYPE
 from ..site.layout import SUMS_PATH
 from ..trust.errors import ConfigError
-from .watch import Counter, Setup
+from .watch import Counter
+from .watching import Setup
 
 INTERNAL = "/__pith-mirror/"
 LIVE_RELOAD_TAG = b'<script src="/__pith-mirror/livereload.js"></script>'

@@ -1,19 +1,11 @@
-"""Rebuild the site when its inputs change (`build --watch`, `serve`).
+"""Rebuild the site when its inputs change (`build --watch`, `serve`): the loop.
 
 Rules:
-- Inputs are the content folder (recursive), the templates folder, the
-  settings file and the keys file. Editors' temporaries (the names the loader
-  ignores), anything inside SITE or the cache folder, and events that change
-  nothing (a file opened or read, a folder's listing touched) never trigger a
-  build: the build itself reads every input, and must not wake itself up.
-- The watchdog thread only records what changed and wakes the rebuild loop;
-  all building happens on one loop thread, one build at a time, when the
-  debounce queue says the batch is due (see `debounce`): after the changes
-  have paused for `quiet` seconds, at most `patience` seconds after the first,
-  and only `settle` seconds when every changed file's last event says it is
-  complete (closed after writing, or renamed into place within a watched
-  folder). Close events come from inotify (Linux); elsewhere, and for a file
-  moved in from outside (a creation), every change waits for `quiet`.
+- The watchdog thread only notes what changed (`Rebuilder.note`) and wakes the
+  rebuild loop; all building happens on one loop thread, one build at a time,
+  when the debounce queue says the batch is due (see `debounce`: `quiet`,
+  `patience` and `settle`). Which files count and which folders are watched
+  is `watching`'s part.
 - A half-written document is simply refused by that build; writing the rest
   is another change and the next build publishes it.
 - Bad input never stops the loop: a `ConfigError` or `BuildError` is reported
@@ -27,46 +19,18 @@ Rules:
 
 from __future__ import annotations
 
-import contextlib
-import os
 import threading
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
-
-from watchdog.events import (
-    EVENT_TYPE_ATTRIB,
-    EVENT_TYPE_CLOSED,
-    EVENT_TYPE_CREATED,
-    EVENT_TYPE_DELETED,
-    EVENT_TYPE_MODIFIED,
-    EVENT_TYPE_MOVED,
-    DirCreatedEvent,
-    DirDeletedEvent,
-    DirMovedEvent,
-    FileAttribEvent,
-    FileClosedEvent,
-    FileCreatedEvent,
-    FileDeletedEvent,
-    FileModifiedEvent,
-    FileMovedEvent,
-    FileSystemEvent,
-    FileSystemEventHandler,
-)
-from watchdog.observers import Observer
-from watchdog.observers.api import BaseObserver, ObservedWatch
 
 from ..build import pipeline
 from ..build.cache import WarmCache, save_warm
-from ..build.change_check import content_top
 from ..build.report import BuildReport
-from ..site.config import SiteConfig, load_config
+from ..site.config import SiteConfig
 from ..trust.errors import BuildError, ConfigError, SiteBusy, printable
 from ..trust.keys import Keyring
-from ..trust.load import is_ignored_name, shown_name
+from ..trust.load import shown_name
 from .debounce import DebounceQueue
 from .watch_events import (
     CacheNotSaved,
@@ -79,6 +43,7 @@ from .watch_events import (
     WaitingForLock,
     WatchTrouble,
 )
+from .watching import Scope, Setup, Watcher
 
 BuildFn = Callable[[SiteConfig, Keyring], BuildReport]
 
@@ -102,52 +67,6 @@ and at most this late after a long one."""
 
 PATIENCE_SECONDS = 2.0
 """The longest a build waits for quiet, so a file written slowly still gets built."""
-
-# Only events that can change what a build reads; asking inotify for these alone
-# keeps the build's own reads (open/close-no-write) from reaching us at all.
-_EVENT_FILTER: list[type[FileSystemEvent]] = [
-    FileCreatedEvent,
-    FileModifiedEvent,
-    FileDeletedEvent,
-    FileMovedEvent,
-    FileClosedEvent,
-    FileAttribEvent,
-    DirCreatedEvent,
-    DirDeletedEvent,
-    DirMovedEvent,
-]
-_VERBS = {
-    EVENT_TYPE_CREATED: "created",
-    EVENT_TYPE_MODIFIED: "modified",
-    EVENT_TYPE_CLOSED: "modified",
-    EVENT_TYPE_DELETED: "deleted",
-    EVENT_TYPE_ATTRIB: "touched",
-}
-_COMPLETE = {EVENT_TYPE_CLOSED}
-"""Events after which a file is whole. A deletion is not one: an editor often
-deletes, then writes the file again, and a build in between would unpublish it."""
-
-
-@dataclass(frozen=True, slots=True)
-class Setup:
-    """What a build needs, and the files whose change means reading it again."""
-
-    config: SiteConfig
-    keyring: Keyring
-    config_files: tuple[Path, ...] = ()
-    """The settings file --config names, or else every name a settings file is found under."""
-
-
-def load_setup(explicit: Path | None, flags: dict[str, Any], cwd: Path | None = None) -> Setup:
-    """Settings and pinned keys as `build` reads them; raises ConfigError like it."""
-    from .common import load_keys
-
-    here = cwd or Path.cwd()
-    config = load_config(explicit, flags, here)
-    # Without --config, both names are watched whichever is in use: creating
-    # pith-mirror.toml takes over from pyproject.toml, deleting it hands back.
-    files = (explicit,) if explicit is not None else (here / "pith-mirror.toml", here / "pyproject.toml")
-    return Setup(config, load_keys(config.keys), files)
 
 
 class Counter:
@@ -176,102 +95,6 @@ class Counter:
             return self._changed.wait_for(lambda: self._value >= target, timeout)
 
 
-def _inside(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
-
-
-def _nearest_folder(path: str) -> str:
-    """`path` if it is a folder, else its nearest ancestor that is one."""
-    while not os.path.isdir(path) and os.path.dirname(path) != path:
-        path = os.path.dirname(path)
-    return path
-
-
-class Scope:
-    """Which paths are inputs of the build: the folders to watch and the filter."""
-
-    def __init__(self, setup: Setup) -> None:
-        config = setup.config
-        self.trees = [
-            (os.path.abspath(config.content), "content"),
-            (os.path.abspath(config.templates), "templates"),
-        ]
-        self.files = {os.path.abspath(path): "config" for path in setup.config_files}
-        if config.keys is not None:
-            self.files[os.path.abspath(config.keys)] = "keys"
-        self.excluded = [os.path.abspath(config.site), os.path.abspath(config.cache_dir)]
-
-    def classify(self, path: str) -> str | None:
-        """The input a path belongs to (content, templates, config, keys); None if no build reads it."""
-        path = os.path.abspath(path)
-        if path in self.files:
-            return self.files[path]
-        if any(_inside(path, folder) for folder in self.excluded):
-            return None
-        for root, kind in self.trees:
-            if _inside(path, root):
-                parts = Path(os.path.relpath(path, root)).parts if path != root else ()
-                return None if any(is_ignored_name(part) for part in parts) else kind
-        # A folder on the way to an input that is missing: its creation brings the
-        # input nearer (the next build watches it, see `watches`).
-        for target, kind in [*self.trees, *self.files.items()]:
-            if _inside(target, path):
-                return kind
-        return None
-
-    def watches(self) -> set[tuple[str, bool]]:
-        """(folder, recursive) pairs to watch: each tree, and single files through their folder.
-
-        A tree or a file's folder that does not exist (yet, or any more) is
-        watched through its nearest folder that does, so the creation of each
-        folder on the way is an event like any other (see `classify`)."""
-        wanted = {
-            (root, True) if os.path.isdir(root) else (_nearest_folder(os.path.dirname(root)), False)
-            for root, _ in self.trees
-        }
-        wanted |= {(_nearest_folder(os.path.dirname(path)), False) for path in self.files}
-        return wanted
-
-    def missing(self) -> list[tuple[str, str]]:
-        return [(root, kind) for root, kind in self.trees if not os.path.isdir(root)]
-
-    def display(self, path: str) -> str:
-        """A short name for messages, as rejections name files: 'content/x.json'."""
-        path = os.path.abspath(path)
-        for root, _kind in self.trees:
-            if _inside(path, root) and path != root:  # (as the build names documents)
-                return content_top(Path(root)) + Path(os.path.relpath(path, root)).as_posix()
-        here = os.getcwd()
-        return Path(os.path.relpath(path, here)).as_posix() if _inside(path, here) else path
-
-
-class _Handler(FileSystemEventHandler):
-    """Runs on watchdog's thread: classify the event and hand it over, nothing more."""
-
-    def __init__(self, rebuilder: Rebuilder) -> None:
-        self.rebuilder = rebuilder
-
-    def on_any_event(self, event: FileSystemEvent) -> None:
-        if event.is_directory and event.event_type == EVENT_TYPE_MODIFIED:
-            return  # a folder's entries changed: the file's own event says which
-        folder = event.is_directory
-        if event.event_type == EVENT_TYPE_MOVED:  # (a rename into place: the file arrives whole)
-            self.rebuilder.note(os.fsdecode(event.src_path), "deleted", folder=folder)
-            self.rebuilder.note(os.fsdecode(event.dest_path), "modified", folder=folder, complete=True)
-        elif event.event_type in _VERBS:
-            path, verb = os.fsdecode(event.src_path), _VERBS[event.event_type]
-            self.rebuilder.note(path, verb, folder=folder, complete=event.event_type in _COMPLETE)
-
-
-def _identity(folder: str) -> tuple[int, int] | None:
-    """Which folder is at this path now (device, inode); None if there is none."""
-    try:
-        info = os.stat(folder)
-    except OSError:
-        return None
-    return info.st_dev, info.st_ino
-
-
 def describe(changes: dict[str, str]) -> str:
     """'content/x.bundle.json modified, 1 more': the first change and how many others.
 
@@ -288,7 +111,7 @@ def describe(changes: dict[str, str]) -> str:
 
 
 class Rebuilder:
-    """Watches the inputs and rebuilds the site on one loop thread.
+    """Rebuilds the site on one loop thread as changes come, keeping the cache warm.
 
     `start()` begins watching, `stop()` ends it and joins both threads.
     `rebuild()` builds synchronously (the first build). `generation` counts
@@ -329,9 +152,7 @@ class Rebuilder:
         self._stopping = False
         self._taken = False
         """A batch is taken from the queue and not yet built (see `idle`)."""
-        self._observer: BaseObserver | None = None
-        self._watches: dict[tuple[str, bool], tuple[ObservedWatch, tuple[int, int] | None]] = {}
-        self._missing: set[tuple[str, str]] = set()
+        self.watcher = Watcher(self.note)
         self._thread: threading.Thread | None = None
         self._hints: list[str] | None = None
         """The content names the batch being built says changed (see `_loop`)."""
@@ -366,26 +187,11 @@ class Rebuilder:
     # -- lifecycle ---------------------------------------------------------
 
     def start(self) -> None:
-        """Begin watching and rebuilding in the background."""
+        """Begin watching and rebuilding in the background (ConfigError if nothing can be watched)."""
         if self._thread is not None:
             raise RuntimeError("already started")
-        try:
-            self._observer = Observer()  # (the inotify instance is made here, or by start())
-            self._observer.daemon = True
-            with self._building:
-                self._sync_watches()
-            self._observer.start()
-        except OSError as exc:
-            observer, self._observer = self._observer, None
-            if observer is not None:
-                with contextlib.suppress(OSError, RuntimeError):  # (the folders it did start watching)
-                    observer.stop()
-            raise ConfigError(
-                "watch",
-                f"cannot watch the inputs for changes ({exc.strerror or exc}): raise the system's"
-                " inotify limits (fs.inotify.max_user_instances, fs.inotify.max_user_watches),"
-                " or build without watching (serve --no-watch, build without --watch)",
-            ) from None
+        with self._building:
+            self._tell_all(self.watcher.start(self._scope))
         self._thread = threading.Thread(target=self._loop, name="pith-mirror-rebuild", daemon=True)
         self._thread.start()
 
@@ -394,10 +200,7 @@ class Rebuilder:
         with self._wake:
             self._stopping = True
             self._wake.notify_all()
-        if self._observer is not None:
-            self._observer.stop()
-            if self._observer.is_alive():
-                self._observer.join()
+        self.watcher.stop()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()
 
@@ -421,15 +224,14 @@ class Rebuilder:
 
     @property
     def running(self) -> bool:
-        threads = [self._thread, self._observer]
-        return any(t is not None and t.is_alive() for t in threads)
+        return self.watcher.alive or (self._thread is not None and self._thread.is_alive())
 
     def wait(self) -> None:
         """Block until stopped; Ctrl-C in the main thread interrupts it (KeyboardInterrupt)."""
         while self._thread is not None and self._thread.is_alive():
             self._thread.join(timeout=1.0)
 
-    # -- events ------------------------------------------------------------
+    # -- changes -----------------------------------------------------------
 
     def note(self, path: str, verb: str, *, folder: bool = False, complete: bool = False) -> None:
         """Record one change (called on watchdog's thread) and wake the loop.
@@ -457,13 +259,13 @@ class Rebuilder:
 
     def _loop(self) -> None:
         while (batch := self._next_batch()) is not None:
-            changes, categories, folders = batch
-            if categories & {"config", "keys"}:
+            changes, kinds, folders = batch
+            if kinds & {"config", "keys"}:
                 self._reload = True
             # Only documents changed, file by file: the build need not list the
             # other thousands. Then a listing checks what the events may have
             # missed (a full inotify queue drops them), after the site is out.
-            hinted = categories == {"content"} and not folders and not self._reload and self._hinting
+            hinted = kinds == {"content"} and not folders and not self._reload and self._hinting
             self._hints = list(changes) if hinted else None
             try:
                 done = self.rebuild(describe(changes), changes)
@@ -583,31 +385,9 @@ class Rebuilder:
                 listener(setup)
 
     def _sync_watches(self) -> None:
-        """Watch exactly the folders the settings name, as they are now on disk.
+        """Watch the folders of the settings in use; trouble is reported, never raised."""
+        self._tell_all(self.watcher.sync(self._scope))
 
-        A watched folder that was deleted or replaced (same name, new folder)
-        has lost its inotify watch, so it is scheduled again. Failing to watch
-        (e.g. the system's inotify limit) is reported and never stops a build."""
-        if self._observer is None:
-            return
-        try:
-            self._schedule(self._observer)
-        except OSError as exc:
-            self._report(WatchTrouble(exc))
-        missing = self._scope.missing()
-        for root, kind in missing:
-            if (root, kind) not in self._missing:
-                self._report(FolderMissing(root, kind))
-        self._missing = set(missing)
-
-    def _schedule(self, observer: BaseObserver) -> None:
-        wanted = self._scope.watches()
-        for key, (watch, identity) in list(self._watches.items()):
-            if key not in wanted or _identity(key[0]) != identity:
-                del self._watches[key]
-                with contextlib.suppress(KeyError):
-                    observer.unschedule(watch)
-        for folder, recursive in sorted(wanted - set(self._watches)):
-            identity = _identity(folder)
-            watch = observer.schedule(_Handler(self), folder, recursive=recursive, event_filter=_EVENT_FILTER)
-            self._watches[(folder, recursive)] = (watch, identity)
+    def _tell_all(self, found: list[WatchTrouble | FolderMissing]) -> None:
+        for item in found:
+            self._report(item)

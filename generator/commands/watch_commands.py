@@ -22,7 +22,7 @@ from ..build.change_check import check_site
 from ..trust.errors import ConfigError, Interrupted, Rejection
 from .common import settings_from, summary_line, what_was_kept
 from .serve import open_server
-from .watch import Rebuilder, load_setup
+from .watch import Rebuilder
 from .watch_events import (
     CacheNotSaved,
     Crashed,
@@ -34,6 +34,7 @@ from .watch_events import (
     WaitingForLock,
     WatchTrouble,
 )
+from .watching import load_setup
 
 
 class Printer:

@@ -23,8 +23,9 @@ from typing import Any
 import pytest
 
 from generator.commands.serve import PreviewServer
-from generator.commands.watch import Counter, Rebuilder, Setup
+from generator.commands.watch import Counter, Rebuilder
 from generator.commands.watch_commands import Printer
+from generator.commands.watching import Setup
 from generator.site.config import SiteConfig
 from generator.trust.keys import Keyring
 

@@ -18,8 +18,9 @@ from pathlib import Path
 from generator.build.pipeline import build
 from generator.build.report import BuildReport
 from generator.build.write import lock_path
-from generator.commands.watch import Counter, Rebuilder, Scope, Setup, describe, load_setup
+from generator.commands.watch import Counter, Rebuilder, describe
 from generator.commands.watch_commands import Printer, interrupted_cleanly
+from generator.commands.watching import Scope, Setup, load_setup
 from generator.site.config import SiteConfig
 from generator.trust.errors import BuildError
 from generator.trust.keys import Keyring
@@ -511,13 +512,13 @@ def test_a_change_whose_event_was_lost_is_found_by_the_listing(
     them) is built at once, not at its next edit."""
     workspace.add(SEED_RECORD)
     rebuilder = start_rebuilder()
-    real_note = rebuilder.note
+    real_note = rebuilder.watcher.on_change
 
     def lossy(path: str, verb: str, **options: bool) -> None:
         if os.path.basename(path) != BUNDLE_NAME:
             real_note(path, verb, **options)
 
-    rebuilder.note = lossy  # type: ignore[method-assign]
+    rebuilder.watcher.on_change = lossy
     workspace.add(SEED_BUNDLE)  # no event reaches the rebuilder
     (workspace.content / "other.json").write_bytes(b"{not json")  # this one does
     wait_for_line(workspace, f"content/{BUNDLE_NAME} changed without an event -> published 2")
