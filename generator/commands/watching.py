@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from watchdog.events import (
     EVENT_TYPE_ATTRIB,
@@ -75,8 +74,12 @@ def load_setup(explicit: Path | None, flags: dict[str, Any], cwd: Path | None = 
     return Setup(config, load_keys(config.keys), files)
 
 
-OnChange = Callable[..., None]
-"""`on_change(path, verb, *, folder, complete)`: one change, as the handler saw it."""
+class OnChange(Protocol):
+    """Where the handler hands one change: the path, its verb, whether it is a folder,
+    and whether the event says the file is whole (closed after writing, moved in)."""
+
+    def __call__(self, path: str, verb: str, *, folder: bool = False, complete: bool = False) -> None: ...
+
 
 # Only events that can change what a build reads; asking inotify for these alone
 # keeps the build's own reads (open/close-no-write) from reaching us at all.
