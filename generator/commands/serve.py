@@ -1,5 +1,8 @@
 """A local preview of SITE, served the way a static host serves it (`serve`).
 
+The server only; the `serve` command that builds, watches and prints is in
+`watch_commands`.
+
 Rules:
 - URLs resolve like GitHub Pages: the file itself, else `<path>.html`, else
   `<path>/index.html`; a miss gets `404.html` with status 404. The query
@@ -17,7 +20,6 @@ Rules:
 
 from __future__ import annotations
 
-import argparse
 import json
 import mimetypes
 import os
@@ -32,11 +34,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
-from ..build.change_check import check_site
 from ..site.headers import ATOM_TYPE, JSON_TYPE, TEXT_TYPE
 from ..site.layout import SUMS_PATH
 from ..trust.errors import ConfigError
-from .watch import Counter, Rebuilder, Setup, interrupted_cleanly, load_setup
+from .watch import Counter
+from .watching import Setup
 
 INTERNAL = "/__pith-mirror/"
 LIVE_RELOAD_TAG = b'<script src="/__pith-mirror/livereload.js"></script>'
@@ -329,41 +331,3 @@ def open_server(host: str, port: int, site: Path, **options: Any) -> PreviewServ
         return PreviewServer((host, port), site, **options)
     except OSError as exc:
         raise ConfigError("port", f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-
-
-def run_serve(args: argparse.Namespace) -> int:
-    """`serve`: build once, serve SITE, rebuild on changes (unless --no-watch), until Ctrl-C.
-
-    The port is taken first, so a port in use is reported before any build;
-    the watcher starts before the first build, so no change made during it is
-    missed. A first build that fails is reported and whatever SITE holds is
-    served, but only a SITE the build could use: never a folder it refuses."""
-    from .common import settings_from
-
-    rebuilder = Rebuilder(
-        lambda: load_setup(args.config, settings_from(args)), show_notes=not args.quiet, clean=args.clean
-    )
-    check_site(rebuilder.setup.config)  # (a SITE the build refuses is never served: BuildError, exit 2)
-    server = open_server(
-        args.host,
-        args.port,
-        rebuilder.setup.config.site,
-        generation=rebuilder.generation_counter,
-        live_reload=args.watch,
-    )
-    rebuilder.on_setup(server.follow)
-    try:
-        if args.watch:
-            rebuilder.start()
-        rebuilder.rebuild("first build")
-        print(f"Serving {_shown(server.site)} at {server.url} — Ctrl-C to stop", flush=True)
-        server.serve_forever()
-    except KeyboardInterrupt as exc:
-        return interrupted_cleanly(rebuilder, interrupt=exc)
-    finally:
-        server.server_close()
-    return 0
-
-
-def _shown(site: Path) -> str:
-    return site.as_posix().rstrip("/") + "/"

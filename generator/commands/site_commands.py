@@ -139,14 +139,14 @@ def _build(args: argparse.Namespace, config: SiteConfig, keyring: Keyring, seen:
 
 def run_build_or_watch(args: argparse.Namespace) -> int:
     if args.watch:
-        from .watch import run_build_watch
+        from .watch_commands import run_build_watch
 
         return run_build_watch(args)
     return run_build(args)
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    from .serve import run_serve as serve
+    from .watch_commands import run_serve as serve
 
     return serve(args)
 

@@ -1,74 +1,49 @@
-"""Rebuild the site when its inputs change (`build --watch`, `serve`).
+"""Rebuild the site when its inputs change (`build --watch`, `serve`): the loop.
 
 Rules:
-- Inputs are the content folder (recursive), the templates folder, the
-  settings file and the keys file. Editors' temporaries (the names the loader
-  ignores), anything inside SITE or the cache folder, and events that change
-  nothing (a file opened or read, a folder's listing touched) never trigger a
-  build: the build itself reads every input, and must not wake itself up.
-- The watchdog thread only records what changed and wakes the rebuild loop;
-  all building happens on one loop thread, one build at a time, after the
-  changes have paused for `quiet` seconds (at most `patience` seconds after the
-  first, so a file written without pause still gets built). When every changed
-  file's last event says it is complete (closed after writing, or renamed into
-  place within a watched folder), the pause need only be `settle` seconds: long
-  enough to gather the other files of the same copy, not to wait for a writer
-  that has finished. Close events come from inotify (Linux); elsewhere, and for
-  a file moved in from outside (a creation), every change waits for `quiet`.
+- The watchdog thread only notes what changed (`Rebuilder.note`) and wakes the
+  rebuild loop; all building happens on one loop thread, one build at a time,
+  when the debounce queue says the batch is due (see `debounce`: `quiet`,
+  `patience` and `settle`). Which files count and which folders are watched
+  is `watching`'s part.
 - A half-written document is simply refused by that build; writing the rest
   is another change and the next build publishes it.
 - Bad input never stops the loop: a `ConfigError` or `BuildError` is reported
   and the previous site stays; an unexpected exception is a bug, so its
-  traceback is printed, and the loop still goes on.
-- Each rebuild prints one line (what changed, what was published), then only
-  the refusals and notes that are new since the previous build.
+  traceback is reported, and the loop still goes on.
+- The loop prints nothing: everything it has to say goes to the `on_report`
+  callback as a value (see `watch_events`); the command decides the words. A
+  print that fails (a terminal that cannot show a name) is then the command's
+  to handle, and the loop's state never depends on how it was shown.
 """
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import os
-import signal
-import sys
 import threading
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, TextIO
-
-from watchdog.events import (
-    EVENT_TYPE_ATTRIB,
-    EVENT_TYPE_CLOSED,
-    EVENT_TYPE_CREATED,
-    EVENT_TYPE_DELETED,
-    EVENT_TYPE_MODIFIED,
-    EVENT_TYPE_MOVED,
-    DirCreatedEvent,
-    DirDeletedEvent,
-    DirMovedEvent,
-    FileAttribEvent,
-    FileClosedEvent,
-    FileCreatedEvent,
-    FileDeletedEvent,
-    FileModifiedEvent,
-    FileMovedEvent,
-    FileSystemEvent,
-    FileSystemEventHandler,
-)
-from watchdog.observers import Observer
-from watchdog.observers.api import BaseObserver, ObservedWatch
 
 from ..build import pipeline
 from ..build.cache import WarmCache, save_warm
-from ..build.change_check import content_top
 from ..build.report import BuildReport
-from ..site.config import SiteConfig, load_config
-from ..trust.errors import BuildError, ConfigError, Interrupted, Rejection, SiteBusy, printable
+from ..site.config import SiteConfig
+from ..trust.errors import BuildError, ConfigError, SiteBusy, printable
 from ..trust.keys import Keyring
-from ..trust.load import is_ignored_name, shown_name
+from ..trust.load import shown_name
+from .debounce import DebounceQueue
+from .watch_events import (
+    CacheNotSaved,
+    Crashed,
+    Failed,
+    FolderMissing,
+    OnReport,
+    Rebuilt,
+    Stopped,
+    WaitingForLock,
+    WatchTrouble,
+)
+from .watching import Scope, Setup, Watcher
 
 BuildFn = Callable[[SiteConfig, Keyring], BuildReport]
 
@@ -92,52 +67,6 @@ and at most this late after a long one."""
 
 PATIENCE_SECONDS = 2.0
 """The longest a build waits for quiet, so a file written slowly still gets built."""
-
-# Only events that can change what a build reads; asking inotify for these alone
-# keeps the build's own reads (open/close-no-write) from reaching us at all.
-_EVENT_FILTER: list[type[FileSystemEvent]] = [
-    FileCreatedEvent,
-    FileModifiedEvent,
-    FileDeletedEvent,
-    FileMovedEvent,
-    FileClosedEvent,
-    FileAttribEvent,
-    DirCreatedEvent,
-    DirDeletedEvent,
-    DirMovedEvent,
-]
-_VERBS = {
-    EVENT_TYPE_CREATED: "created",
-    EVENT_TYPE_MODIFIED: "modified",
-    EVENT_TYPE_CLOSED: "modified",
-    EVENT_TYPE_DELETED: "deleted",
-    EVENT_TYPE_ATTRIB: "touched",
-}
-_COMPLETE = {EVENT_TYPE_CLOSED}
-"""Events after which a file is whole. A deletion is not one: an editor often
-deletes, then writes the file again, and a build in between would unpublish it."""
-
-
-@dataclass(frozen=True, slots=True)
-class Setup:
-    """What a build needs, and the files whose change means reading it again."""
-
-    config: SiteConfig
-    keyring: Keyring
-    config_files: tuple[Path, ...] = ()
-    """The settings file --config names, or else every name a settings file is found under."""
-
-
-def load_setup(explicit: Path | None, flags: dict[str, Any], cwd: Path | None = None) -> Setup:
-    """Settings and pinned keys as `build` reads them; raises ConfigError like it."""
-    from .common import load_keys
-
-    here = cwd or Path.cwd()
-    config = load_config(explicit, flags, here)
-    # Without --config, both names are watched whichever is in use: creating
-    # pith-mirror.toml takes over from pyproject.toml, deleting it hands back.
-    files = (explicit,) if explicit is not None else (here / "pith-mirror.toml", here / "pyproject.toml")
-    return Setup(config, load_keys(config.keys), files)
 
 
 class Counter:
@@ -166,109 +95,6 @@ class Counter:
             return self._changed.wait_for(lambda: self._value >= target, timeout)
 
 
-def _inside(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
-
-
-def _nearest_folder(path: str) -> str:
-    """`path` if it is a folder, else its nearest ancestor that is one."""
-    while not os.path.isdir(path) and os.path.dirname(path) != path:
-        path = os.path.dirname(path)
-    return path
-
-
-class Scope:
-    """Which paths are inputs of the build: the folders to watch and the filter."""
-
-    def __init__(self, setup: Setup) -> None:
-        config = setup.config
-        self.trees = [
-            (os.path.abspath(config.content), "content"),
-            (os.path.abspath(config.templates), "templates"),
-        ]
-        self.files = {os.path.abspath(path): "config" for path in setup.config_files}
-        if config.keys is not None:
-            self.files[os.path.abspath(config.keys)] = "keys"
-        self.excluded = [os.path.abspath(config.site), os.path.abspath(config.cache_dir)]
-
-    def classify(self, path: str) -> str | None:
-        """The input a path belongs to (content, templates, config, keys); None if no build reads it."""
-        path = os.path.abspath(path)
-        if path in self.files:
-            return self.files[path]
-        if any(_inside(path, folder) for folder in self.excluded):
-            return None
-        for root, kind in self.trees:
-            if _inside(path, root):
-                parts = Path(os.path.relpath(path, root)).parts if path != root else ()
-                return None if any(is_ignored_name(part) for part in parts) else kind
-        # A folder on the way to an input that is missing: its creation brings the
-        # input nearer (the next build watches it, see `watches`).
-        for target, kind in [*self.trees, *self.files.items()]:
-            if _inside(target, path):
-                return kind
-        return None
-
-    def watches(self) -> set[tuple[str, bool]]:
-        """(folder, recursive) pairs to watch: each tree, and single files through their folder.
-
-        A tree or a file's folder that does not exist (yet, or any more) is
-        watched through its nearest folder that does, so the creation of each
-        folder on the way is an event like any other (see `classify`)."""
-        wanted = {
-            (root, True) if os.path.isdir(root) else (_nearest_folder(os.path.dirname(root)), False)
-            for root, _ in self.trees
-        }
-        wanted |= {(_nearest_folder(os.path.dirname(path)), False) for path in self.files}
-        return wanted
-
-    def missing(self) -> list[tuple[str, str]]:
-        return [(root, kind) for root, kind in self.trees if not os.path.isdir(root)]
-
-    def display(self, path: str) -> str:
-        """A short name for messages, as rejections name files: 'content/x.json'."""
-        path = os.path.abspath(path)
-        for root, _kind in self.trees:
-            if _inside(path, root) and path != root:  # (as the build names documents)
-                return content_top(Path(root)) + Path(os.path.relpath(path, root)).as_posix()
-        here = os.getcwd()
-        return Path(os.path.relpath(path, here)).as_posix() if _inside(path, here) else path
-
-
-class _Handler(FileSystemEventHandler):
-    """Runs on watchdog's thread: classify the event and hand it over, nothing more."""
-
-    def __init__(self, rebuilder: Rebuilder) -> None:
-        self.rebuilder = rebuilder
-
-    def on_any_event(self, event: FileSystemEvent) -> None:
-        if event.is_directory and event.event_type == EVENT_TYPE_MODIFIED:
-            return  # a folder's entries changed: the file's own event says which
-        folder = event.is_directory
-        if event.event_type == EVENT_TYPE_MOVED:  # (a rename into place: the file arrives whole)
-            self.rebuilder.note(os.fsdecode(event.src_path), "deleted", folder=folder)
-            self.rebuilder.note(os.fsdecode(event.dest_path), "modified", folder=folder, complete=True)
-        elif event.event_type in _VERBS:
-            path, verb = os.fsdecode(event.src_path), _VERBS[event.event_type]
-            self.rebuilder.note(path, verb, folder=folder, complete=event.event_type in _COMPLETE)
-
-
-def _identity(folder: str) -> tuple[int, int] | None:
-    """Which folder is at this path now (device, inode); None if there is none."""
-    try:
-        info = os.stat(folder)
-    except OSError:
-        return None
-    return info.st_dev, info.st_ino
-
-
-def _merge(before: str | None, now: str) -> str:
-    """One verb per path for a burst: a new file that was then written is still 'created'."""
-    if before == "created" and now in ("modified", "touched"):
-        return "created"
-    return now
-
-
 def describe(changes: dict[str, str]) -> str:
     """'content/x.bundle.json modified, 1 more': the first change and how many others.
 
@@ -285,7 +111,7 @@ def describe(changes: dict[str, str]) -> str:
 
 
 class Rebuilder:
-    """Watches the inputs and rebuilds the site on one loop thread.
+    """Rebuilds the site on one loop thread as changes come, keeping the cache warm.
 
     `start()` begins watching, `stop()` ends it and joins both threads.
     `rebuild()` builds synchronously (the first build). `generation` counts
@@ -297,49 +123,36 @@ class Rebuilder:
         self,
         load: Callable[[], Setup],
         *,
+        on_report: OnReport,
         generation: Counter | None = None,
         build: BuildFn | None = None,
-        out: TextIO | None = None,
-        err: TextIO | None = None,
         quiet: float = QUIET_SECONDS,
         settle: float = SETTLE_SECONDS,
         patience: float = PATIENCE_SECONDS,
-        show_notes: bool = True,
         clean: bool = False,
     ) -> None:
         self._load = load
+        self._report = on_report
         self._warm = WarmCache()
         self._clean = clean
         """Ignore the build cache (`--clean`) until a build completes."""
         self._build = build or self._warm_build
-        self._out, self._err = out, err
-        self.quiet, self.settle, self.patience, self.show_notes = quiet, settle, patience, show_notes
         self.generation_counter = generation or Counter()
         self.rebuild_counter = Counter()
-        self.last_report: BuildReport | None = None
         self._listeners: list[Callable[[Setup], None]] = []
         self._untold: Setup | None = None
         """Settings read again but not yet built with: the listeners still follow the last."""
         self._setup = load()
         self._reload = False
         self._scope = Scope(self._setup)
-        self._seen: set[Rejection | str] = set()
-        self._pending: dict[str, str] = {}
-        self._categories: set[str] = set()
-        self._folders = False
-        """A folder was created, removed or moved: its files had no events of their own."""
-        self._incomplete: set[str] = set()
-        """Changed paths whose last event does not say the file is whole (see `_COMPLETE`)."""
-        self._last_event = 0.0
-        self._first_event = 0.0
+        self._queue = DebounceQueue(quiet=quiet, settle=settle, patience=patience)
         self._wake = threading.Condition()
+        """Guards the queue, `_taken` and `_stopping`; notified when any changes."""
         self._building = threading.Lock()
         self._stopping = False
         self._taken = False
         """A batch is taken from the queue and not yet built (see `idle`)."""
-        self._observer: BaseObserver | None = None
-        self._watches: dict[tuple[str, bool], tuple[ObservedWatch, tuple[int, int] | None]] = {}
-        self._missing: set[tuple[str, str]] = set()
+        self.watcher = Watcher(self.note)
         self._thread: threading.Thread | None = None
         self._hints: list[str] | None = None
         """The content names the batch being built says changed (see `_loop`)."""
@@ -374,26 +187,11 @@ class Rebuilder:
     # -- lifecycle ---------------------------------------------------------
 
     def start(self) -> None:
-        """Begin watching and rebuilding in the background."""
+        """Begin watching and rebuilding in the background (ConfigError if nothing can be watched)."""
         if self._thread is not None:
             raise RuntimeError("already started")
-        try:
-            self._observer = Observer()  # (the inotify instance is made here, or by start())
-            self._observer.daemon = True
-            with self._building:
-                self._sync_watches()
-            self._observer.start()
-        except OSError as exc:
-            observer, self._observer = self._observer, None
-            if observer is not None:
-                with contextlib.suppress(OSError, RuntimeError):  # (the folders it did start watching)
-                    observer.stop()
-            raise ConfigError(
-                "watch",
-                f"cannot watch the inputs for changes ({exc.strerror or exc}): raise the system's"
-                " inotify limits (fs.inotify.max_user_instances, fs.inotify.max_user_watches),"
-                " or build without watching (serve --no-watch, build without --watch)",
-            ) from None
+        with self._building:
+            self._tell_all(self.watcher.start(self._scope))
         self._thread = threading.Thread(target=self._loop, name="pith-mirror-rebuild", daemon=True)
         self._thread.start()
 
@@ -402,10 +200,7 @@ class Rebuilder:
         with self._wake:
             self._stopping = True
             self._wake.notify_all()
-        if self._observer is not None:
-            self._observer.stop()
-            if self._observer.is_alive():
-                self._observer.join()
+        self.watcher.stop()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()
 
@@ -425,19 +220,18 @@ class Rebuilder:
     def idle(self) -> bool:
         """Whether no change is waiting to be built and no build is in progress."""
         with self._wake:
-            return not self._pending and not self._taken and not self.building
+            return not self._queue and not self._taken and not self.building
 
     @property
     def running(self) -> bool:
-        threads = [self._thread, self._observer]
-        return any(t is not None and t.is_alive() for t in threads)
+        return self.watcher.alive or (self._thread is not None and self._thread.is_alive())
 
     def wait(self) -> None:
         """Block until stopped; Ctrl-C in the main thread interrupts it (KeyboardInterrupt)."""
         while self._thread is not None and self._thread.is_alive():
             self._thread.join(timeout=1.0)
 
-    # -- events ------------------------------------------------------------
+    # -- changes -----------------------------------------------------------
 
     def note(self, path: str, verb: str, *, folder: bool = False, complete: bool = False) -> None:
         """Record one change (called on watchdog's thread) and wake the loop.
@@ -447,61 +241,34 @@ class Rebuilder:
             return
         name = self._scope.display(path)
         with self._wake:
-            self._enqueue({name: _merge(self._pending.get(name), verb)}, kind, folder, complete)
+            self._queue.note(name, verb, kind, folder=folder, complete=complete)
+            self._wake.notify_all()
 
-    def _enqueue(self, changes: dict[str, str], kind: str, folder: bool, complete: bool = False) -> None:
-        """Add changes to the next batch and wake the loop (the caller holds `_wake`).
-        A change is incomplete unless its event says the file is whole (a folder's never does)."""
-        now = time.monotonic()
-        if not self._pending:
-            self._first_event = now
-        self._pending.update(changes)
-        if complete and not folder:
-            self._incomplete.difference_update(changes)
-        else:
-            self._incomplete.update(changes)
-        self._categories.add(kind)
-        self._folders |= folder
-        self._last_event = now
-        self._wake.notify_all()
-
-    @property
-    def pause(self) -> float:
-        """How long the changes noted so far must be left alone before a build:
-        `settle` when every one is complete, else `quiet` (the caller holds `_wake`)."""
-        return self.quiet if self._incomplete else self.settle
-
-    def _next_batch(self) -> tuple[dict[str, str], set[str], bool] | None:
-        """Wait for changes, then for quiet: (changes, their categories, whether
-        a folder changed); None when stopping."""
+    def _next_batch(self) -> tuple[dict[str, str], frozenset[str], bool] | None:
+        """Wait until the queue has a batch due: (changes, their kinds, whether a
+        folder changed); None when stopping."""
         with self._wake:
-            self._wake.wait_for(lambda: self._pending or self._stopping)
             while not self._stopping:
-                now = time.monotonic()
-                left = min(self._last_event + self.pause, self._first_event + self.patience) - now
-                if left <= 0:
-                    break
-                self._wake.wait(left)
-            if self._stopping:
-                return None
-            batch, categories, folders = self._pending, self._categories, self._folders
-            self._pending, self._categories, self._folders = {}, set(), False
-            self._incomplete = set()
-            self._taken = True
-            return batch, categories, folders
+                batch = self._queue.due()
+                if batch is not None:
+                    self._taken = True
+                    return batch.changes, batch.kinds, batch.folders
+                deadline = self._queue.deadline
+                self._wake.wait(None if deadline is None else deadline - self._queue.clock())
+            return None
 
     def _loop(self) -> None:
         while (batch := self._next_batch()) is not None:
-            changes, categories, folders = batch
-            if categories & {"config", "keys"}:
+            changes, kinds, folders = batch
+            if kinds & {"config", "keys"}:
                 self._reload = True
             # Only documents changed, file by file: the build need not list the
             # other thousands. Then a listing checks what the events may have
             # missed (a full inotify queue drops them), after the site is out.
-            hinted = categories == {"content"} and not folders and not self._reload and self._hinting
+            hinted = kinds == {"content"} and not folders and not self._reload and self._hinting
             self._hints = list(changes) if hinted else None
             try:
-                done = self.rebuild(describe(changes))
+                done = self.rebuild(describe(changes), changes)
             finally:
                 self._hints = None
                 with self._wake:
@@ -517,31 +284,29 @@ class Rebuilder:
         except OSError:
             missed = [self._scope.display(str(self._setup.config.content))]
         with self._wake:
-            missed = [name for name in missed if name not in self._pending]  # (their events came)
+            missed = [name for name in missed if name not in self._queue]  # (their events came)
             if missed:  # (as a folder change: the next build lists everything)
-                self._enqueue(dict.fromkeys(missed, "changed without an event"), "content", folder=True)
+                self._queue.add(dict.fromkeys(missed, "changed without an event"), "content", folder=True)
+                self._wake.notify_all()
 
     # -- building ----------------------------------------------------------
 
-    def rebuild(self, reason: str = "first build") -> bool:
-        """Build once now and report it in one line; True if the build completed.
+    def rebuild(self, reason: str = "first build", changes: dict[str, str] | None = None) -> bool:
+        """Build once now and report it; True if the build completed.
 
         Builds never overlap (they share SITE's staging folder), so a direct
         call waits for the loop's build to finish, and vice versa."""
-        stamp = time.strftime("%H:%M:%S")
+        at = time.strftime("%H:%M:%S")
         with self._building:
             try:
-                report = self._attempt(f"[{stamp}] {reason}")
+                report = self._attempt(at, reason)
             finally:
                 self.rebuild_counter.bump()
             if report is None:
                 return False
-            from .common import summary_line
-
-            self.last_report = report
             self.generation_counter.bump()
-            self._say(f"[{stamp}] {reason} -> {summary_line(report)}")
-            self._report_new(report)
+            setup = self._setup
+            self._report(Rebuilt(at, reason, report, setup.config, setup.keyring, changes or {}))
             if self._hints is not None:
                 self._queue_unnoticed()
             self._save_cache()
@@ -561,11 +326,7 @@ class Rebuilder:
                 # Another build (a `pith-mirror build` run meanwhile) is writing SITE: this
                 # rebuild waits for it instead of leaving the change unbuilt until the next.
                 if not told:
-                    self._say(
-                        f"  waiting: another pith-mirror build is writing {config.site};"
-                        " this rebuild starts once it has finished",
-                        error=True,
-                    )
+                    self._report(WaitingForLock(config.site))
                     told = True
                 with self._wake:
                     if self._wake.wait_for(lambda: self._stopping, delay):
@@ -583,13 +344,9 @@ class Rebuilder:
             save_warm(self._setup.config, self._warm)
         except Exception as exc:
             reason = exc.strerror if isinstance(exc, OSError) else f"{type(exc).__name__}: {exc}"
-            self._say(
-                f"warning: the build cache could not be saved ({reason}); "
-                "the next build in another process is a full one",
-                error=True,
-            )
+            self._report(CacheNotSaved(str(reason)))
 
-    def _attempt(self, prefix: str) -> BuildReport | None:
+    def _attempt(self, at: str, reason: str) -> BuildReport | None:
         """Read the settings again if needed, then build; a failure is reported, never raised."""
         try:
             if self._reload:
@@ -601,19 +358,14 @@ class Rebuilder:
         except ConfigError as exc:
             self._reload = True  # read the settings again next time, whatever changes
             self._sync_watches()  # (a missing keys file's folder may have appeared: watch it now)
-            self._say(
-                f"{prefix} -> configuration: {exc.key}: {exc.reason}; the previous site stays", error=True
-            )
+            self._report(Failed(at, reason, exc))
         except BuildError as exc:
-            self._say(
-                f"{prefix} -> build failed: {exc.path}: {exc.reason}; the previous site stays", error=True
-            )
+            self._report(Failed(at, reason, exc))
         except Exception:
             if self._stopping:  # Ctrl-C also reached the build's worker processes
-                self._say(f"{prefix} -> build interrupted", error=True)
+                self._report(Stopped(at, reason))
             else:
-                self._say(f"{prefix} -> unexpected error (a bug); the previous site stays:", error=True)
-                traceback.print_exc(file=self._err or sys.stderr)
+                self._report(Crashed(at, reason, traceback.format_exc()))
         return None
 
     def _apply(self, setup: Setup) -> None:
@@ -633,101 +385,9 @@ class Rebuilder:
                 listener(setup)
 
     def _sync_watches(self) -> None:
-        """Watch exactly the folders the settings name, as they are now on disk.
+        """Watch the folders of the settings in use; trouble is reported, never raised."""
+        self._tell_all(self.watcher.sync(self._scope))
 
-        A watched folder that was deleted or replaced (same name, new folder)
-        has lost its inotify watch, so it is scheduled again. Failing to watch
-        (e.g. the system's inotify limit) is reported and never stops a build."""
-        if self._observer is None:
-            return
-        try:
-            self._schedule(self._observer)
-        except OSError as exc:
-            self._say(f"warning: cannot watch every input ({exc}); some changes may go unnoticed", error=True)
-        missing = self._scope.missing()
-        for root, kind in missing:
-            if (root, kind) not in self._missing:
-                self._say(
-                    f"note: the {kind} folder {root} does not exist; waiting for it to appear", error=True
-                )
-        self._missing = set(missing)
-
-    def _schedule(self, observer: BaseObserver) -> None:
-        wanted = self._scope.watches()
-        for key, (watch, identity) in list(self._watches.items()):
-            if key not in wanted or _identity(key[0]) != identity:
-                del self._watches[key]
-                with contextlib.suppress(KeyError):
-                    observer.unschedule(watch)
-        for folder, recursive in sorted(wanted - set(self._watches)):
-            identity = _identity(folder)
-            watch = observer.schedule(_Handler(self), folder, recursive=recursive, event_filter=_EVENT_FILTER)
-            self._watches[(folder, recursive)] = (watch, identity)
-
-    def _report_new(self, report: BuildReport) -> None:
-        """Print refusals and notes not printed by the previous build (the line said how many)."""
-        from ..trust.causes import by_cause, pinned_names, terminal_lines
-
-        current: set[Rejection | str] = set(report.rejections) | set(report.notes)
-        new = set(report.rejections) - self._seen
-        report_path = (self._setup.config.site / "report.json").as_posix()
-        for line in terminal_lines(by_cause(new, pinned_names(self._setup.keyring)), report_path):
-            self._say("  " + line, error=True)
-        if self.show_notes:
-            for note in report.notes:
-                if note not in self._seen:
-                    self._say(f"  note: {note}", error=True)
-        self._seen = current
-
-    def _say(self, line: str, *, error: bool = False) -> None:
-        # sys.stdout/sys.stderr are looked up now, not at construction, so redirection still works.
-        stream = (self._err or sys.stderr) if error else (self._out or sys.stdout)
-        try:
-            print(line, file=stream, flush=True)
-        except UnicodeEncodeError:  # a terminal that cannot show a character must not end the loop
-            encoding = getattr(stream, "encoding", None) or "ascii"
-            print(line.encode(encoding, "backslashreplace").decode(encoding), file=stream, flush=True)
-
-
-def interrupted_cleanly(
-    rebuilder: Rebuilder, stream: TextIO | None = None, interrupt: KeyboardInterrupt | None = None
-) -> int:
-    """Stop after Ctrl-C or SIGTERM and say so. Stopping is how a watch ends: exit 0
-    after Ctrl-C; 143 after SIGTERM, as a service manager expects of a process it stops.
-
-    A build in progress is let finish, so the site stays whole; that can take a
-    while, and a silent wait looks like a hang, so it is said."""
-    out = stream or sys.stderr
-    if rebuilder.building:
-        print(
-            "pith-mirror: stopping once the build in progress is done (Ctrl-C again to stop at once;"
-            " the next build clears what it leaves)",
-            file=out,
-            flush=True,
-        )
-    rebuilder.stop()
-    from .common import what_was_kept
-
-    kept = what_was_kept(interrupt) if interrupt is not None else ""
-    kept = kept or f"; {rebuilder.setup.config.site} is as the last completed build left it"
-    print(f"pith-mirror: stopped{kept}", file=out, flush=True)
-    signum = interrupt.signum if isinstance(interrupt, Interrupted) else signal.SIGINT
-    return 0 if signum == signal.SIGINT else 128 + signum
-
-
-def run_build_watch(args: argparse.Namespace) -> int:
-    """`build --watch`: build, then rebuild whenever an input changes, until Ctrl-C or SIGTERM."""
-    from .common import settings_from
-
-    rebuilder = Rebuilder(
-        lambda: load_setup(args.config, settings_from(args)), show_notes=not args.quiet, clean=args.clean
-    )
-    try:
-        rebuilder.start()  # before the first build, so a change made during it is not missed
-        rebuilder.rebuild("first build")
-        config = rebuilder.setup.config
-        print(f"Watching {config.content} and {config.templates} — Ctrl-C to stop", flush=True)
-        rebuilder.wait()
-    except KeyboardInterrupt as exc:
-        return interrupted_cleanly(rebuilder, interrupt=exc)
-    return 0
+    def _tell_all(self, found: list[WatchTrouble | FolderMissing]) -> None:
+        for item in found:
+            self._report(item)

@@ -23,7 +23,9 @@ from typing import Any
 import pytest
 
 from generator.commands.serve import PreviewServer
-from generator.commands.watch import Counter, Rebuilder, Setup
+from generator.commands.watch import Counter, Rebuilder
+from generator.commands.watch_commands import Printer
+from generator.commands.watching import Setup
 from generator.site.config import SiteConfig
 from generator.trust.keys import Keyring
 
@@ -236,7 +238,7 @@ def start_rebuilder(workspace: Workspace) -> Iterator[Callable[..., Rebuilder]]:
         # A longer pause than the real one: a copy descheduled for a moment between
         # creating and closing its file must still be one rebuild on a busy machine.
         options.setdefault("quiet", QUIET)
-        rebuilder = Rebuilder(loader, out=workspace.out, err=workspace.err, **options)
+        rebuilder = Rebuilder(loader, on_report=Printer(workspace.out, workspace.err), **options)
         started.append(rebuilder)
         if first_build:
             rebuilder.rebuild("first build")

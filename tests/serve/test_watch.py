@@ -15,20 +15,12 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
 from generator.build.pipeline import build
 from generator.build.report import BuildReport
 from generator.build.write import lock_path
-from generator.commands.watch import (
-    Counter,
-    Rebuilder,
-    Scope,
-    Setup,
-    describe,
-    interrupted_cleanly,
-    load_setup,
-)
+from generator.commands.watch import Counter, Rebuilder, describe
+from generator.commands.watch_commands import Printer, interrupted_cleanly
+from generator.commands.watching import Scope, Setup, load_setup
 from generator.site.config import SiteConfig
 from generator.trust.errors import BuildError
 from generator.trust.keys import Keyring
@@ -295,37 +287,6 @@ def test_a_complete_file_is_built_without_waiting_for_quiet(
     wait_for_line(workspace, f"content/{SEED_RECORD.name} modified -> published 2, refused 0")
 
 
-@pytest.mark.parametrize(
-    ("events", "pause"),
-    [
-        ([("a.json", "modified", False), ("a.json", "modified", True)], "settle"),  # written, closed
-        ([("a.json", "modified", True), ("b.json", "created", False)], "quiet"),  # another still open
-        ([("a.json", "modified", True), ("a.json", "deleted", False)], "quiet"),  # closed, then deleted
-        ([("a.json", "modified", True), ("a.json", "touched", False)], "quiet"),  # then its mode changed
-        ([("a.json", "created", False), ("b.json", "modified", True)], "quiet"),  # one of two complete
-        ([("a.json", "deleted", False), ("a.json", "modified", True)], "settle"),  # replaced by a rename
-    ],
-    ids=["closed", "another open", "deleted after", "touched after", "one of two", "renamed over"],
-)
-def test_the_pause_is_short_only_when_every_changed_file_is_complete(
-    workspace: Workspace, events: list[tuple[str, str, bool]], pause: str
-) -> None:
-    """Events as the watchdog thread notes them, with no build running: which
-    pause the next build waits for (`complete`: a close after writing, or a
-    rename into place)."""
-    rebuilder = Rebuilder(lambda: Setup(workspace.config(), workspace.keyring), quiet=0.5, settle=0.01)
-    for name, verb, complete in events:
-        rebuilder.note(str(workspace.content / name), verb, complete=complete)
-    assert rebuilder.pause == {"settle": 0.01, "quiet": 0.5}[pause]
-
-
-def test_a_folder_moved_in_waits_for_quiet(workspace: Workspace) -> None:
-    """A folder's files have no events of their own: their copy may still be going on."""
-    rebuilder = Rebuilder(lambda: Setup(workspace.config(), workspace.keyring), quiet=0.5, settle=0.01)
-    rebuilder.note(str(workspace.content / "incoming"), "modified", folder=True, complete=True)
-    assert rebuilder.pause == 0.5
-
-
 def test_unexpected_error_is_printed_and_the_loop_goes_on(
     workspace: Workspace, start_rebuilder: Callable[..., Rebuilder]
 ) -> None:
@@ -467,7 +428,7 @@ def test_inputs_whose_folders_appear_later_are_built(
 def test_stop_joins_every_thread(workspace: Workspace, real_keyring: Keyring) -> None:
     workspace.add(SEED_RECORD)
     rebuilder = Rebuilder(
-        lambda: Setup(workspace.config(), real_keyring), out=workspace.out, err=workspace.err
+        lambda: Setup(workspace.config(), real_keyring), on_report=Printer(workspace.out, workspace.err)
     )
     with rebuilder:
         assert rebuilder.running
@@ -531,7 +492,9 @@ def test_build_error_at_first_build_is_reported_not_raised(
         raise BuildError("site", "disk full (simulated)")
 
     rebuilder = Rebuilder(
-        lambda: Setup(workspace.config(), real_keyring), build=failing, out=workspace.out, err=workspace.err
+        lambda: Setup(workspace.config(), real_keyring),
+        build=failing,
+        on_report=Printer(workspace.out, workspace.err),
     )
     assert rebuilder.rebuild() is False
     assert (
@@ -549,13 +512,13 @@ def test_a_change_whose_event_was_lost_is_found_by_the_listing(
     them) is built at once, not at its next edit."""
     workspace.add(SEED_RECORD)
     rebuilder = start_rebuilder()
-    real_note = rebuilder.note
+    real_note = rebuilder.watcher.on_change
 
     def lossy(path: str, verb: str, **options: bool) -> None:
         if os.path.basename(path) != BUNDLE_NAME:
             real_note(path, verb, **options)
 
-    rebuilder.note = lossy  # type: ignore[method-assign]
+    rebuilder.watcher.on_change = lossy
     workspace.add(SEED_BUNDLE)  # no event reaches the rebuilder
     (workspace.content / "other.json").write_bytes(b"{not json")  # this one does
     wait_for_line(workspace, f"content/{BUNDLE_NAME} changed without an event -> published 2")
@@ -610,7 +573,9 @@ def test_ctrl_c_during_a_build_says_it_waits_for_it(workspace: Workspace, real_k
         return build(config, keyring)
 
     rebuilder = Rebuilder(
-        lambda: Setup(workspace.config(), real_keyring), build=slow, out=workspace.out, err=workspace.err
+        lambda: Setup(workspace.config(), real_keyring),
+        build=slow,
+        on_report=Printer(workspace.out, workspace.err),
     )
     building = threading.Thread(target=rebuilder.rebuild)
     building.start()
