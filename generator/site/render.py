@@ -42,7 +42,7 @@ from .page_model import (
     summarize,
 )
 from .paper_links import paper_links
-from .templating import SiteInfo, render_template
+from .templating import SiteInfo, render_template, text_markup
 
 DERIVED_BY = {"tool": "pith-mirror", "version": __version__}
 
@@ -424,7 +424,7 @@ def record_context(
         "categories": " · ".join((summary.primary_cat, *summary.cross_cats)),
         "license": canonical["metadata"].get("license"),
         "schema_version": canonical.get("schema_version"),
-        "canonical_pretty": pretty_json(canonical).decode("utf-8").rstrip("\n"),
+        "canonical_pretty": text_markup(pretty_json(canonical).decode("utf-8").rstrip("\n")),
         "canonical_sha256": primary.canonical_sha256,
         "receipt": ReceiptView(
             key_id=str(receipt["key_id"]),
@@ -455,7 +455,7 @@ def record_context(
                 pub.bundle.state if pub.bundle else None, pub.record.doc.data if pub.record else None
             ),
         ),
-        "badge_html": _badge_html(pub.pith_number, record_on_primary),
+        "badge_html": text_markup(_badge_html(pub.pith_number, record_on_primary)),
         "integrity_href": None if integrity_path is None else _href(base, integrity_path),
         "record_signed": pub.record is not None,
         "has_bundle": pub.bundle is not None,
