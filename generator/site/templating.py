@@ -34,6 +34,11 @@ from ..trust.errors import BuildError
 from ..trust.keys import Keyring, is_resolver_key, resolver_key_url
 from .config import SiteConfig
 
+GUIDE = "guide"
+"""The site-wide page (guide.html) that says once what is the same on every record
+page: the reasons behind each provenance line, what the checks and the shell lines
+do, the completeness checklist in the resolver's words. Pages link to its anchors."""
+
 
 @dataclass(frozen=True, slots=True)
 class SiteInfo:
@@ -56,6 +61,11 @@ class SiteInfo:
             primary_url=config.primary_url.rstrip("/"),
             version=__version__,
         )
+
+    @property
+    def guide(self) -> str:
+        """The link to the guide page (`GUIDE`)."""
+        return self.base + GUIDE
 
 
 @dataclass(frozen=True, slots=True)

@@ -90,6 +90,8 @@ def test_site_wide_files_exist(real_site: Project) -> None:
         "api/pith-number/resolve.html",
         "about.html",
         "about/index.html",
+        "guide.html",
+        "guide/index.html",
     ]
     missing = [p for p in expected if not (real_site.site / p).is_file()]
     assert missing == []
