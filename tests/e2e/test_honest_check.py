@@ -38,10 +38,15 @@ def test_a_real_record_names_the_resolver_s_key_and_its_whole_fingerprint(
     )
     assert page.get_attribute(".signing-key", "data-key-owner") == "resolver"
     assert "the key the Pith resolver publishes, which this mirror pins by default" in page_text(page)
-    link = page.locator(".confirm-key a")
+    link = page.locator(".confirm-key a[target]")
     assert link.get_attribute("href") == RESOLVER_KEY["url"]
     assert link.get_attribute("target") == "_blank"
     assert "noopener" in (link.get_attribute("rel") or "")
+    # how to compare the two is said once, on the guide page, which names the same key
+    assert page.locator(".confirm-key a[href='/guide#browser']").count() == 1
+    page.goto(f"{real_site.url}guide")
+    assert page.locator("#browser ~ p a[target]").first.get_attribute("href") == RESOLVER_KEY["url"]
+    assert "compare its fingerprint_sha256_hex with the fingerprint the check reports" in page_text(page)
 
 
 def test_a_site_signed_by_another_key_never_calls_it_the_resolver_s(page: Any, tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.browser
 
 _LINES = """text => {
     const found = [];
-    for (const cell of document.querySelectorAll("main td, main th")) {
+    for (const cell of document.querySelectorAll("main td, main th, main .aliases li")) {
         const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
         for (let node = walker.nextNode(); node; node = walker.nextNode()) {
             const at = node.data.indexOf(text);
@@ -51,7 +51,7 @@ def test_each_section_says_where_its_contents_come_from_once(page: Any, real_sit
         " e.querySelectorAll(':scope > .prov').length])",
     )
     assert all(count <= 1 for _, count in per_section), per_section
-    head = page.locator("header.record-head > .prov")
+    head = page.locator("main article > header > .prov")
     assert head.count() == 1
     text = head.inner_text()
     assert "title" in text and "authors" in text and "title_canon_sha256" not in text  # plain words

@@ -78,7 +78,7 @@ def test_record_pages_send_readers_to_the_guide_page_s_parts(real_site: Project)
             for _, url in page_refs(real_site.text(f"pith/{body}.html"))
             if url.startswith("/guide#")
         }
-        assert {"checklist", "title", "record"} <= anchors, anchors
+        assert {"checks", "browser", "shell", "latex", "checklist", "title", "record"} <= anchors, anchors
     assert real_site.read("guide.html") == real_site.read("guide/index.html")
 
 
