@@ -18,8 +18,23 @@ from ..trust.files import read_regular
 from ..trust.load import is_ignored_name, is_utf8, shown_name
 
 RESERVED_SLUGS = frozenset(
-    {"pith", "paper", "api", "browse", "search", "assets", "page", "report", "404", "index", "sitemap"}
+    {
+        "pith",
+        "paper",
+        "api",
+        "browse",
+        "search",
+        "assets",
+        "page",
+        "report",
+        "404",
+        "index",
+        "sitemap",
+        "guide",
+    }
 )
+"""Names the site's own pages use (`guide` is templating.GUIDE, not imported: this
+module is read before the build's own code, see above)."""
 _SLUG = re.compile(r"[a-z0-9][a-z0-9-]*")
 
 PAGE_LIMIT = 1024 * 1024

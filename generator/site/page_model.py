@@ -54,7 +54,8 @@ CHECKLIST = (
     ),
 )
 CHECKLIST_TEXT = {
-    "timestamp_anchors": "Stamps the canonical SHA-256 ({hash}…) across three calendars. Confirms instantly."
+    "timestamp_anchors": "Stamps the canonical SHA-256 (the record's canonical hash) across three calendars."
+    " Confirms instantly."
     " Calendars upgrade to a Bitcoin-block proof in a few hours. Free. No account. Anyone can re-stamp;"
     " each stamp is an independent calendar receipt.",
     "storage_attestations": "Submits the paper URL to the Internet Archive and records the resulting Wayback"
@@ -69,7 +70,9 @@ CHECKLIST_TEXT = {
     " falsification. Held for moderation. Not peer review; a typed annotation.",
 }
 """Each row's whole description, as the resolver's record page words it (its rows'
-forms are the primary's: here each row links there instead)."""
+forms are the primary's: here each row links there instead). Written once, on the
+guide page, for every record: where the resolver's page shows the first 24 digits of
+the record's hash, the guide names the hash instead."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -484,18 +487,16 @@ class ChecklistRow(NamedTuple):
     action: str
     action_url: str
     """Where the primary resolver takes this write action."""
-    description: str = ""
-    """The row's whole text (`CHECKLIST_TEXT`)."""
 
 
-def checklist(counts: dict[str, int], action_base: str, canonical_sha256: str = "") -> list[ChecklistRow]:
-    """One row a typed event list; `action_base` is the primary resolver's action URL prefix."""
+def checklist(counts: dict[str, int], action_base: str) -> list[ChecklistRow]:
+    """One row a typed event list; `action_base` is the primary resolver's action URL prefix.
+    (A row's whole text, `CHECKLIST_TEXT`, is on the guide page, at the anchor `action`.)"""
     rows = []
     for name, short, long, action in CHECKLIST:
         count = counts[name]
         state = f"done · {count} event{'' if count == 1 else 's'}" if count else "open"
-        text = CHECKLIST_TEXT[name].replace("{hash}", canonical_sha256[:24])
-        rows.append(ChecklistRow(short, long, count > 0, state, action, action_base + action, text))
+        rows.append(ChecklistRow(short, long, count > 0, state, action, action_base + action))
     return rows
 
 

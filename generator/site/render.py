@@ -13,6 +13,7 @@ Rules:
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -42,7 +43,7 @@ from .page_model import (
     summarize,
 )
 from .paper_links import paper_links
-from .templating import SiteInfo, render_template
+from .templating import GUIDE, SiteInfo, render_template, text_markup
 
 DERIVED_BY = {"tool": "pith-mirror", "version": __version__}
 
@@ -265,7 +266,8 @@ class ReceiptView(NamedTuple):
 
 class RecordProvenance(NamedTuple):
     """Where each part of a record page comes from, as ready `<p class="prov">` lines:
-    one a section, in plain words, the technical reason on hover (`provenance_line`)."""
+    one a section, in plain words, each part linked to its reason on the guide page
+    (`provenance_line`)."""
 
     header: Markup
     """The record page's head: title, authors, source line and status badges."""
@@ -281,35 +283,114 @@ class RecordProvenance(NamedTuple):
     events: Markup
 
 
-_PROVENANCE_LABELS = {"verified": "Verified", "signed": "Signed", "unsigned": "Not signed"}
+REASONS: tuple[tuple[str, str, str], ...] = (
+    ("title", "verified", "matches title_canon_sha256 in the signed canonical record"),
+    ("record", "verified", "in the canonical record, whose hash the receipt signs"),
+    ("merged", "verified", "derived from the signed events by this mirror's merge"),
+    ("events", "verified", "each event's hash and Ed25519 signature were checked by this mirror"),
+    (
+        "aliases",
+        "verified",
+        "each alias determined by the signed canonical record, and checked against it where listed",
+    ),
+    ("in-bundle", "signed", "signed in the bundle"),
+    ("aliases-signed", "signed", "covered by the bundle signature and checked against the record"),
+    (
+        "receipt",
+        "signed",
+        "the whole receipt is in the record_created event's payload, which the event's signature covers",
+    ),
+    ("claims", "signed", "the claims of the signed graph snapshot"),
+    ("citations", "signed", "citation_signature events, each with its own signature, merged into the state"),
+    ("no-citations", "signed", "the merged state holds no citation_signature event"),
+    ("unsigned", "unsigned", "from the record document's unsigned part; shown, not verified"),
+    (
+        "receipt-times",
+        "unsigned",
+        "first computed, signed at and builder: in the receipt, but outside what its signature covers "
+        "(the canonical hash); shown, not verified",
+    ),
+    ("snapshot-unsigned", "unsigned", "from the record document's unsigned part"),
+    ("claims-unsigned", "unsigned", "the record document's unsigned part"),
+    ("paper-claims", "unsigned", "paper_claims, in the record document's unsigned part"),
+    ("citations-unsigned", "unsigned", "inbound_citations, in the record document's unsigned part"),
+    ("no-paper", "unsigned", "no paper details in the documents"),
+    (
+        "event",
+        "signed",
+        "signed in event N: the newest graph snapshot event of the record's bundle that holds it,"
+        " whose hash and signature this mirror checked; N is its row in the record page's"
+        " table of signed events, which gives its id",
+    ),
+)
+"""(anchor on the guide page, status, reason) for every reason a page gives in the
+same words on every record (a `Provenance.text`), as the guide page lists them; the
+last stands for every "signed in event <id>", which a page words as "event N"."""
+
+_EVENT_PREFIX = "signed in event "
+_SIGNED_IN_EVENT = REASONS[-1][0]
+_ANCHORS = {text: anchor for anchor, _, text in REASONS[:-1]}
+
+Reason = tuple[str, str, str]
+"""(status, anchor on the guide page or "", what only this record adds or "")."""
 
 
-def provenance_line(*items: tuple[str, Provenance]) -> Markup:
+def reason(p: Provenance, events: Mapping[str, int] | None = None) -> Reason:
+    """Where a provenance line sends a reader for `p`'s reason: the guide page's anchor
+    for words every record shares, with what is this record's own ("event 2", the
+    event's row in the events table); any other words are shown as they are."""
+    text = p.text
+    anchor = _ANCHORS.get(text)
+    if anchor is not None:
+        return (p.status, anchor, "")
+    if text.startswith(_EVENT_PREFIX):
+        event_id = text[len(_EVENT_PREFIX) :]
+        number = (events or {}).get(event_id)
+        return (p.status, _SIGNED_IN_EVENT, f"event {number if number is not None else event_id}")
+    known, sep, rest = text.partition("; ")
+    if sep and known in _ANCHORS:  # (e.g. the aliases left out of a record document's list)
+        return (p.status, _ANCHORS[known], rest)
+    return (p.status, "", text)
+
+
+PROVENANCE_LABELS: dict[str, tuple[str, str]] = {
+    "verified": ("v", "Verified"),
+    "signed": ("s", "Signed"),
+    "unsigned": ("u", "Not signed"),
+}
+"""Each provenance status as a line shows it: its label and the label's class."""
+
+
+def provenance_line(
+    *items: tuple[str, Provenance], guide: str = "/" + GUIDE, events: Mapping[str, int] | None = None
+) -> Markup:
     """One section's provenance, once, in plain words: the parts it shows, named as a
     reader names them ("title", "authors"), grouped under Verified, Signed or Not
-    signed; each part's technical reason ("matches title_canon_sha256 ...") is its
-    hover text, and all of them are in a details line for those who cannot hover."""
-    return _section_line(tuple((name, p.status, p.text) for name, p in items))
+    signed; each part links to its technical reason ("matches title_canon_sha256
+    ...") on the guide page at `guide`, which words it once for every record."""
+    return _section_line(tuple((name, reason(p, events)) for name, p in items), guide)
 
 
 @functools.lru_cache(maxsize=256)  # a few section shapes, repeated on every page
-def _section_line(items: tuple[tuple[str, str, str], ...]) -> Markup:
-    groups: dict[str, list[tuple[str, str]]] = {}
-    for name, status, text in items:
-        groups.setdefault(status, []).append((name, text))
+def _section_line(items: tuple[tuple[str, Reason], ...], guide: str) -> Markup:
+    # parts under one label with one reason share its link: "authors, status badges"
+    groups: dict[str, dict[tuple[str, str], list[str]]] = {}
+    for name, (status, anchor, detail) in items:
+        groups.setdefault(status, {}).setdefault((anchor, detail), []).append(name)
     parts = []
-    for status, named in groups.items():
-        names = ", ".join(f'<span title="{escape(text)}">{escape(name)}</span>' for name, text in named)
-        label = escape(_PROVENANCE_LABELS[status])
-        parts.append(
-            f'<span class="prov-group prov-{escape(status)}">'
-            f'<span class="prov-label">{label}</span> {names}</span>'
-        )
-    details = "; ".join(f"{escape(name)}: {escape(text)}" for name, _, text in items)
-    return Markup(
-        f'<div class="prov">{" · ".join(parts)}'
-        f'<details class="prov-details"><summary>why</summary>{details}</details></div>'
-    )
+    for status, reasons in groups.items():
+        shown = []
+        for (anchor, detail), names in reasons.items():
+            # (a str, not Markup: `Markup + str` would escape the str a second time)
+            text = str(escape(", ".join(names)))
+            if anchor:
+                text = f'<a href="{escape(guide)}#{escape(anchor)}">{text}</a>'
+            if detail:
+                text += f" ({escape(detail)})"
+            shown.append(text)
+        mark, label = PROVENANCE_LABELS[status]
+        parts.append(f'<b class="{mark}">{label}</b> {", ".join(shown)}')
+    return Markup(f'<p class="prov">{" · ".join(parts)}</p>')
 
 
 class LedgerSection(NamedTuple):
@@ -319,8 +400,10 @@ class LedgerSection(NamedTuple):
     prov: Markup
 
 
-def _section(name: str, found: ledger.Ledger | None) -> LedgerSection | None:
-    return None if found is None else LedgerSection(found, provenance_line((name, found.provenance)))
+def _section(name: str, found: ledger.Ledger | None, guide: str) -> LedgerSection | None:
+    if found is None:
+        return None
+    return LedgerSection(found, provenance_line((name, found.provenance), guide=guide))
 
 
 def _badge_html(number: str, record_on_primary: str) -> str:
@@ -344,40 +427,54 @@ def _record_provenance(
     paper: dict[str, str],
     paper_prov: Provenance,
     snapshot_prov: Provenance,
+    guide: str,
+    events: Mapping[str, int],
 ) -> RecordProvenance:
     """Each section's provenance line (see `provenance_line`)."""
-    parts = tuple(provenance[name] for name in ("title", "record", "status", "aliases", "receipt"))
+    parts = tuple(
+        reason(provenance[name], events) for name in ("title", "record", "status", "aliases", "receipt")
+    )
     return _provenance_lines(
-        parts, paper_prov, snapshot_prov, bool(paper.get("title")), bool(paper.get("authors_text"))
+        parts,
+        reason(paper_prov, events),
+        reason(snapshot_prov, events),
+        bool(paper.get("title")),
+        bool(paper.get("authors_text")),
+        guide,
     )
 
 
 @functools.lru_cache(maxsize=256)  # (records share a few shapes: one set of lines each, not eleven calls)
 def _provenance_lines(
-    parts: tuple[Provenance, ...],
-    paper_prov: Provenance,
-    snapshot_prov: Provenance,
+    parts: tuple[Reason, ...],
+    paper: Reason,
+    snapshot: Reason,
     title: bool,
     authors: bool,
+    guide: str,
 ) -> RecordProvenance:
-    provenance = dict(zip(("title", "record", "status", "aliases", "receipt"), parts, strict=True))
+    found = dict(zip(("title", "record", "status", "aliases", "receipt"), parts, strict=True))
     head = (
-        *((("title", provenance["title"]),) if title else ()),
-        *((("authors", paper_prov),) if authors else ()),
-        (_SOURCE_LINE, provenance["record"]),
+        *((("title", found["title"]),) if title else ()),
+        *((("authors", paper),) if authors else ()),
+        (_SOURCE_LINE, found["record"]),
     )
+
+    def line(*items: tuple[str, Reason]) -> Markup:
+        return _section_line(items, guide)
+
     return RecordProvenance(
-        header=provenance_line(*head, ("status badges", provenance["status"])),
-        paper_header=provenance_line(*head),
-        record=provenance_line(("canonical record", provenance["record"])),
-        paper=provenance_line(("abstract", paper_prov)),
-        review=provenance_line(("abstract", paper_prov), ("machine review", snapshot_prov)),
-        aliases=provenance_line(("aliases", provenance["aliases"])),
-        snapshot=provenance_line(("graph snapshot", snapshot_prov)),
-        events=provenance_line(("events", _EVENTS_CHECKED)),
-        receipt=provenance_line(
-            ("signature and canonical hash", provenance["record"]),
-            ("times and builder", provenance["receipt"]),
+        header=line(*head, ("status badges", found["status"])),
+        paper_header=line(*head),
+        record=line(("canonical record", found["record"])),
+        paper=line(("abstract", paper)),
+        review=line(("abstract", paper), ("machine review", snapshot)),
+        aliases=line(("aliases", found["aliases"])),
+        snapshot=line(("graph snapshot", snapshot)),
+        events=line(("events", reason(_EVENTS_CHECKED))),
+        receipt=line(
+            ("signature and canonical hash", found["record"]),
+            ("times and builder", found["receipt"]),
         ),
     )
 
@@ -408,6 +505,10 @@ def record_context(
     page_url = f"{site.absolute_base}{paths.record_page}" if site.absolute_base else None
     counts = event_counts(pub)
     record_on_primary = f"{site.primary_url}/pith/{body}"
+    guide = site.guide
+    record_data = pub.record.doc.data if pub.record else None
+    event_rows = events(pub)
+    event_numbers = {row.id: row.number for row in event_rows}
     snapshot_signed = snapshot_origin.startswith("signed")
     snapshot_prov = Provenance(
         "signed" if snapshot_signed else "unsigned",
@@ -421,14 +522,14 @@ def record_context(
         "number": pub.pith_number,
         "short_number": f"pith:{body[:8]}",
         "paper": PaperText(**paper_fields),
-        "prov": _record_provenance(provenance, paper_fields, paper_prov, snapshot_prov),
+        "prov": _record_provenance(provenance, paper_fields, paper_prov, snapshot_prov, guide, event_numbers),
         "canonical": canonical,
         "source_label": f"{summary.source_kind}:{summary.source_id} v{summary.source_version}",
         "submitted_at": summary.submitted_at,
         "categories": " · ".join((summary.primary_cat, *summary.cross_cats)),
         "license": canonical["metadata"].get("license"),
         "schema_version": canonical.get("schema_version"),
-        "canonical_pretty": pretty_json(canonical).decode("utf-8").rstrip("\n"),
+        "canonical_pretty": text_markup(pretty_json(canonical).decode("utf-8").rstrip("\n")),
         "canonical_sha256": primary.canonical_sha256,
         "receipt": ReceiptView(
             key_id=str(receipt["key_id"]),
@@ -442,24 +543,21 @@ def record_context(
             (kind, value, None if path is None else _href(base, path))
             for kind, value, path in summary.alias_rows
         ],
-        "events": events(pub),
+        "events": event_rows,
         "forks": forks(pub),
-        "checklist": checklist(counts, f"{record_on_primary}/action/", primary.canonical_sha256),
+        "checklist": checklist(counts, f"{record_on_primary}/action/"),
         # Beside a bundle the status line is labelled as derived from signed events: a
         # snapshot from a record document's unsigned part must not set its badges.
         "status": status_line(counts, snapshot if snapshot_signed or pub.bundle is None else None),
         "snapshot": snapshot_view(snapshot),
         "links": paper_links(canonical),
-        "claims": _section(
-            "claims", ledger.claims(snapshot, snapshot_signed, pub.record.doc.data if pub.record else None)
-        ),
+        "claims": _section("claims", ledger.claims(snapshot, snapshot_signed, record_data), guide),
         "citations": _section(
             "inbound citations",
-            ledger.inbound_citations(
-                pub.bundle.state if pub.bundle else None, pub.record.doc.data if pub.record else None
-            ),
+            ledger.inbound_citations(pub.bundle.state if pub.bundle else None, record_data),
+            guide,
         ),
-        "badge_html": _badge_html(pub.pith_number, record_on_primary),
+        "badge_html": text_markup(_badge_html(pub.pith_number, record_on_primary)),
         "integrity_href": None if integrity_path is None else _href(base, integrity_path),
         "record_signed": pub.record is not None,
         "has_bundle": pub.bundle is not None,
@@ -467,6 +565,7 @@ def record_context(
         "page_url": page_url,
         "hrefs": paths.under(base),
         "record_on_primary": record_on_primary,
+        "guide": guide,
         "jsonld": _scholarly_article(pub, paper_fields, canonical, site, page_url),
     }
 

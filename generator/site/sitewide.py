@@ -36,10 +36,10 @@ from .config import SiteConfig, build_time
 from .favicon import favicon_ico
 from .headers import headers_file
 from .markdown_pages import markdown_pages
-from .page_model import Summary
-from .render import DERIVED_BY, OutputFile, page
+from .page_model import CHECKLIST, CHECKLIST_TEXT, Summary
+from .render import DERIVED_BY, PROVENANCE_LABELS, REASONS, OutputFile, page
 from .search_index import Pending, search_files, search_key, shown_authors
-from .templating import SiteInfo, render_template
+from .templating import GUIDE, SiteInfo, render_template
 
 _T = TypeVar("_T")
 
@@ -393,6 +393,7 @@ def fixed_files(
     fixed = [
         OutputFile("404.html", render(env, "404.html").encode("utf-8")),
         *page(layout.RESOLVE, render(env, "resolve.html"), config.base_path),
+        *page(GUIDE, guide_html(env), config.base_path),
         OutputFile("feed.xml", atom_feed(summaries, env, config)),
         *asset_files(config.templates / "static"),
     ]
@@ -410,6 +411,14 @@ def fixed_files(
     if config.cname:
         fixed.append(OutputFile("CNAME", f"{config.cname.strip()}\n".encode()))
     return fixed
+
+
+def guide_html(env: Environment) -> str:
+    """The guide page: what every record page links to instead of saying it again."""
+    checklist = [(action, short, long, CHECKLIST_TEXT[name]) for name, short, long, action in CHECKLIST]
+    order = list(PROVENANCE_LABELS)  # (the reasons under each label together, in the labels' order)
+    reasons = sorted(REASONS, key=lambda r: order.index(r[1]))
+    return render(env, "guide.html", reasons=reasons, labels=PROVENANCE_LABELS, checklist=checklist)
 
 
 def same_value(value: _T) -> _T:

@@ -29,10 +29,15 @@ from jinja2 import (
 from markupsafe import Markup, escape
 
 from .. import __version__
-from ..trust.canonical import pretty_json
+from ..trust.canonical import canonical_json
 from ..trust.errors import BuildError
 from ..trust.keys import Keyring, is_resolver_key, resolver_key_url
 from .config import SiteConfig
+
+GUIDE = "guide"
+"""The site-wide page (guide.html) that says once what is the same on every record
+page: the reasons behind each provenance line, what the checks and the shell lines
+do, the completeness checklist in the resolver's words. Pages link to its anchors."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +61,11 @@ class SiteInfo:
             primary_url=config.primary_url.rstrip("/"),
             version=__version__,
         )
+
+    @property
+    def guide(self) -> str:
+        """The link to the guide page (`GUIDE`)."""
+        return self.base + GUIDE
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,8 +143,9 @@ _JSON_RAW_CONTROLS = re.compile("[\x7f-\x9f]")
 
 def _jsonld(value: Any) -> Markup:
     """JSON for a <script> block: '<', '>' and '&' escaped so no text can close it,
-    and DEL and C1 controls as \\u escapes, so no control reaches the page raw."""
-    text = pretty_json(value).decode("utf-8")
+    and DEL and C1 controls as \\u escapes, so no control reaches the page raw.
+    Compact (sorted keys, no white space): it is for machines, on every record page."""
+    text = canonical_json(value).decode("utf-8")
     text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     return Markup(_JSON_RAW_CONTROLS.sub(lambda m: f"\\u{ord(m.group()):04x}", text))
 
@@ -193,6 +204,19 @@ def escape_text(value: Any) -> Any:
         if not ("&" in value or "<" in value or ">" in value or "'" in value or '"' in value):
             return value  # (five scans in C: faster than one regular expression for such short text)
     return escape(value)
+
+
+def text_markup(value: str) -> Markup:
+    """`value` as the text of an element, never of an attribute: the characters
+    `escape_text` gives, with '&', '<' and '>' escaped but quotes left as they are,
+    since only those three mean anything in text. For the blocks of JSON and HTML
+    a record page shows to copy, where each quote written as `&#34;` took five
+    bytes (a canonical record holds some forty)."""
+    if not value.isascii():
+        value = close_bidi(value)
+    if not value.isprintable():
+        value = visible_controls(value)
+    return Markup(value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"))
 
 
 class _Template(Template):

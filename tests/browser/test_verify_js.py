@@ -305,10 +305,10 @@ def page_cases() -> dict[str, Case]:
     odd = factories.record_document(s, title="Zero\x00 and feed\x0c and \u202eoverride\x7f and \x85 end")
 
     def aliases_plus(html: str) -> str:
-        at = html.index("</tbody>", html.index('id="aliases-h"'))
+        at = html.index("</ul>", html.index('id="aliases-h"'))
         row = (
-            '<tr><td data-fact="alias-kind">doi</td>'
-            '<td><code data-fact="alias-value">10.1/forged</code></td></tr>'
+            '<li><span data-fact="alias-kind">doi</span>: '
+            '<a href="/x" data-fact="alias-value">10.1/forged</a></li>'
         )
         return html[:at] + row + html[at:]
 

@@ -38,10 +38,15 @@ def test_a_real_record_names_the_resolver_s_key_and_its_whole_fingerprint(
     )
     assert page.get_attribute(".signing-key", "data-key-owner") == "resolver"
     assert "the key the Pith resolver publishes, which this mirror pins by default" in page_text(page)
-    link = page.locator(".confirm-key a")
+    link = page.locator(".confirm-key a[target]")
     assert link.get_attribute("href") == RESOLVER_KEY["url"]
     assert link.get_attribute("target") == "_blank"
     assert "noopener" in (link.get_attribute("rel") or "")
+    # how to compare the two is said once, on the guide page, which names the same key
+    assert page.locator(".confirm-key a[href='/guide#browser']").count() == 1
+    page.goto(f"{real_site.url}guide")
+    assert page.locator("#browser ~ p a[target]").first.get_attribute("href") == RESOLVER_KEY["url"]
+    assert "compare its fingerprint_sha256_hex with the fingerprint the check reports" in page_text(page)
 
 
 def test_a_site_signed_by_another_key_never_calls_it_the_resolver_s(page: Any, tmp_path: Path) -> None:
@@ -56,6 +61,8 @@ def test_a_site_signed_by_another_key_never_calls_it_the_resolver_s(page: Any, t
         text = page_text(page)
         page.goto(served.url)
         home = page_text(page)
+        page.goto(f"{served.url}guide")
+        guide = page_text(page)
     finally:
         served.stop()
     assert result == "verified", steps
@@ -63,7 +70,7 @@ def test_a_site_signed_by_another_key_never_calls_it_the_resolver_s(page: Any, t
     assert fingerprint != RESOLVER_KEY["fingerprint_sha256_hex"]
     assert f"signed by key {signer.key_id}, fingerprint {fingerprint}" in text
     assert "a key this mirror's operator pinned in place of the one the Pith resolver publishes" in text
-    for page_words in (text, home):
+    for page_words in (text, home, guide):
         # the site may say where the resolver's key is; it never calls this one the resolver's
         assert "resolver's" not in page_words.replace("’", "'")
         assert "by the resolver" not in page_words
@@ -84,7 +91,7 @@ def test_a_page_edited_after_the_build_fails_naming_the_field(page: Any, tmp_pat
         path.write_text(html, "utf-8")
         result, steps = verify(page, f"{served.url}pith/{RECORD}")
         labels = page.eval_on_selector_all(
-            ".prov-verified .prov-label", "els => els.map(e => getComputedStyle(e).textDecorationLine)"
+            ".prov b.v, .prov b.s", "els => els.map(e => getComputedStyle(e).textDecorationLine)"
         )
     finally:
         served.stop()

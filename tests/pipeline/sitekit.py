@@ -11,7 +11,9 @@ checks the site the same way.
 
 from __future__ import annotations
 
+import html
 import json
+import re
 import shutil
 import sys
 from dataclasses import dataclass, replace
@@ -227,6 +229,40 @@ def resolves(site: Path, path: str) -> bool:
     if path == "" or path.endswith("/"):
         return (site / path / "index.html").is_file()
     return any((site / p).is_file() for p in (path, f"{path}.html", f"{path}/index.html"))
+
+
+_IDS = re.compile(r'\sid="([^"]*)"')
+
+
+def broken_anchors(site: Path, base_path: str = "/") -> list[str]:
+    """Every link to a part of a page (`/guide#checks`, `#main`) whose page has no
+    element of that id: a link that lands at the top of the wrong place."""
+    problems: list[str] = []
+    ids: dict[Path, set[str]] = {}
+    for page in html_files(site):
+        name = page.relative_to(site).as_posix()
+        for where, url in page_refs(page.read_text("utf-8")):
+            parts = urlsplit(url)
+            if not parts.fragment or parts.scheme or url.startswith("//"):
+                continue
+            if url.startswith("#"):
+                target: Path | None = page
+            elif parts.path.startswith(base_path):
+                rest = unquote(parts.path[len(base_path) :])
+                found = [
+                    site / p for p in (rest, f"{rest}.html", f"{rest}/index.html") if (site / p).is_file()
+                ]
+                target = found[0] if found and rest and not rest.endswith("/") else None
+            else:
+                target = None
+            if target is None:
+                problems.append(f"{name}: {where} {url!r}: no page to find the part in")
+                continue
+            if target not in ids:
+                ids[target] = set(html.unescape(i) for i in _IDS.findall(target.read_text("utf-8")))
+            if unquote(parts.fragment) not in ids[target]:
+                problems.append(f"{name}: {where} {url!r}: its page has no id {parts.fragment!r}")
+    return problems
 
 
 def broken_links(site: Path, base_path: str = "/", absolute_base: str | None = None) -> list[str]:

@@ -90,6 +90,8 @@ def test_site_wide_files_exist(real_site: Project) -> None:
         "api/pith-number/resolve.html",
         "about.html",
         "about/index.html",
+        "guide.html",
+        "guide/index.html",
     ]
     missing = [p for p in expected if not (real_site.site / p).is_file()]
     assert missing == []
@@ -485,11 +487,12 @@ def sorted_bodies(project: Project) -> list[str]:
 
 
 def _shell_snippets(page: str) -> list[str]:
-    """The Python programs of the record page's "Verify this Pith Number yourself" lines."""
+    """The Python programs of the record page's "Verify this Pith Number yourself" lines,
+    and what each says to expect."""
     section = page[page.index('id="shell-h"') :]
     section = section[: section.index("</section>")]
     text = html.unescape(re.sub(r"<[^>]+>", "", section))
-    return re.findall(r'python3 -c "(.*?)"$', text, re.M)
+    return re.findall(r'python3 -c "(.*?)"\n# expect: (\S+)\n#\s+(.+)$', text, re.M)
 
 
 def test_the_shell_lines_on_a_record_page_recompute_its_hash_and_signature(project: Project) -> None:
@@ -503,10 +506,14 @@ def test_the_shell_lines_on_a_record_page_recompute_its_hash_and_signature(proje
     assert project.build().published == 1
     body = f.pith_body(record)
     page = (project.site / "pith" / f"{body}.html").read_text("utf-8")
-    hashing, signature = _shell_snippets(page)
+    [(program, *expected)] = _shell_snippets(page)
     served = (project.site / "pith" / f"{body}.json").read_bytes()
-    digest = f.canonical_sha256(record)
-    for program, expected in ((hashing, digest), (signature, f"signature verifies {digest}")):
-        ran = subprocess.run([sys.executable, "-c", program], input=served, capture_output=True, timeout=60)
-        assert ran.returncode == 0, ran.stderr
-        assert ran.stdout.decode().strip() == expected
+    assert expected == [f.canonical_sha256(record), "signature verifies"]
+    ran = subprocess.run([sys.executable, "-c", program], input=served, capture_output=True, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.decode().split("\n") == [*expected, ""]
+    # the hash comes first, so a reader without PyNaCl still sees it
+    edited = served.replace(b'"signature_b64": "', b'"signature_b64": "AAAA', 1)
+    assert edited != served
+    ran = subprocess.run([sys.executable, "-c", program], input=edited, capture_output=True, timeout=60)
+    assert ran.returncode != 0 and ran.stdout.decode() == f"{expected[0]}\n"

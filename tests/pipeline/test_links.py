@@ -14,6 +14,7 @@ from sitekit import (
     RECORD_BODY,
     SUB_BASE_URL,
     Project,
+    broken_anchors,
     broken_links,
     bundle_events,
     html_files,
@@ -51,10 +52,12 @@ def rich_site(tmp_path_factory: pytest.TempPathFactory) -> Project:
 
 def test_links_resolve_at_the_root(real_site: Project) -> None:
     assert broken_links(real_site.site, "/") == []
+    assert broken_anchors(real_site.site, "/") == []
 
 
 def test_links_resolve_under_a_sub_path(sub_site: Project) -> None:
     assert broken_links(sub_site.site, "/mirror/", SUB_BASE_URL) == []
+    assert broken_anchors(sub_site.site, "/mirror/") == []
 
 
 def test_links_resolve_with_pagination_and_slashed_ids(rich_site: Project) -> None:
@@ -63,6 +66,30 @@ def test_links_resolve_with_pagination_and_slashed_ids(rich_site: Project) -> No
     assert (site / "pith/hep-lat/0305021/integrity.json").is_file()
     assert (site / "api/pith-number/resolve/arxiv/hep-lat/0305021.json").is_file()
     assert broken_links(site, "/") == []
+    assert broken_anchors(site, "/") == []
+
+
+def test_record_pages_send_readers_to_the_guide_page_s_parts(real_site: Project) -> None:
+    """What every record page shares is said once, on the guide page: each record page
+    links to its parts (the anchor checker above proves each part is there)."""
+    for body in (RECORD_BODY, BUNDLE_BODY):
+        anchors = {
+            url.partition("#")[2]
+            for _, url in page_refs(real_site.text(f"pith/{body}.html"))
+            if url.startswith("/guide#")
+        }
+        assert {"checks", "browser", "shell", "latex", "checklist", "title", "record"} <= anchors, anchors
+    assert real_site.read("guide.html") == real_site.read("guide/index.html")
+
+
+def test_the_anchor_checker_finds_a_missing_part(tmp_path: Path) -> None:
+    (tmp_path / "g.html").write_text('<h2 id="here">x</h2>')
+    (tmp_path / "page.html").write_text(
+        '<a href="/g#here">ok</a><a href="#top" id="top">ok</a><a href="https://x.example/#a">ok</a>'
+        '<a href="/g#gone">bad</a><a href="#nowhere">bad</a><a href="/missing#here">bad</a>'
+    )
+    problems = broken_anchors(tmp_path, "/")
+    assert len(problems) == 3, problems
 
 
 def test_every_listing_page_links_every_year_and_category(rich_site: Project) -> None:

@@ -1,6 +1,6 @@
 """The parts of a record page that lead to the paper and follow the resolver's page:
 links to arXiv and doi.org, claims and inbound citations entry by entry, the
-checklist's whole text, and the badge snippet."""
+checklist (its whole text on the guide page), and the badge snippet."""
 
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ import pytest
 from markupsafe import escape
 
 from generator.site.config import SiteConfig
-from generator.site.page_model import Publication
+from generator.site.page_model import CHECKLIST, CHECKLIST_TEXT, Publication
 from generator.site.paper_links import PaperLinks, paper_links, safe_url
 from generator.site.render import render_publication
+from generator.site.sitewide import guide_html
 from generator.site.templating import make_environment
 from generator.trust.keys import Keyring
 from generator.trust.verify import verify_document
@@ -129,11 +130,11 @@ def test_signed_claims_and_citations_are_listed_entry_by_entry(keyring: Keyring,
     assert "<dt>claim</dt><dd>Training scales &lt;b&gt;linearly&lt;/b&gt;</dd>" in claims
     assert "<dt>section</dt><dd>4</dd>" in claims
     assert "<li>A bare claim\u2400 with a NUL</li>" in claims  # the NUL shown visibly
-    assert '<span class="prov-label">Signed</span>' in claims
+    assert '<b class="s">Signed</b> <a href="/guide#claims">claims</a>' in claims
     citations = section(page, "citations-h")
     assert "<dt>relationship</dt><dd>supports</dd>" in citations
     assert "<dt>nested</dt><dd>{&#34;a&#34;:[1,2]}</dd>" in citations
-    assert "citation_signature events" in citations and '<span class="prov-label">Signed</span>' in citations
+    assert '<b class="s">Signed</b> <a href="/guide#citations">inbound citations</a>' in citations
     assert "not documented yet" in claims  # the page says it does not interpret them
 
 
@@ -146,30 +147,54 @@ def test_a_record_document_s_claims_and_citations_are_marked_not_signed(
     doc["graph_snapshot"].pop("claims")
     page = record_page(keyring, tmp_path, doc)
     claims, citations = section(page, "claims-h"), section(page, "citations-h")
-    assert "Unsigned claim" in claims and '<span class="prov-label">Not signed</span>' in claims
+    assert (
+        "Unsigned claim" in claims and '<b class="u">Not signed</b> <a href="/guide#paper-claims">' in claims
+    )
     assert '<span class="count">3</span>' in citations and "pith:2026:BBBB" in citations
-    assert '<span class="prov-label">Not signed</span>' in citations
-    assert '<span class="prov-label">Signed</span>' not in claims + citations
+    assert '<b class="u">Not signed</b> <a href="/guide#citations-unsigned">' in citations
+    assert '<b class="s">' not in claims + citations
 
 
-def test_the_checklist_text_is_whole_and_the_badge_snippet_is_beside_the_latex_one(
+def test_each_checklist_row_links_its_action_and_the_guide_has_the_resolver_s_whole_text(
     keyring: Keyring, tmp_path: Path
 ) -> None:
     doc = factories.record_document()
     page = record_page(keyring, tmp_path, doc)
+    body = doc["pith_number"].split(":")[2]
     checklist = section(page, "complete-h")
+    for name, short, long, action in CHECKLIST:
+        assert (
+            f'<li><a href="https://pith.science/pith/{body}/action/{action}">{short} ↗</a> <span>open</span>'
+            in (checklist)
+        )
+        assert long not in checklist and CHECKLIST_TEXT[name] not in checklist  # said once, on the guide
+    assert '<a href="/guide#checklist">' in checklist
+    config = SiteConfig(site=tmp_path / "site", cache=tmp_path / "cache")
+    guide = guide_html(make_environment(config, keyring))
+    for name, short, long, action in CHECKLIST:
+        row = guide[guide.index(f'<h3 id="{action}">{short}</h3>') :]
+        assert row.startswith(
+            f'<h3 id="{action}">{short}</h3>\n<p><b>{long}.</b> {escape(CHECKLIST_TEXT[name])}</p>'
+        )
     assert (
-        f"Stamps the canonical SHA-256 ({doc['canonical_sha256'][:24]}…) across three calendars." in checklist
+        "Stamps the canonical SHA-256 (the record's canonical hash) across three calendars."
+        in guide.replace("&#39;", "'")
     )
-    assert "Anyone can re-stamp; each stamp is an independent calendar receipt." in checklist
-    assert "Not peer review; a typed annotation." in checklist
+    assert "Anyone can re-stamp; each stamp is an independent calendar receipt." in guide
+    assert "Not peer review; a typed annotation." in guide
+
+
+def test_the_badge_snippet_is_beside_the_latex_one(keyring: Keyring, tmp_path: Path) -> None:
+    doc = factories.record_document()
+    page = record_page(keyring, tmp_path, doc)
     latex = section(page, "latex-h")
     body = doc["pith_number"].split(":")[2]
     assert "Embed verified badge" in latex
     snippet = (
         f'<a href="https://pith.science/pith/{body}" title="Pith number, verified on the Pith resolver">'
     )
-    assert str(escape(snippet)) in latex  # shown as text to copy, not as a link
+    # shown as text to copy, not as a link (in text, only '<', '>' and '&' need escaping)
+    assert snippet.replace("<", "&lt;").replace(">", "&gt;") in latex
 
 
 def test_the_page_links_to_the_paper_and_its_license(keyring: Keyring, tmp_path: Path) -> None:

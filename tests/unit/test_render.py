@@ -15,15 +15,19 @@ import factories
 import pytest
 from markupsafe import Markup
 
+from generator.site import claims_and_citations as ledger
 from generator.site.config import SiteConfig
 from generator.site.page_model import Publication, graph_snapshot, paper_block
 from generator.site.render import (
+    REASONS,
     RecordPaths,
     provenance_line,
+    reason,
     record_context,
     render_publication,
 )
 from generator.site.templating import make_environment
+from generator.trust import verify as verify_module
 from generator.trust.keys import Keyring
 from generator.trust.model import Provenance
 from generator.trust.verify import verify_document
@@ -33,32 +37,76 @@ ESCAPED = "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &#34;quoted&#34
 
 
 @pytest.mark.parametrize(
-    ("status", "label"), [("verified", "Verified"), ("signed", "Signed"), ("unsigned", "Not signed")]
+    ("status", "mark", "label"),
+    [("verified", "v", "Verified"), ("signed", "s", "Signed"), ("unsigned", "u", "Not signed")],
 )
-def test_a_provenance_line_escapes_its_names_and_reasons(status: Any, label: str) -> None:
+def test_a_provenance_line_escapes_its_names_and_reasons(status: Any, mark: str, label: str) -> None:
+    """A reason the guide page does not word is shown on the line itself, escaped."""
     line = provenance_line((HOSTILE, Provenance(status, HOSTILE)))
     assert isinstance(line, Markup)
-    assert line == (
-        f'<div class="prov"><span class="prov-group prov-{status}"><span class="prov-label">{label}</span>'
-        f' <span title="{ESCAPED}">{ESCAPED}</span></span>'
-        f'<details class="prov-details"><summary>why</summary>{ESCAPED}: {ESCAPED}</details></div>'
+    assert line == f'<p class="prov"><b class="{mark}">{label}</b> {ESCAPED} ({ESCAPED})</p>'
+    known = provenance_line((HOSTILE, Provenance(status, REASONS[0][2])), guide='/"x"/guide')
+    assert known == (
+        f'<p class="prov"><b class="{mark}">{label}</b> <a href="/&#34;x&#34;/guide#title">{ESCAPED}</a></p>'
     )
 
 
-def test_a_section_s_provenance_is_one_line_grouped_by_status() -> None:
-    line = provenance_line(
-        ("title", Provenance("verified", "matches title_canon_sha256")),
-        ("authors", Provenance("unsigned", "from the unsigned part")),
-        ("source", Provenance("verified", "in the canonical record")),
+def test_a_section_s_provenance_is_one_line_grouped_by_status_each_part_linked_to_its_reason() -> None:
+    title, record, unsigned = (
+        Provenance(status, text)
+        for anchor, status, text in REASONS
+        if anchor in ("title", "record", "unsigned")
     )
+    line = provenance_line(("title", title), ("authors", unsigned), ("source", record), guide="/mirror/guide")
     assert line.count('class="prov"') == 1
-    assert line.count("prov-label") == 2  # Verified: title, source · Not signed: authors
+    assert line.count("<b ") == 2  # Verified: title, source · Not signed: authors
     assert line.index(">title<") < line.index(">source<") < line.index("Not signed") < line.index(">authors<")
-    # the technical words are the hover text and the details line, not the line itself
-    assert '<span title="matches title_canon_sha256">title</span>' in line
+    # the technical words are on the guide page, once for every record, not on the line
+    assert "title_canon_sha256" not in line
+    assert '<a href="/mirror/guide#title">title</a>' in line
+    assert '<a href="/mirror/guide#unsigned">authors</a>' in line
+    # parts with one reason share its link
+    assert provenance_line(("authors", unsigned), ("status badges", unsigned)) == (
+        '<p class="prov"><b class="u">Not signed</b> <a href="/guide#unsigned">authors, status badges</a></p>'
+    )
     assert provenance_line(("x", Provenance("signed", "y"))) == provenance_line(
         ("x", Provenance("signed", "y"))
     )
+
+
+def test_a_part_signed_in_an_event_names_the_event_s_row() -> None:
+    signed = Provenance("signed", "signed in event sha256:abc")
+    assert reason(signed, {"sha256:abc": 2}) == ("signed", "event", "event 2")
+    assert reason(signed, {}) == ("signed", "event", "event sha256:abc")  # (no row: its id)
+    line = provenance_line(("authors", signed), events={"sha256:abc": 2})
+    assert line == '<p class="prov"><b class="s">Signed</b> <a href="/guide#event">authors</a> (event 2)</p>'
+
+
+def test_words_added_to_a_known_reason_stay_on_the_line() -> None:
+    aliases = next(text for anchor, _, text in REASONS if anchor == "aliases")
+    found = reason(Provenance("verified", f"{aliases}; 2 other alias(es) are left out"))
+    assert found == ("verified", "aliases", "2 other alias(es) are left out")
+
+
+def test_every_reason_the_verifier_gives_in_fixed_words_is_on_the_guide_page() -> None:
+    """A reason worded the same for every record is said once, on the guide page (a new
+    one left out would be shown on each page's line instead: correct, but heavy)."""
+    fixed = [p for p in vars(verify_module).values() if isinstance(p, Provenance)]
+    fixed += [
+        ledger.claims({"claims": {"items": []}}, True, None).provenance,  # type: ignore[union-attr]
+        ledger.claims({"claims": {"items": []}}, False, None).provenance,  # type: ignore[union-attr]
+        ledger.claims(None, False, {"paper_claims": []}).provenance,  # type: ignore[union-attr]
+        ledger.inbound_citations({"current": {"citation_signatures": [{}]}}, None).provenance,  # type: ignore[union-attr]
+        ledger.inbound_citations(None, {"inbound_citations": {"sample": []}}).provenance,  # type: ignore[union-attr]
+        ledger.inbound_citations({"current": {"citation_signatures": []}}, None).provenance,  # type: ignore[union-attr]
+    ]
+    assert len(fixed) >= 13
+    for provenance in fixed:
+        status, anchor, detail = reason(provenance)
+        assert anchor and not detail, provenance
+        assert (anchor, status, provenance.text) in REASONS
+    anchors = [anchor for anchor, _, _ in REASONS]
+    assert len(anchors) == len(set(anchors))
 
 
 def bundle_publication(keyring: Keyring, title: str = "A Small Test Paper") -> tuple[Publication, bytes]:
@@ -110,12 +158,9 @@ def test_the_pages_escape_the_papers_text(keyring: Keyring, config: SiteConfig) 
         if path.endswith("/index.html"):  # (a folder twin: it names no title)
             assert "alert" not in html and 'http-equiv="refresh"' in html
             continue
-        assert (
-            f'<h1 class="title">{ESCAPED}</h1>' in html
-            or f'<h1 class="title" data-fact="title">{ESCAPED}</h1>' in html
-        )
+        assert f"<h1>{ESCAPED}</h1>" in html or f'<h1 data-fact="title">{ESCAPED}</h1>' in html
     # in JSON-LD, the title is JSON with '<', '>' and '&' written as \u escapes
-    jsonld_title = '"name": "\\u003cscript\\u003ealert(\'x\')\\u003c/script\\u003e \\u0026 \\"quoted\\""'
+    jsonld_title = '"name":"\\u003cscript\\u003ealert(\'x\')\\u003c/script\\u003e \\u0026 \\"quoted\\""'
     assert jsonld_title in pages[f"pith/{pub.body}.html"]
 
 
@@ -136,9 +181,9 @@ def record_and_bundle(keyring: Keyring, bundle_events: str) -> Publication:
 
 
 def group_of(name: str, line: str) -> str:
-    """The status group of a provenance line (label, names, their hover texts) naming `name`."""
-    groups = line.split("<details")[0].split('class="prov-group ')[1:]
-    return next(g for g in groups if f">{name}</span>" in g)
+    """The status group of a provenance line (its label, and each name linked to its reason) naming `name`."""
+    groups = line.split("<b ")[1:]
+    return next(g for g in groups if f"{name}</a>" in g or f"{name}, " in g)
 
 
 def test_an_unsigned_snapshot_does_not_set_the_badges_of_a_bundles_state(
@@ -150,7 +195,7 @@ def test_an_unsigned_snapshot_does_not_set_the_badges_of_a_bundles_state(
     _, summary = render_publication(pub, b"{}", b"{}", make_environment(config, keyring), config)
     context = record_context(pub, summary, snapshot, origin, None, config)
     assert ("refs pending", False) in context["status"]
-    assert "derived from the signed events" in group_of("status badges", context["prov"].header)
+    assert '<a href="/guide#merged">' in group_of("status badges", context["prov"].header)
 
 
 def test_a_record_only_status_may_show_the_unsigned_snapshot_under_its_unsigned_label(
@@ -168,8 +213,8 @@ def test_a_record_only_status_may_show_the_unsigned_snapshot_under_its_unsigned_
 @pytest.mark.parametrize(
     ("with_bundle", "label", "says"),
     [
-        (False, "Not signed", "outside what its signature covers"),
-        (True, "Signed", "in the record_created event&#39;s payload"),
+        (False, "Not signed", '<a href="/guide#receipt-times">'),
+        (True, "Signed", '<a href="/guide#receipt">'),
     ],
 )
 def test_the_receipt_times_say_whether_a_signature_covers_them(
@@ -182,7 +227,7 @@ def test_the_receipt_times_say_whether_a_signature_covers_them(
         pub, b"{}", b"{}" if with_bundle else None, make_environment(config, keyring), config
     )
     line = record_context(pub, summary, *graph_snapshot(pub), None, config)["prov"].receipt
-    assert f'<span class="prov-label">{label}</span>' in line
+    assert f">{label}</b> {says}times and builder</a>" in line
     assert says in line
 
 

@@ -3,6 +3,7 @@ escapes it, by every template, however it was loaded."""
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 from markupsafe import Markup, escape
 
 from generator.site.config import SiteConfig, default_templates
-from generator.site.templating import escape_text, make_environment, visible_controls
+from generator.site.templating import escape_text, make_environment, text_markup, visible_controls
 from generator.trust.keys import Keyring
 
 
@@ -49,6 +50,17 @@ def test_control_characters_are_shown_visibly(value: str) -> None:
     pictures = {chr(c): chr(0x2400 + c) for c in range(0x20) if chr(c) not in "\t\n\r"}
     pictures |= {"\x7f": "\u2421"} | {chr(c): "\ufffd" for c in range(0x80, 0xA0)}
     assert out == str(escape("".join(pictures.get(c, c) for c in value)))
+
+
+@given(_TEXT | _CONTROL_TEXT | _BIDI)
+def test_text_markup_is_escape_text_with_its_quotes_left_as_they_are(value: str) -> None:
+    """The text of a block to copy (canonical JSON, the badge's HTML): the same
+    characters as `escape_text` gives, controls and overrides included, but quotes,
+    which mean nothing in an element's text, written as they are."""
+    out = text_markup(value)
+    assert isinstance(out, Markup)
+    assert out == str(escape_text(value)).replace("&#34;", '"').replace("&#39;", "'")
+    assert html.unescape(out) == html.unescape(str(escape_text(value)))
 
 
 def test_a_signed_title_with_a_nul_is_shown_visibly_on_its_page(env: Any) -> None:
