@@ -15,7 +15,8 @@ import factories
 from hypothesis import given
 from hypothesis import strategies as st
 
-from generator.site.sitewide import newest, xml_escape
+from generator.site.sitewide import newest
+from generator.site.templating import xml_escape
 
 _XML_CHAR = re.compile("[\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 """XML 1.0's Char production (section 2.2 of the specification)."""
