@@ -55,9 +55,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     previous = stop_on_signals()  # (first: a SIGTERM from here on stops the command cleanly)
+    begun = False
     try:
         args = build_parser().parse_args(argv)
         args.argv = list(sys.argv[1:] if argv is None else argv)  # (for the command a build suggests next)
+        begun = True
         code: int = args.handler(args) if hasattr(args, "handler") else run_verify(args)
         sys.stdout.flush()  # (a reader that went away is found here, not at exit)
         return code
@@ -71,7 +73,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt as exc:
         signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
-        print(f"pith-mirror: stopped{what_was_kept(exc)}", file=sys.stderr)
+        kept = what_was_kept(exc) if begun else "; nothing was changed"  # (before the command began)
+        print(f"pith-mirror: stopped{kept}", file=sys.stderr)
         return 128 + signum
     finally:
         for signum, handler in previous.items():  # (as they were: main may be called in-process)

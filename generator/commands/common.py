@@ -61,6 +61,8 @@ def what_was_kept(exc: BaseException) -> str:
     """'; SITE is ...': what an interrupted build left, for the one line that says it stopped."""
     if not isinstance(exc, Interrupted) or exc.published is None or exc.site is None:
         return ""
+    if exc.finished:
+        return f"; {exc.site} holds this build's publication, whole"
     if exc.published:
         return f"; {exc.site} holds this build's publication, whole (its cache was not saved)"
     return f"; {exc.site} is as the last completed build left it"

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..trust.errors import Interrupted
 from .common import EXIT_OK, EXIT_REJECTED, load_keys, print_rejections, settings_from, summary_line
 
 MAX_PORT = 65535
@@ -95,11 +96,24 @@ def run_build(args: argparse.Namespace) -> int:
     from ..site.config import load_config
 
     config = load_config(args.config, settings_from(args))
-    keyring = load_keys(config.keys)
-    # First ask whether anything changed: when nothing did, the answer is the
-    # whole build, and the code that renders a site is never imported.
-    seen = look(config, keyring, quick=not args.clean)
-    report = seen.report or _build(args, config, keyring, seen)
+    try:
+        keyring = load_keys(config.keys)
+        # First ask whether anything changed: when nothing did, the answer is the
+        # whole build, and the code that renders a site is never imported.
+        seen = look(config, keyring, quick=not args.clean)
+        report = seen.report or _build(args, config, keyring, seen)
+    except Interrupted as exc:
+        if exc.site is None:  # (stopped before the build began to change SITE)
+            exc.published, exc.site = False, str(config.site)
+        raise
+    try:
+        return _report_build(args, config, report, keyring)
+    except Interrupted as exc:  # (the build is over: only its report was cut short)
+        exc.published, exc.site, exc.finished = True, str(config.site), True
+        raise
+
+
+def _report_build(args: argparse.Namespace, config: SiteConfig, report: BuildReport, keyring: Keyring) -> int:
     print_rejections(report.rejections, keyring, config.site / "report.json")
     if not args.quiet:
         for note in report.notes:

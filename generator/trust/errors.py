@@ -252,6 +252,8 @@ class Interrupted(KeyboardInterrupt):
         self.signum = signum
         self.published: bool | None = None
         self.site: str | None = None
+        self.finished = False
+        """Whether the build had ended, its cache saved, when the signal came."""
 
 
 class ConfigError(Exception):
