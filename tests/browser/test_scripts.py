@@ -44,7 +44,7 @@ def test_no_markup_from_strings(name):
 
 def test_scripts_load_as_classic_scripts(run_node):
     exposed = run_node("run_globals.js", {})
-    assert {"parse", "parseBytes", "canonical"} <= set(exposed["PithCanonical"])
+    assert {"parse", "parseBytes", "canonical", "sha256"} <= set(exposed["PithCanonical"])
     assert {"verifyFiles", "checkDocuments"} <= set(exposed["PithVerify"])
     assert {"queryTokens", "SearchIndex"} <= set(exposed["PithSearch"])
     assert {"encodeValue", "parseQuery"} <= set(exposed["PithResolve"])
