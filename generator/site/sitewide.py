@@ -229,10 +229,12 @@ LISTED_FIELDS = (
     "source_id",
     "source_version",
     "aliases",
+    "paper_signed",
 )
 """The summary fields that pages about the whole site show or order by (listings,
 browse counts, search index, sitemap, report; the aliases because their arXiv and
-DOI values are search terms): the manifest and the feed aside, which are made
+DOI values are search terms; whether the authors are signed, which listings and
+search results mark): the manifest and the feed aside, which are made
 again every build, a change to any other field changes none of them."""
 
 

@@ -283,7 +283,9 @@ def changed(value: Any) -> Any:
         return "1999-01-01T00:00:00Z"
     if isinstance(value, bytes):  # the packed hashes: another last digest
         return value[:-1] + bytes([value[-1] ^ 1])
-    if isinstance(value, bool) or value is None:
+    if isinstance(value, bool):  # (the other value: any string is as true as True)
+        return not value
+    if value is None:
         return "changed"
     if isinstance(value, int):
         return value + 7
