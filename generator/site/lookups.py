@@ -132,8 +132,9 @@ def _claimants(ordered: Sequence[Summary], needles: set[bytes]) -> list[Summary]
     the shard's digits): found by searching every record's `lookup_shards` joined in
     one `bytes`, as a watching process does after every change. A tag is no hex digit,
     so a needle is found only at the start of an alias's entry."""
-    blob = b"".join(map(_SHARDS, ordered))
-    ends = list(accumulate(map(len, map(_SHARDS, ordered))))
+    packed = list(map(_SHARDS, ordered))  # (one pass over the records: each a cache miss)
+    blob = b"".join(packed)
+    ends = list(accumulate(map(len, packed)))
     found: set[int] = set()
     for needle in needles:
         at = blob.find(needle)
