@@ -57,7 +57,7 @@ sys.path.insert(0, str(ROOT))
 from bench import corpus  # noqa: E402
 from generator import __version__  # noqa: E402
 from generator.site.config import default_templates  # noqa: E402
-from generator.site.layout import resolve_json  # noqa: E402
+from generator.site.layout import lookup_key, resolve_query  # noqa: E402
 from generator.site.page_model import CHECKLIST  # noqa: E402
 from generator.trust.canonical import canonical_digest  # noqa: E402
 
@@ -422,7 +422,9 @@ def hugo_page(bundle: dict[str, Any]) -> str:
             {
                 "kind": a["alias_kind"],
                 "value": a["alias_value"],
-                "lookup": resolve_json(a["alias_kind"], a["alias_value"]) or "",
+                "lookup": resolve_query(a["alias_kind"], a["alias_value"])
+                if lookup_key(a["alias_kind"], a["alias_value"]) is not None
+                else "",
             }
             for a in sorted(bundle["source_aliases"], key=lambda a: a["alias_kind"])
         ],

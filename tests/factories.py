@@ -28,7 +28,7 @@ from typing import Any
 
 from nacl.signing import SigningKey
 
-from generator.site.page_model import Summary, pack_hashes
+from generator.site.page_model import Summary, pack_aliases, pack_hashes, pack_lookup_shards
 from generator.trust.canonical import b32, canonical_digest, sha256
 from generator.trust.keys import Keyring, keyring_from_json
 from generator.trust.load import Limits, SourceDocument, decode
@@ -525,9 +525,12 @@ def flip_signature_byte(signature_b64: str, index: int = 0) -> str:
 _ZERO_SHA256 = "0" * 64
 
 
-def summary(**fields: Any) -> Summary:
+def summary(aliases: Sequence[tuple[str, str]] | None = None, **fields: Any) -> Summary:
     """A summary with `fields`, and plain values for every other field the
-    dataclass requires (no bundle, zero hashes)."""
+    dataclass requires (no bundle, zero hashes); `aliases`, (kind, value) pairs,
+    packed as `summarize` packs them."""
+    if aliases is not None:
+        fields = {"alias_data": pack_aliases(aliases), "lookup_shards": pack_lookup_shards(aliases), **fields}
     values: dict[str, Any] = {
         "pith_number": f"pith:2021:{'A' * 26}",
         "title": "t",

@@ -39,6 +39,7 @@ from ..site.page_model import (
     SHARED_FIELDS,
     Summary,
     alias_list,
+    checked_lookup_shards,
     hash_values,
     pack_alias_list,
     pack_hashes,
@@ -273,6 +274,7 @@ def _number_json(e: NumberEntry, files: dict[str, FileEntry]) -> dict[str, Any]:
         "summary": {
             **dict(zip(_SUMMARY_FIELDS, _summary_values(e.summary), strict=True)),
             "alias_data": alias_list(e.summary.alias_data),
+            "lookup_shards": e.summary.lookup_shards.decode("ascii"),
             "hash_data": _hashes_json(e.summary.hash_data),
             "integrity_data": _b64(e.summary.integrity_data),
         },
@@ -330,6 +332,7 @@ def _number_entry(number: str, d: dict[str, Any], files: dict[str, FileEntry]) -
     if s["integrity_data"] is not None:  # (kept compressed, as the summary keeps it)
         s["integrity_data"] = base64.b64decode(s["integrity_data"], validate=True)
     s["alias_data"] = pack_alias_list(s["alias_data"])
+    s["lookup_shards"] = checked_lookup_shards(s["lookup_shards"], s["alias_data"])
     return NumberEntry(
         record=_document(d["record"], files, "record", number),
         bundle=_document(d["bundle"], files, "bundle", number),

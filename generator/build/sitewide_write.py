@@ -8,9 +8,11 @@ Rules:
   all would cost hundreds of MB at 100,000 records), and its workers make
   the listing pages and the search index meanwhile. An incremental build makes every changed
   file before it touches SITE, then writes each atomically.
-- Files records share (look-ups, integrity reports, short forms) are made
-  here only for the paths that more than one record claims (a full build:
-  workers wrote the rest) or that changed records claim, before or now.
+- Files records share (integrity reports, short forms) are made here only
+  for the paths that more than one record claims (a full build: workers
+  wrote the rest) or that changed records claim, before or now. So are the
+  alias look-up shards, which every record shares with others: all of them
+  in a full build, only those changed records claim in an incremental one.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from typing import BinaryIO
 
 from ..site import layout
 from ..site.config import SiteConfig, build_time
-from ..site.layout import MANIFEST_PATH
+from ..site.layout import MANIFEST_PATH, RESOLVE_INDEX, shard_width
+from ..site.lookups import index_json, lookup_files, lookup_inputs, lookup_paths
 from ..site.manifest import indented_entry, manifest_files, stream_manifest, whole_manifest
 from ..site.page_model import Summary
 from ..site.render import OutputFile
@@ -89,8 +92,8 @@ class SitewideStage:
         their inputs changed, and written only when their bytes changed; when
         the renewed records show in the listings as before, those are kept
         without even a fingerprint (see `listings_unchanged`). Files records
-        share (look-ups, integrity reports, short forms) are recomputed only for
-        the paths that the records which changed claim, before or now.
+        share (look-up shards, integrity reports, short forms) are recomputed only
+        for the paths that the records which changed claim, before or now.
         """
         config = self.config
         context = _context_inputs(rejections, notes, self.extra)
@@ -134,10 +137,15 @@ class SitewideStage:
             eager(f.path, f.data)
             for f in manifest_files(summaries, config, self.keyring, generated_at, entry_json, streamed)
         ]
+        width = shard_width(len(summaries))
+        lazies.append(eager(RESOLVE_INDEX, index_json(width)))
         affected = self.affected_family_paths(summaries)
+        asked, stale = self.affected_lookup_paths(width)
+        affected |= stale
         if search is not None:  # (the longest step of this process's own: the chunks may be made)
             search.shards(block=False)
-        family = record_family_files(summaries, env, config, affected)
+        family = record_family_files(summaries, env, config.base_path, affected)
+        family += lookup_files(summaries, config.base_path, width, asked)
         fixed: dict[str, Lazy] = {}
         for lazy in lazies:
             if lazy.path in fixed:
@@ -287,6 +295,30 @@ class SitewideStage:
         for number in old.keys() - new.keys():
             paths.update(family_paths(old[number].summary))
         return paths
+
+    def affected_lookup_paths(self, width: int) -> tuple[set[str] | None, set[str]]:
+        """(The look-up shards to make, None for every one; the shards that go if
+        they are not made again). A full build makes every shard; an incremental
+        one those that the records added, removed or changed claim, before or now,
+        unless the shards' width changed: then every shard is made again, and
+        every old one goes unless it is."""
+        if self.cache is None:
+            return None, set()
+        old, new = self.cache.numbers, self.new_cache.numbers
+        old_width = shard_width(len(old))
+        if old_width != width:
+            return None, {path for entry in old.values() for path in lookup_paths(entry.summary, old_width)}
+        paths: set[str] = set()
+        for number in self.renewed:
+            before, after = old.get(number), new[number]
+            if before is not None and lookup_inputs(before.summary) == lookup_inputs(after.summary):
+                continue  # (a bundle that grew: its look-ups are as they were)
+            paths.update(lookup_paths(after.summary, width))
+            if before is not None:
+                paths.update(lookup_paths(before.summary, width))
+        for number in old.keys() - new.keys():
+            paths.update(lookup_paths(old[number].summary, width))
+        return paths, paths
 
 
 class PaperPages:

@@ -217,7 +217,7 @@ def render_task(item: tuple[Choice, dict[str, str]]) -> Rendered:
 def render_and_write(pub: Publication, raws: dict[str, bytes]) -> tuple[int, Summary]:
     """Render one number into the worker's output folder: its own files, which
     must be exactly those `layout.number_paths` names, and in a full build its
-    family too (look-ups, short forms, integrity report), as if no other record
+    family too (short forms, integrity report), as if no other record
     claimed them; the site-wide stage rewrites the few that others do.
 
     Returns how many files it wrote, and the number's summary.

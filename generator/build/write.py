@@ -9,7 +9,7 @@ Rules:
   name and a rename, so a reader never sees half a file.
 - Every path is relative and made of safe segments; nothing is written outside
   the target folder. One call never writes a path twice; across a full build
-  a path several records claim (an arXiv look-up shared by a paper's versions)
+  a path several records claim (the integrity report of a paper's versions)
   is written by each of their workers, then once more, right, by the
   site-wide stage.
 - A file the resolver signed is never rewritten with different bytes.

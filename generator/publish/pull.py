@@ -263,6 +263,8 @@ class Puller:
         self.client = client
         self.progress = progress
         self.state = State(plan.content)
+        self.shard_widths: dict[str, asyncio.Task[tuple[int | None, tuple[str, Problem] | None]]] = {}
+        """Each source's look-up shard width, read once a pull (see `shard_width`)."""
 
     async def run(
         self, targets: Sequence[Target], listed: dict[str, dict[str, Any]] | None = None, jobs: int = 8
@@ -297,29 +299,64 @@ class Puller:
         return await self.pull_number(target, body, entry)
 
     async def look_up(self, target: Target) -> tuple[str | None, list[tuple[str, Problem]]]:
-        """The number a short form, arXiv id or DOI names at the source: its look-up
-        file (a pith-mirror site), else the resolver's query (JSON with `pith_number`,
-        or a redirect to the record page). A hint only: see `pull_number`."""
+        """The number a short form, arXiv id or DOI names at the source: its entry in
+        the source's look-up shard (a pith-mirror site), else the resolver's query
+        (JSON with `pith_number`, or a redirect to the record page). A hint only: see
+        `pull_number`."""
         source = self.plan.sources[0]
-        static = layout.resolve_json(target.kind, target.value)
-        key = "arxiv" if target.kind == "arxiv_version" else target.kind  # (the resolver's own parameter)
-        query = urllib.parse.urlencode({key: target.value, "json": "true"})
-        urls = ([source + static] if static else []) + [f"{source}{layout.RESOLVE}?{query}"]
-        last: tuple[str, Problem] | None = None
-        for url in urls:
+        key = layout.lookup_key(target.kind, target.value)
+        width, failed = await self.shard_width(source)
+        if failed is not None:
+            return None, [failed]
+        if width is not None and key is not None:
+            url = source + layout.shard_file(target.kind, layout.shard_hex(key)[:width])
             try:
                 answer = await self.client.get(url, {"Accept": "application/json"}, LOOKUP_LIMIT)
             except FetchError as exc:
-                if isinstance(exc, HttpStatus) and exc.status in (404, 410):
-                    last = (url, Problem(Code.FETCH_NOT_FOUND, "", f"the source knows no {target}"))
-                    continue
-                return None, [(url, fetch_problem(exc))]
-            body = _number_in(answer)
-            if body is not None:
-                return body, []
-            last = (url, Problem(Code.FETCH_NOT_FOUND, "", f"the look-up of {target} names no Pith number"))
-        assert last is not None  # (there is always the query URL)
-        return None, [last]
+                if not (isinstance(exc, HttpStatus) and exc.status in (404, 410)):
+                    return None, [(url, fetch_problem(exc))]
+            else:
+                body = _number_in_shard(answer, key)
+                if body is not None:
+                    return body, []
+            # (an empty shard is not written: a miss either way)
+            return None, [(url, Problem(Code.FETCH_NOT_FOUND, "", f"the source knows no {target}"))]
+        name = "arxiv" if target.kind == "arxiv_version" else target.kind  # (the resolver's own parameter)
+        url = f"{source}{layout.RESOLVE}?{urllib.parse.urlencode({name: target.value, 'json': 'true'})}"
+        try:
+            answer = await self.client.get(url, {"Accept": "application/json"}, LOOKUP_LIMIT)
+        except FetchError as exc:
+            if isinstance(exc, HttpStatus) and exc.status in (404, 410):
+                return None, [(url, Problem(Code.FETCH_NOT_FOUND, "", f"the source knows no {target}"))]
+            return None, [(url, fetch_problem(exc))]
+        body = _number_in(answer)
+        if body is not None:
+            return body, []
+        named = Problem(Code.FETCH_NOT_FOUND, "", f"the look-up of {target} names no Pith number")
+        return None, [(url, named)]
+
+    async def shard_width(self, source: str) -> tuple[int | None, tuple[str, Problem] | None]:
+        """(The width of the source's look-up shards, or None when it publishes none: the
+        resolver; a failure to fetch, or None). Read once a pull, however many look-ups."""
+        task = self.shard_widths.get(source)
+        if task is None:
+            task = self.shard_widths[source] = asyncio.ensure_future(self._read_shard_width(source))
+        return await task
+
+    async def _read_shard_width(self, source: str) -> tuple[int | None, tuple[str, Problem] | None]:
+        url = source + layout.RESOLVE_INDEX
+        try:
+            answer = await self.client.get(url, {"Accept": "application/json"}, LOOKUP_LIMIT)
+        except FetchError as exc:
+            if isinstance(exc, HttpStatus) and exc.status in (404, 410):
+                return None, None
+            return None, (url, fetch_problem(exc))
+        try:
+            data = parse_json(answer.body)
+        except ValueError:
+            return None, None  # (a host that answers every path with a page: no look-up files)
+        width = data.get("shard_hex_digits") if isinstance(data, dict) else None
+        return (width if type(width) is int and 1 <= width <= 64 else None), None
 
     async def pull_number(self, target: Target, body: str, entry: dict[str, Any] | None) -> Outcome:
         content = self.plan.content
@@ -518,6 +555,20 @@ def _not_asked_for(verified: Verified, target: Target, body: str, kind: Kind) ->
         value = aliases.get(target.kind)
         if value is None or value.lower() != target.value.lower():
             return f"the look-up of {target} named {verified.pith_number}, whose signed record is not that"
+    return None
+
+
+def _number_in_shard(answer: Answer, key: str) -> str | None:
+    """The body of the Pith number a look-up shard's entry for `key` names, if it has one."""
+    try:
+        data = parse_json(answer.body)
+    except ValueError:
+        return None
+    entries = data.get("entries") if isinstance(data, dict) else None
+    entry = entries.get(key) if isinstance(entries, dict) else None
+    number = entry.get("pith_number") if isinstance(entry, dict) else None
+    if isinstance(number, str) and (found := PITH_RE.fullmatch(number)):
+        return found["body"]
     return None
 
 

@@ -17,7 +17,7 @@
   * the integrity set (`mirror.json`, its signature, `SHA256SUMS`,
     `pith-mirrors.json`, `pith-signing-key.json`) is revalidated on every
     use, because a client checks these files against each other;
-  * site-wide files (search shards, report, alias look-ups, feed, sitemap,
+  * site-wide files (search shards, report, alias look-up shards, feed, sitemap,
     assets) may be 5 minutes old;
   * per-record JSON (record, bundle, state, graph, events, integrity) may be
     an hour old: a stale copy is an older, still validly signed version,

@@ -11,28 +11,24 @@ Rules:
   server) lands on the page too, without a loop. A copy of the page there
   doubled the bytes of every page a host uploads as a tar.
 - Links are absolute paths under the configured base path.
-- Alias values become look-up paths by one rule (`encode_alias_value`):
-  split on "/", keep [A-Za-z0-9._-], write any other UTF-8 byte as "~XX";
-  a segment "." or ".." has its dots written "~2E"; a segment before the last
-  that ends in ".json" has that dot written "~2E" (a folder must never take a
-  look-up file's name); empty segments are refused.
+- Alias values never become paths: each kind's look-ups are index files,
+  sharded by a hash of the value (`lookup_key`, `shard_hex`, `shard_width`,
+  `shard_file`; the rule is in lookups.py and docs/published-files.md).
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
+from urllib.parse import quote, urlencode
 
 from ..trust.model import BODY_RE
 
 _SAFE_SEGMENT = re.compile(r"[A-Za-z0-9._-]+")
-"""A segment made of _SAFE_BYTES only (one that encodes as itself)."""
-_SAFE_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 MAX_SEGMENT = 200
 """The longest path segment a document's value may become, in bytes: file systems
 name at most 255, and a file is written through a temporary name a few bytes
 longer. A longer one failed the build, and every build after it."""
-MAX_ALIAS_PATH = 1000
-"""The longest encoded alias value, in bytes (a path is at most 4,096 in all)."""
 _ARXIV_ID = re.compile(r"[0-9]{4}\.[0-9]{4,5}|[a-z][a-z-]*(\.[A-Z]{2})?/[0-9]{7}")
 
 MANIFEST_PATH = ".well-known/pith/mirror.json"
@@ -143,51 +139,61 @@ def integrity_path(endpoint: object, source: object) -> str | None:
     return expected.lstrip("/") if endpoint == expected else None
 
 
-def encode_alias_value(value: str) -> str | None:
-    """The documented alias encoding; None for values that cannot be a path."""
-    segments = value.split("/")
-    if not value or any(s == "" for s in segments):
-        return None
-    encoded = []
-    for segment in segments:
-        if segment in (".", ".."):
-            encoded.append(segment.replace(".", "~2E"))
-        elif _SAFE_SEGMENT.fullmatch(segment):  # (most are: arXiv ids, DOIs, Pith prefixes)
-            encoded.append(segment)
-        else:
-            spelled = (chr(b) if b in _SAFE_BYTES else f"~{b:02X}" for b in segment.encode("utf-8"))
-            encoded.append("".join(spelled))
-    for index in range(len(encoded) - 1):
-        if encoded[index].endswith(".json"):
-            encoded[index] = encoded[index][:-5] + "~2Ejson"
-    joined = "/".join(encoded)
-    if len(joined) > MAX_ALIAS_PATH or any(len(segment) > MAX_SEGMENT for segment in encoded):
-        return None  # (too long to name a file: the value gets no look-up file)
-    return joined
-
-
-def resolve_json(kind: str, value: str) -> str | None:
-    """`api/pith-number/resolve/<kind>/<encoded value>.json`, or None if unusable."""
-    if kind not in RESOLVE_KINDS:
-        return None
-    encoded = encode_alias_value(value.lower() if kind == "doi" else value)
-    return None if encoded is None else lookup_file(kind, encoded)
-
-
 RESOLVE = "api/pith-number/resolve"
+RESOLVE_INDEX = f"{RESOLVE}/index.json"
+"""States the width of the look-up shards (`shard_width`): what a script reads first."""
+SHARD_ENTRIES = 512
+"""The most records per shard, on average, before the shards' width grows by a hex digit."""
+SHARD_DIGITS = 6
+"""The widest shard name, in hex digits (16^6 shards a kind: 8.6 billion records at 512)."""
 
 
-def lookup_file(kind: str, encoded: str) -> str:
-    """The look-up file for an alias value already encoded for paths."""
-    return f"{RESOLVE}/{kind}/{encoded}.json"
-
-
-def lookup_parts(path: str) -> tuple[str, str] | None:
-    """(kind, encoded value) of a `lookup_file` path; None for any other path."""
-    kind, _, rest = path.removeprefix(f"{RESOLVE}/").partition("/")
-    if not path.startswith(f"{RESOLVE}/") or not rest.endswith(".json"):
+def lookup_key(kind: str, value: str) -> str | None:
+    """An alias value as a look-up finds it (DOIs lower-cased, as DOIs compare), or
+    None when it has no look-up: a kind the resolver does not look up, or no value."""
+    if kind not in RESOLVE_KINDS or not value:
         return None
-    return kind, rest[: -len(".json")]
+    return value.lower() if kind == "doi" else value
+
+
+def shard_hex(key: str) -> str:
+    """SHA-256 of a look-up key's UTF-8 bytes, in lower-case hex: its shard is the
+    first `shard_width` digits."""
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def shard_width(records: int) -> int:
+    """Hex digits in a shard's name, for a site of this many records: the fewest (at
+    least 1) that keep shards at `SHARD_ENTRIES` records or fewer on average
+    (1 up to 8,192 records, 2 up to 131,072, 3 up to 2,097,152)."""
+    width = 1
+    while records > SHARD_ENTRIES * 16**width and width < SHARD_DIGITS:
+        width += 1
+    return width
+
+
+def shard_file(kind: str, shard: str) -> str:
+    """`api/pith-number/resolve/<kind>/<shard>.json`: the look-ups of one kind whose
+    keys' hashes start with `shard`."""
+    return f"{RESOLVE}/{kind}/{shard}.json"
+
+
+_SHARD = re.compile(f"[0-9a-f]{{1,{SHARD_DIGITS}}}")
+
+
+def shard_parts(path: str) -> tuple[str, str] | None:
+    """(kind, shard) of a `shard_file` path; None for any other path."""
+    kind, _, name = path.removeprefix(f"{RESOLVE}/").partition("/")
+    shard = name.removesuffix(".json")
+    if not path.startswith(f"{RESOLVE}/") or kind not in RESOLVE_KINDS or not name.endswith(".json"):
+        return None
+    return (kind, shard) if _SHARD.fullmatch(shard) else None
+
+
+def resolve_query(kind: str, value: str) -> str:
+    """The resolver's own look-up address for an alias, with `json=true`: on a mirror
+    the resolve page answers it (it reads the shard) with the record's JSON."""
+    return f"{RESOLVE}?{urlencode({kind: value, 'json': 'true'}, safe='/:', quote_via=quote)}"
 
 
 def category_slug(category: str) -> str | None:

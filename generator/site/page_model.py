@@ -29,7 +29,7 @@ import orjson
 
 from ..trust.merge import LIST_FOR_TYPE
 from ..trust.model import Provenance, Verified, number_body, utc_timestamp
-from .layout import lookup_file, resolve_json
+from .layout import RESOLVE_KINDS, SHARD_DIGITS, lookup_key, shard_hex
 
 CHECKLIST = (
     (
@@ -125,9 +125,14 @@ class Summary:
     """The integrity report's bytes, zlib-compressed (see family.integrity_files):
     only the few records that share their report with another are ever read."""
     alias_data: bytes = b""
-    """Every alias with its look-up file, packed by `pack_aliases`: read back by
-    `aliases` and `lookup_paths`. The main process holds one summary per record,
+    """Every alias, and whether it has a look-up, packed by `pack_aliases`: read back
+    by `aliases` and `alias_rows`. The main process holds one summary per record,
     and eighteen small strings in tuples cost three times their packed bytes."""
+    lookup_shards: bytes = b""
+    """Where each alias that has a look-up is filed, in order (`pack_lookup_shards`):
+    a kind's tag and the first `SHARD_DIGITS` hex digits of its key's SHA-256. The
+    site-wide stage groups records into shards from these bytes alone, and finds
+    those of one shard by searching them (see lookups.py)."""
     forks: int = 0
     """How many equivocations the merged state has (see `forks`): each build notes them."""
     paper_signed: bool = False
@@ -160,8 +165,8 @@ class Summary:
         return hash_values(self.hash_data)[3]  # type: ignore[return-value]
 
     @property
-    def alias_rows(self) -> list[tuple[str, str, str | None]]:
-        """(kind, value, look-up file or None) of every alias, in the record's order."""
+    def alias_rows(self) -> list[tuple[str, str, bool]]:
+        """(kind, value, whether it has a look-up) of every alias, in the record's order."""
         return _alias_rows(self.alias_data)
 
     @property
@@ -169,15 +174,23 @@ class Summary:
         """(kind, value) of every alias, in the record's order."""
         return _alias_pairs(self.alias_data)
 
-    @property
-    def lookup_paths(self) -> tuple[str | None, ...]:
-        """The look-up file of each alias in `aliases`, in order (None: it has none)."""
-        return tuple(path for _, _, path in self.alias_rows)
-
-    @property
-    def lookups(self) -> tuple[tuple[str, str, str], ...]:
-        """(look-up file path, alias kind, alias value) for every alias that has one."""
-        return tuple((path, kind, value) for kind, value, path in self.alias_rows if path is not None)
+    def filed(self, needle: bytes) -> list[str]:
+        """The values of the aliases whose `lookup_shards` entries start with `needle` (a
+        kind's tag and a shard's digits: the aliases filed in that shard), in order."""
+        data = self.lookup_shards
+        at = data.find(needle)
+        if at < 0:
+            return []
+        flat = _unpack(self.alias_data)
+        if len(data) // _SHARD_ENTRY == len(flat) // 3:  # (as usual, every alias has a look-up)
+            values = flat[1::3]
+        else:
+            values = tuple(value for value, has in zip(flat[1::3], flat[2::3], strict=True) if has is True)
+        found = []
+        while at >= 0:
+            found.append(values[at // _SHARD_ENTRY])
+            at = data.find(needle, at + _SHARD_ENTRY)
+        return found
 
     @property
     def search_row(self) -> SearchRow:
@@ -240,21 +253,19 @@ def shared(value: Any) -> Any:
     return common
 
 
-def pack_aliases(pairs: Iterable[tuple[str, str]], paths: Iterable[str | None]) -> bytes:
-    """(kind, value) pairs and their look-up paths as one `bytes` (`marshal`: exact
-    for every string, surrogates included, and fast to read back). Only ever read
-    by this program's own processes (one Python), never stored: the cache keeps
-    the values themselves (`alias_list`)."""
+def pack_aliases(pairs: Iterable[tuple[str, str]]) -> bytes:
+    """(kind, value) pairs, each with True when it has a look-up (else None), as one
+    `bytes` (`marshal`: exact for every string, surrogates included, and fast to read
+    back). Only ever read by this program's own processes (one Python), never stored:
+    the cache keeps the values themselves (`alias_list`)."""
     flat: list[str | bool | None] = []
-    for (kind, value), path in zip(pairs, paths, strict=True):
-        # most values need no encoding: their path is then kept as True (one byte)
-        flat += (kind, value, True if path is not None and path == lookup_file(kind, value) else path)
+    for kind, value in pairs:
+        flat += (kind, value, True if lookup_key(kind, value) is not None else None)
     return _pack(flat)
 
 
 def alias_list(data: bytes) -> list[str | bool | None]:
-    """`pack_aliases`' flat list (kind, value, path, kind, ...), where a path is
-    True when it is the alias's usual look-up file: how the cache keeps them."""
+    """`pack_aliases`' flat list (kind, value, True or None, kind, ...): how the cache keeps them."""
     return list(_unpack(data))
 
 
@@ -264,12 +275,44 @@ def pack_alias_list(flat: list[Any]) -> bytes:
         type(flat) is not list
         or len(flat) % 3
         or not all(
-            type(kind) is str and type(value) is str and (path is True or path is None or type(path) is str)
-            for kind, value, path in zip(flat[0::3], flat[1::3], flat[2::3], strict=True)
+            type(kind) is str and type(value) is str and (has is True or has is None)
+            for kind, value, has in zip(flat[0::3], flat[1::3], flat[2::3], strict=True)
         )
     ):
         raise ValueError("not a list of aliases")
     return _pack(flat)
+
+
+LOOKUP_TAGS = dict(zip(RESOLVE_KINDS, (bytes([t]) for t in b"ghijkl"), strict=True))
+"""Each look-up kind's tag in `Summary.lookup_shards`: a letter that is no hex
+digit, so a search for a tag and some digits finds only the start of an entry."""
+_SHARD_ENTRY = 1 + SHARD_DIGITS
+_LOOKUP_SHARDS = re.compile(rb"(?:[g-l][0-9a-f]{%d})*" % SHARD_DIGITS)
+
+
+def pack_lookup_shards(pairs: Iterable[tuple[str, str]]) -> bytes:
+    """For each (kind, value) that has a look-up, in order: its kind's tag and the first
+    `SHARD_DIGITS` hex digits of SHA-256 of its key (see layout.lookup_key)."""
+    return b"".join(
+        LOOKUP_TAGS[kind] + shard_hex(key)[:SHARD_DIGITS].encode("ascii")
+        for kind, value in pairs
+        if (key := lookup_key(kind, value)) is not None
+    )
+
+
+def checked_lookup_shards(text: str, aliases: bytes) -> bytes:
+    """`Summary.lookup_shards` as the cache keeps it (its ASCII text), once its shape is
+    checked against the aliases it belongs to (it comes from a file)."""
+    if type(text) is not str:
+        raise ValueError("look-up shards")
+    data = text.encode("ascii")
+    wanted = [LOOKUP_TAGS[kind] for kind, _, has in _alias_rows(aliases) if has]
+    if (
+        not _LOOKUP_SHARDS.fullmatch(data)
+        or [data[at : at + 1] for at in range(0, len(data), _SHARD_ENTRY)] != wanted
+    ):
+        raise ValueError("not the look-up shards of these aliases")
+    return data
 
 
 def _alias_pairs(data: bytes) -> tuple[tuple[str, str], ...]:
@@ -278,12 +321,12 @@ def _alias_pairs(data: bytes) -> tuple[tuple[str, str], ...]:
     return tuple(zip(flat[0::3], flat[1::3], strict=True))
 
 
-def _alias_rows(data: bytes) -> list[tuple[str, str, str | None]]:
-    """(kind, value, look-up path or None) of every alias, from `pack_aliases`."""
+def _alias_rows(data: bytes) -> list[tuple[str, str, bool]]:
+    """(kind, value, whether it has a look-up) of every alias, from `pack_aliases`."""
     flat = _unpack(data)
     return [
-        (kind, value, lookup_file(kind, value) if path is True else path)
-        for kind, value, path in zip(flat[0::3], flat[1::3], flat[2::3], strict=True)
+        (kind, value, has is True)
+        for kind, value, has in zip(flat[0::3], flat[1::3], flat[2::3], strict=True)
     ]
 
 
@@ -607,7 +650,6 @@ def summarize(
     else:  # (a record document's list is unsigned: its canonical record decides the claims)
         assert pub.record is not None
         alias_pairs = tuple(pub.record.doc.claimed_aliases())
-    lookup_paths = tuple(resolve_json(kind, value) for kind, value in alias_pairs)
     values: dict[str, Any] = {
         "pith_number": pub.pith_number,
         "title": title,
@@ -629,7 +671,8 @@ def summarize(
         "updated_at": updated,
         "integrity_path": integrity[0] if integrity else None,
         "integrity_data": zlib.compress(integrity[1]) if integrity else None,
-        "alias_data": pack_aliases(alias_pairs, lookup_paths),
+        "alias_data": pack_aliases(alias_pairs),
+        "lookup_shards": pack_lookup_shards(alias_pairs),
         "forks": len(forks(pub)),
         "paper_signed": _signed_paper(pub) is not None,
     }

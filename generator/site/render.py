@@ -540,8 +540,8 @@ def record_context(
             builder_version=str(receipt.get("builder_version", "—")),
         ),
         "aliases": [
-            (kind, value, None if path is None else _href(base, path))
-            for kind, value, path in summary.alias_rows
+            (kind, value, _href(base, layout.resolve_query(kind, value)) if has else None)
+            for kind, value, has in summary.alias_rows
         ],
         "events": event_rows,
         "forks": forks(pub),

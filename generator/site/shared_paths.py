@@ -1,18 +1,17 @@
 """Stage 5 (render, site-wide): the files a record owns with others, its "family".
 
-A record's alias look-ups (`api/pith-number/resolve/...`), its paper's
-integrity report (named by arXiv id) and its short forms (`pith/<8, 12 or
-16 characters>`) are paths that another record may claim too: the versions
-of one paper share an arXiv look-up and a report, and numbers may share a
-short prefix.
+A record's paper's integrity report (named by arXiv id) and its short forms
+(`pith/<8, 12 or 16 characters>`) are paths that another record may claim
+too: the versions of one paper share a report, and numbers may share a short
+prefix. (Its alias look-ups are entries of site-wide shards: lookups.py.)
 
 Rules:
 - In a full build each worker writes its record's family as if no other
   record claimed it; the site-wide stage then makes, once and right, every
   path that more than one record claims (`shared_family_paths`).
 - Where records share a path, the choice is deterministic: the newest
-  version of a paper wins its look-up and report, and a shared short prefix
-  becomes a list of the records that have it.
+  version of a paper wins its report, and a shared short prefix becomes a
+  list of the records that have it.
 """
 
 from __future__ import annotations
@@ -22,16 +21,14 @@ import zlib
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Sequence
 from functools import partial
-from itertools import compress, pairwise, repeat
+from itertools import compress, pairwise
 
 from jinja2 import Environment
 
 from ..site import layout
-from ..trust.canonical import pretty_json
-from ..trust.model import alias_matches, arxiv_aliases, number_body
-from .config import SiteConfig
+from ..trust.model import number_body
 from .page_model import Summary
-from .render import DERIVED_BY, OutputFile
+from .render import OutputFile
 from .sitewide import Lazy, browse_side, eager, fingerprint, lazy_page, render, twin_pages
 from .templating import xml_escape
 
@@ -39,15 +36,14 @@ _NUMBER = operator.attrgetter("pith_number")
 _HEAD = operator.itemgetter(slice(10, 18))
 """A number's first 8 characters of its body ("pith:YYYY:" is 10)."""
 _INTEGRITY = operator.attrgetter("integrity_path")
-_ALIASES = operator.attrgetter("alias_data")
 
 
 def family_paths(summary: Summary) -> list[str]:
     """Every site-wide path one record can claim, alone or shared with others:
-    its alias look-ups, its integrity report, its short forms, and its paper page
-    (replaced by a list when another record shares its 8-character prefix)."""
+    its integrity report, its short forms, and its paper page (replaced by a
+    list when another record shares its 8-character prefix)."""
     body = summary.body
-    paths = [p for p, _, _ in summary.lookups]
+    paths = []
     if summary.integrity_path:
         paths.append(summary.integrity_path)
     for n in (8, 12, 16):
@@ -63,9 +59,9 @@ def shared_family_paths(summaries: Sequence[Summary]) -> set[str]:
     """The family paths (see `family_paths`) that more than one record claims.
 
     Found without listing every record's paths (1.5 million strings at 100,000
-    records): neighbours in sorted order share short forms, and look-up and
-    integrity paths are compared by hash first, then by value for the few
-    hashes seen twice."""
+    records): neighbours in sorted order share short forms, and integrity
+    paths are compared by hash first, then by value for the few hashes seen
+    twice."""
     shared: set[str] = set()
     for a, b in pairwise(sorted(s.body for s in summaries)):
         for n in (8, 12, 16):
@@ -76,7 +72,6 @@ def shared_family_paths(summaries: Sequence[Summary]) -> set[str]:
                 shared.update(layout.page_paths(layout.paper_page(a)))
 
     def named(summary: Summary) -> Iterator[str]:
-        yield from (path for path, _, _ in summary.lookups)
         if summary.integrity_path:
             yield summary.integrity_path
 
@@ -100,12 +95,11 @@ def shared_family_paths(summaries: Sequence[Summary]) -> set[str]:
 
 
 def record_family_files(
-    ordered: Sequence[Summary], env: Environment, config: SiteConfig, only: set[str] | None
+    ordered: Sequence[Summary], env: Environment, base: str, only: set[str] | None
 ) -> list[Lazy]:
-    """Look-up files, integrity reports and short forms: files that belong to
-    records but that several records may claim. With `only`, just those paths
-    (an incremental build passes the paths its changed records claim)."""
-    base = config.base_path
+    """Integrity reports and short forms: files that belong to records but that
+    several records may claim. With `only`, just those paths (an incremental
+    build passes the paths its changed records claim)."""
     if only is not None:  # one pass picks the few records that claim a path asked for
         # (a number is "pith:YYYY:" and its body: any prefix asked for starts
         # with one of these 8 characters; the functions below check exactly)
@@ -114,31 +108,10 @@ def record_family_files(
         # process does this after every change, and a Python step per record cost more)
         claims = map(heads.__contains__, map(_HEAD, map(_NUMBER, ordered)))
         claims = map(operator.or_, claims, map(only.__contains__, map(_INTEGRITY, ordered)))
-        for needle in _lookup_needles(only):
-            claims = map(operator.or_, claims, map(operator.contains, map(_ALIASES, ordered), repeat(needle)))
         ordered = list(compress(ordered, claims))
-    files = resolve_files(ordered, config, only) + integrity_files(ordered, only)
+    files = integrity_files(ordered, only)
     extra, replacing = short_pages(ordered, env, base, only)
     return files + extra + replacing
-
-
-def _lookup_needles(only: set[str]) -> list[bytes]:
-    """For each look-up path asked for, bytes that a record's packed aliases
-    (`Summary.alias_data`) contain if it claims that path: the encoded value,
-    kept either as the alias value itself (a plain path) or inside the stored
-    path. A test on the packed bytes, so the pass over every record unpacks none;
-    the functions it feeds check exactly. Usually one needle: the arXiv id is in
-    the arXiv, versioned and DOI look-ups alike."""
-    found = set()
-    for parts in map(layout.lookup_parts, only):
-        # (a short-form look-up is claimed only by numbers with that prefix: `heads`)
-        if parts is not None and not parts[0].startswith("pith_short_"):
-            found.add(parts[1].encode("utf-8", "surrogatepass"))
-    needles: list[bytes] = []
-    for needle in sorted(found, key=len):  # one inside another finds a superset already
-        if not any(kept in needle for kept in needles):
-            needles.append(needle)
-    return needles
 
 
 def _asked_prefixes(only: set[str]) -> set[str]:
@@ -231,11 +204,6 @@ def own_family_files(summary: Summary, base: str) -> list[OutputFile]:
     16-character form could replace that file, and it then shares the shorter
     forms too: the site-wide stage remakes all six paths."""
     files = []
-    seen = set()
-    for path, kind, value in summary.lookups:
-        if path not in seen:  # (two aliases of one record may share a look-up: the first names it)
-            seen.add(path)
-            files.append(OutputFile(path, lookup_json(kind, value, summary.pith_number, base)))
     if summary.integrity_path and summary.integrity_data is not None:
         files.append(OutputFile(summary.integrity_path, zlib.decompress(summary.integrity_data)))
     redirect = redirect_html(summary.pith_number, base).encode("utf-8")
@@ -243,54 +211,6 @@ def own_family_files(summary: Summary, base: str) -> list[OutputFile]:
     for n in (16, 12, 8):
         files += [OutputFile(page, redirect) for page in layout.page_paths(f"pith/{body[:n]}")]
     return files
-
-
-def resolve_files(ordered: Sequence[Summary], config: SiteConfig, only: set[str] | None = None) -> list[Lazy]:
-    """One look-up file per alias. A record whose signed source determines the
-    alias wins it over one that only lists it: a bundle of another source may
-    sign an arXiv id among its aliases, but cannot take that paper's look-up
-    (its own version number would otherwise decide). Then, for a shared arXiv
-    id, the newest version wins."""
-    chosen: dict[str, tuple[tuple[bool, int, str], Summary, str, str]] = {}
-    for summary in ordered:
-        own = (
-            arxiv_aliases(summary.source_id, summary.source_version) if summary.source_kind == "arxiv" else {}
-        )
-        for path, kind, value in summary.lookups:
-            if only is not None and path not in only:
-                continue
-            rank = (_determines(own, kind, value), summary.source_version, summary.pith_number)
-            if path not in chosen or rank > chosen[path][0]:
-                chosen[path] = (rank, summary, kind, value)
-    files = []
-    base = config.base_path
-    for path, (_, summary, kind, value) in chosen.items():
-        make = partial(lookup_json, kind, value, summary.pith_number, base)
-        files.append(Lazy(path, fingerprint(kind, value, summary.pith_number), make))
-    return files
-
-
-def _determines(own: dict[str, str], kind: str, value: str) -> bool:
-    """Whether a record's own source gives this alias: a short form always does
-    (the verifier refuses any other), an arXiv alias only the paper's own."""
-    if kind.startswith("pith_short_"):
-        return True
-    want = own.get(kind)
-    return want is not None and alias_matches(kind, value, want)
-
-
-def lookup_json(kind: str, value: str, pith_number: str, base: str) -> bytes:
-    """The look-up file of one alias: which record it names, and where."""
-    body = number_body(pith_number)
-    data = {
-        "derived_by": DERIVED_BY,
-        "alias_kind": kind,
-        "alias_value": value,
-        "pith_number": pith_number,
-        "record": base + layout.record_page(body),
-        "json": base + layout.record_json(body),
-    }
-    return pretty_json(data)
 
 
 def integrity_files(ordered: Sequence[Summary], only: set[str] | None = None) -> list[Lazy]:

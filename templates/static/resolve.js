@@ -2,51 +2,70 @@
  * resolve.js: the alias resolver, on a static host.
  *
  * The resolver's look-ups are query strings (/api/pith-number/resolve?arxiv=2111.04007&json=true),
- * which a static host cannot answer. The build writes one small file per alias instead:
- *   <base>api/pith-number/resolve/<kind>/<encoded value>.json
- *     = {"alias_kind", "alias_value", "pith_number", "record": "<record page path>", "json": "<record JSON path>"}
- * and <base>api/pith-number/resolve/index.html loads this script, which reads the
- * query string, fetches that file and goes to the record page (or its JSON with json=true|1).
+ * which a static host cannot answer. The build writes index files instead (lookups.py):
+ *   <base>api/pith-number/resolve/index.json = {"shard_hex_digits": W, ...}
+ *   <base>api/pith-number/resolve/<kind>/<shard>.json
+ *     = {"alias_kind", "shard", "entries": {"<key>": {"pith_number", "record": "<record page path>",
+ *        "json": "<record JSON path>"}, ...}}
+ * where <key> is the value as looked up (a DOI lower-cased) and <shard> the first W lower-case hex
+ * digits of SHA-256 of the key's UTF-8 bytes; a shard with no entries is not written.
+ * <base>api/pith-number/resolve/index.html loads canonical.js (for SHA-256, in plain JS: a mirror
+ * served over plain HTTP has no Web Crypto) and this script, which reads the query string, reads W,
+ * fetches the shard and goes to the record page (or its JSON with json=true|1).
  *
- * The value encoding is shared with the build and must stay byte-identical:
- *   split on "/"; an empty segment (leading, trailing or doubled "/") means "not found";
- *   in each segment every UTF-8 byte outside [A-Za-z0-9._-] becomes "~" + 2 upper-case
- *   hex digits ("~" itself is "~7E"); a segment "." or ".." has its dots written "~2E",
- *   so no path segment is ever a dot-segment; segments are joined with "/".
+ * The key and shard rule is the build's (layout.py: lookup_key, shard_hex) and must stay identical.
  */
 (function (root) {
   "use strict";
 
+  const C =
+    root && root.PithCanonical
+      ? root.PithCanonical
+      : typeof require === "function"
+        ? require("./canonical.js")
+        : null;
+
   // The order also decides which kind wins if a query names several.
   const KINDS = ["arxiv", "arxiv_version", "doi", "pith_short_8", "pith_short_12", "pith_short_16"];
-  const SAFE_BYTE = /^[A-Za-z0-9._-]$/;
 
-  function encodeSegment(segment) {
-    if (segment === "." || segment === "..") return segment.replace(/\./g, "~2E");
-    let out = "";
-    for (const byte of new TextEncoder().encode(segment)) {
-      const ch = String.fromCharCode(byte);
-      out += byte < 0x80 && SAFE_BYTE.test(ch) ? ch : "~" + byte.toString(16).toUpperCase().padStart(2, "0");
-    }
-    return out;
+  /** The value as a look-up finds it (a DOI lower-cased, as DOIs compare), or null when no
+   * look-up can have it. */
+  function lookupKey(kind, value) {
+    if (KINDS.indexOf(kind) < 0 || typeof value !== "string" || value === "") return null;
+    return kind === "doi" ? value.toLowerCase() : value;
   }
 
-  /** An alias value -> its path below <kind>/ (without ".json"), or null when it cannot exist. */
-  function encodeValue(value) {
-    if (typeof value !== "string" || value === "") return null;
-    const segments = value.split("/");
-    if (segments.some((s) => s === "")) return null;
-    const encoded = segments.map(encodeSegment);
-    // A folder named like a look-up file ("x.json") would collide with the file
-    // of the value "x": the dot before "json" in a non-final segment is escaped.
-    for (let i = 0; i < encoded.length - 1; i++) {
-      if (encoded[i].endsWith(".json")) encoded[i] = encoded[i].slice(0, -5) + "~2Ejson";
-    }
-    return encoded.join("/");
+  /** The shard a key is filed in: the first `width` hex digits of SHA-256 of its UTF-8 bytes. */
+  function shardOf(key, width) {
+    return C.toHex(C.sha256(new TextEncoder().encode(key))).slice(0, width);
+  }
+
+  function indexPath(base) {
+    return base + "api/pith-number/resolve/index.json";
+  }
+
+  /** A shard's path; null for a kind that has no look-ups. */
+  function shardPath(base, kind, shard) {
+    if (KINDS.indexOf(kind) < 0 || !/^[0-9a-f]{1,64}$/.test(shard)) return null;
+    return base + "api/pith-number/resolve/" + kind + "/" + shard + ".json";
+  }
+
+  /** The shards' width the index states, or null when it states none that can be. */
+  function shardWidth(index) {
+    const width = index && index.shard_hex_digits;
+    return Number.isInteger(width) && width >= 1 && width <= 64 ? width : null;
+  }
+
+  /** A shard's entry for a key, or null (an own member only: a key may be "__proto__"). */
+  function entryOf(shard, key) {
+    const entries = shard && shard.entries;
+    if (!entries || typeof entries !== "object" || !Object.prototype.hasOwnProperty.call(entries, key)) return null;
+    const entry = entries[key];
+    return entry && typeof entry === "object" ? entry : null;
   }
 
   // How identifiers are cited and pasted, as the home page's search reads them:
-  // the look-up files are named by the value alone.
+  // the look-ups are filed by the value alone.
   const PREFIXES = {
     arxiv: /^(?:https?:\/\/(?:www\.)?arxiv\.org\/(?:abs|pdf)\/|arxiv:)/i,
     doi: /^(?:https?:\/\/(?:dx\.)?doi\.org\/|doi:)/i,
@@ -95,13 +114,6 @@
     return { kind: kindOf(kind, value), value: value, wantJson: json === "true" || json === "1" };
   }
 
-  /** The look-up file's path, or null when the value cannot name one. */
-  function lookupPath(base, kind, value) {
-    if (KINDS.indexOf(kind) < 0) return null;
-    const encoded = encodeValue(value);
-    return encoded === null ? null : base + "api/pith-number/resolve/" + kind + "/" + encoded + ".json";
-  }
-
   /* ---------------------------------------------------------------- page */
 
   function sitePath(value) {
@@ -140,6 +152,14 @@
     }
   }
 
+  /** A JSON file of the site, or null when it is not there (404). */
+  async function fetchJson(path) {
+    const response = await fetch(path, { credentials: "same-origin" });
+    if (response.status === 404) return null;
+    if (!response.ok) throw new Error("HTTP " + response.status);
+    return await response.json();
+  }
+
   async function run() {
     const doc = root.document;
     const base = siteBase(doc);
@@ -149,7 +169,6 @@
       return;
     }
     const label = query.kind + " " + query.value;
-    const path = lookupPath(base, query.kind, query.value);
     const main = doc.querySelector("[data-primary]");
     const elsewhere = primaryLookup(main && main.getAttribute("data-primary"), root.location.search);
     function missed() {
@@ -161,34 +180,52 @@
       link.textContent = "Look it up on the primary resolver";
       doc.getElementById("resolve-status").append(" ", link, " (the mirror may not hold every record yet).");
     }
-    if (path === null) {
+    const key = lookupKey(query.kind, query.value);
+    if (key === null) {
       missed();
+      return;
+    }
+    if (C === null) {
+      say(doc, base, "The look-up of " + label + " could not start: canonical.js is missing.", true);
       return;
     }
     say(doc, base, "Looking up " + label + "…", false);
     let data;
     try {
-      const response = await fetch(path, { credentials: "same-origin" });
-      if (response.status === 404) {
-        missed();
-        return;
-      }
-      if (!response.ok) throw new Error("HTTP " + response.status);
-      data = await response.json();
+      const index = await fetchJson(indexPath(base));
+      const width = index === null ? null : shardWidth(index);
+      if (index !== null && width === null) throw new Error("the look-up index states no shard width");
+      const shard = width === null ? null : await fetchJson(shardPath(base, query.kind, shardOf(key, width)));
+      data = shard === null ? null : entryOf(shard, key);
     } catch (err) {
       say(doc, base, "The look-up of " + label + " failed (" + (err && err.message ? err.message : String(err)) + "). Try again later.", true);
       return;
     }
-    const target = sitePath(data && (query.wantJson ? data.json : data.record));
+    if (data === null) {
+      missed();
+      return;
+    }
+    const target = sitePath(query.wantJson ? data.json : data.record);
     if (target === null) {
-      say(doc, base, "The look-up file for " + label + " is damaged: it names no page on this site.", true);
+      say(doc, base, "The look-up of " + label + " is damaged: it names no page on this site.", true);
       return;
     }
     say(doc, base, "Found " + (data.pith_number || label) + "; opening it…", false);
     root.location.replace(target);
   }
 
-  const api = { sitePath: sitePath, encodeValue: encodeValue, parseQuery: parseQuery, lookupPath: lookupPath, normalizeValue: normalizeValue, primaryLookup: primaryLookup, KINDS: KINDS };
+  const api = {
+    sitePath: sitePath,
+    parseQuery: parseQuery,
+    normalizeValue: normalizeValue,
+    primaryLookup: primaryLookup,
+    lookupKey: lookupKey,
+    shardOf: shardOf,
+    shardPath: shardPath,
+    shardWidth: shardWidth,
+    entryOf: entryOf,
+    KINDS: KINDS,
+  };
   if (typeof module === "object" && module && module.exports) module.exports = api;
   if (root) {
     root.PithResolve = api;

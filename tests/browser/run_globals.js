@@ -19,5 +19,6 @@ for (const name of ["PithCanonical", "PithVerify", "PithSearch", "PithResolve"])
 }
 // One real use through the globals: verify.js must find canonical.js through window.
 exposed.sample = sandbox.PithCanonical.canonicalText(sandbox.PithCanonical.parse('{"b":1.0,"a":[10]}'));
-exposed.encoded = sandbox.PithResolve.encodeValue("a b/..");
+// resolve.js must find canonical.js (its SHA-256) through window too.
+exposed.shard = sandbox.PithResolve.shardOf("a b/..", 4);
 process.stdout.write(JSON.stringify(exposed));

@@ -10,6 +10,7 @@ shows that the scripts work in a browser as they do under Node.
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import threading
@@ -105,6 +106,7 @@ HOME = """<!doctype html>
 
 RESOLVE = """<!doctype html>
 <html lang="en" data-base="/"><head><meta charset="utf-8"><title>Resolve</title>
+<script src="/static/canonical.js" defer></script>
 <script src="/static/resolve.js" defer></script></head>
 <body><main><p id="resolve-status" role="status"></p></main></body></html>
 """
@@ -157,24 +159,39 @@ def build_site(root: Path) -> None:
     write(root, "/index.html", HOME)
     for url, data in build_index("/").items():
         write(root, url, json.dumps(data, ensure_ascii=False))
-    # the resolver page and one alias file per kind the seeds have
+    # the resolver page, and look-up shards as docs/published-files.md describes them,
+    # made here by the rule alone (two hex digits: not the width a small build picks)
     write(root, "/api/pith-number/resolve/index.html", RESOLVE)
-    lookups = {
-        ("arxiv", "2111.04007"): GO43,
-        ("doi", "10.48550/arxiv.2111.04007"): GO43,
-        ("pith_short_8", GO43[:8]): GO43,
-        ("arxiv", "2010.10458"): Z5NA,
-        ("arxiv", "hep-th/9901001"): GO43,  # an old-style id with a slash, pointed at a real page
-    }
-    for (kind, value), body in lookups.items():
-        entry = {
-            "alias_kind": kind,
-            "alias_value": value,
-            "pith_number": f"pith:x:{body}",
-            "record": f"/pith/{body}/",
-            "json": f"/pith/{body}.json",
-        }
-        write(root, f"/api/pith-number/resolve/{kind}/{value}.json", json.dumps(entry))
+    write(root, "/api/pith-number/resolve/index.json", json.dumps({"shard_hex_digits": SHARD_WIDTH}))
+    shards: dict[tuple[str, str], dict[str, object]] = {}
+    for (kind, key), body in LOOKUPS.items():
+        entry = {"pith_number": f"pith:x:{body}", "record": f"/pith/{body}/", "json": f"/pith/{body}.json"}
+        shards.setdefault((kind, shard_of(key)), {})[key] = entry
+    for (kind, shard), entries in shards.items():
+        data = {"alias_kind": kind, "shard": shard, "entries": entries}
+        write(root, f"/api/pith-number/resolve/{kind}/{shard}.json", json.dumps(data, ensure_ascii=False))
+
+
+SHARD_WIDTH = 2
+LOOKUPS = {  # (kind, key: the value as looked up, a DOI lower-cased) -> the record it names
+    ("arxiv", "2111.04007"): GO43,
+    ("doi", "10.48550/arxiv.2111.04007"): GO43,
+    ("pith_short_8", GO43[:8]): GO43,
+    ("arxiv", "2010.10458"): Z5NA,
+    ("arxiv", "hep-th/9901001"): GO43,  # an old-style id with a slash, pointed at a real page
+    ("doi", "10.1234/été-ü/𝔁~%"): Z5NA,  # non-ASCII (one beyond the BMP), "/", "~" and "%"
+}
+
+
+def shard_of(key: str) -> str:
+    """The documented rule, here in Python: SHA-256 of the key's UTF-8 bytes, first digits."""
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:SHARD_WIDTH]
+
+
+def a_miss_in_a_shard_that_exists() -> str:
+    """An arXiv id no record has whose shard is one a record's id is in: found there, not found."""
+    taken = {shard_of(key) for kind, key in LOOKUPS if kind == "arxiv"}
+    return next(v for v in (f"9999.{i:05d}" for i in range(100_000)) if shard_of(v) in taken)
 
 
 class Handler(SimpleHTTPRequestHandler):
@@ -351,6 +368,9 @@ def test_search_as_you_type(page, site):
         (f"?pith_short_8={GO43[:8].lower()}", f"/pith/{GO43}/"),
         ("?arxiv=2010.10458", f"/pith/{Z5NA}/"),
         ("?arxiv=hep-th/9901001", f"/pith/{GO43}/"),
+        # the shard JavaScript computes is the one Python wrote (the DOI is lower-cased first)
+        ("?doi=10.1234/%C3%89T%C3%89-%C3%9C/%F0%9D%94%81~%25&json=true", f"/pith/{Z5NA}.json"),
+        ("?doi=https://doi.org/10.1234/%C3%A9t%C3%A9-%C3%BC/%F0%9D%94%81~%25", f"/pith/{Z5NA}/"),
     ],
 )
 def test_resolver_redirects(page, site, query, lands_on):
@@ -364,6 +384,11 @@ def test_resolver_miss_and_bad_query(page, site):
     page.goto(f"{site}/api/pith-number/resolve/?arxiv=9999.99999")
     expect(page.locator("#resolve-status")).to_contain_text("No record on this mirror has arxiv 9999.99999.")
     assert page.get_attribute("#resolve-status a", "href") == "/"
+    miss = a_miss_in_a_shard_that_exists()
+    page.goto(f"{site}/api/pith-number/resolve/?arxiv={miss}")
+    expect(page.locator("#resolve-status")).to_contain_text(f"No record on this mirror has arxiv {miss}.")
+    page.goto(f"{site}/api/pith-number/resolve/?arxiv=__proto__&json=true")
+    expect(page.locator("#resolve-status")).to_contain_text("No record on this mirror has arxiv __proto__.")
     page.goto(f"{site}/api/pith-number/resolve/?nonsense=1")
     expect(page.locator("#resolve-status")).to_contain_text("This address does not say what to look up")
     page.goto(f"{site}/api/pith-number/resolve/?arxiv=%3Cb%3Ex%3C/b%3E")

@@ -1,85 +1,117 @@
-"""resolve.js: the alias-value encoding shared with the build, and query parsing.
+"""resolve.js: the look-up shard rule shared with the build, and query parsing.
 
-The encoding is checked against the examples of the specification and, for
-random text, against `reference_encode` below (the rule written in Python, as
-the build writes it), all in one Node call per test.
+The shard of a value is checked against the build's own functions
+(generator.site.layout) and against the rule written out here with hashlib, for
+examples and for random text (slashes, dots, "~", "%", any Unicode), all in one
+Node call per test.
 """
 
 from __future__ import annotations
 
+import hashlib
+
 from hypothesis import strategies as st
+
+from generator.site import layout
 
 from .conftest import hypothesis_batch
 
-SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+KINDS = ["arxiv", "arxiv_version", "doi", "pith_short_8", "pith_short_12", "pith_short_16"]
+
+EXAMPLES = [
+    "2111.04007",
+    "hep-th/9901001",
+    "10.48550/arXiv.hep-lat/0407033",
+    "a b",
+    "é",
+    "É/Ü",
+    "😀",
+    "..",
+    "a//b",
+    "/etc/passwd",
+    "a\\b",
+    "x\x00y",
+    "100%",
+    "~",
+    "__proto__",
+    "İstanbul",  # (lower-cased to "i̇stanbul" by Python and JavaScript alike)
+    "ΣΑΣ",  # (a final sigma: "σας" in both)
+    "",
+]
+
+VALUES = st.text(st.one_of(st.sampled_from("/.~-_ a%AÉ"), st.characters(codec="utf-8")), max_size=12)
 
 
-def reference_encode(value: str) -> str | None:
-    """split on "/"; no empty segment; bytes outside [A-Za-z0-9._-] -> ~XX; "." and ".." -> dots as ~2E;
-    a segment before the last that ends in ".json" ends in "~2Ejson"."""
-    if not value:
+def reference_shard(kind: str, value: str, width: int) -> str | None:
+    """The rule as docs/published-files.md states it."""
+    if kind not in KINDS or not value:
         return None
-    segments = value.split("/")
-    if any(s == "" for s in segments):
-        return None
-    out = []
-    for segment in segments:
-        if segment in (".", ".."):
-            out.append(segment.replace(".", "~2E"))
-        else:
-            out.append("".join(chr(b) if b in SAFE else f"~{b:02X}" for b in segment.encode("utf-8")))
-    out = [s[: -len(".json")] + "~2Ejson" if s.endswith(".json") else s for s in out[:-1]] + out[-1:]
-    return "/".join(out)
+    key = value.lower() if kind == "doi" else value
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:width]
 
 
-EXAMPLES = {
-    "hep-th/9901001": "hep-th/9901001",
-    "10.48550/arxiv.hep-lat/0407033": "10.48550/arxiv.hep-lat/0407033",
-    "a b": "a~20b",
-    "2111.04007": "2111.04007",
-    "2111.04007v2": "2111.04007v2",
-    "10.48550/arxiv.2111.04007": "10.48550/arxiv.2111.04007",
-    "GO43K6A5": "GO43K6A5",
-    "a~b": "a~7Eb",
-    "100%": "100~25",
-    "a+b=c?d#e&f": "a~2Bb~3Dc~3Fd~23e~26f",
-    "é": "~C3~A9",
-    "😀": "~F0~9F~98~80",
-    ".": "~2E",
-    "..": "~2E~2E",
-    "a/./b": "a/~2E/b",
-    "a/../b": "a/~2E~2E/b",
-    "...": "...",
-    ".hidden": ".hidden",
-    "a\\b": "a~5Cb",
-    "x\x00y": "x~00y",
-    "": None,
-    "/": None,
-    "/a": None,
-    "a/": None,
-    "a//b": None,
-    "a.json/b": "a~2Ejson/b",
-    "x/y.json": "x/y.json",
-    "a.json/b.json/c": "a~2Ejson/b~2Ejson/c",
-}
+def test_shards_of_examples(run_node):
+    cases = [[kind, value, width] for value in EXAMPLES for kind in [*KINDS, "other"] for width in (1, 2, 6)]
+    got = run_node("run_resolve.js", {"shard": cases})["shard"]
+    assert got == [reference_shard(*case) for case in cases]
+    assert got[0] == hashlib.sha256(b"2111.04007").hexdigest()[:1]
 
 
-VALUES = st.text(st.one_of(st.sampled_from("/.~-_ a%"), st.characters(codec="utf-8")), max_size=12)
+def test_random_values_fall_in_the_shard_the_build_files_them_in(run_node):
+    """300 Hypothesis-generated values, each for a kind and a width: resolve.js asks for
+    the shard the build writes the value's entry in (layout.lookup_key, layout.shard_hex)."""
+    values = hypothesis_batch(VALUES, 300)
+    cases = [[KINDS[i % 6] if i % 7 else "doi", v, 1 + i % 3] for i, v in enumerate(values)]
+    got = run_node("run_resolve.js", {"shard": cases})["shard"]
+    built = []
+    for kind, value, width in cases:
+        key = layout.lookup_key(kind, value)
+        built.append(None if key is None else layout.shard_hex(key)[:width])
+    assert got == built == [reference_shard(*case) for case in cases]
 
 
-def test_examples(run_node):
-    got = run_node("run_resolve.js", {"encode": list(EXAMPLES)})["encode"]
-    assert dict(zip(EXAMPLES, got, strict=True)) == EXAMPLES
-    assert all(reference_encode(v) == want for v, want in EXAMPLES.items())
+def test_shard_paths(run_node):
+    cases = [
+        ["/", "arxiv", "3f"],
+        ["/mirror/", "doi", "0"],
+        ["/", "nonsense", "3f"],
+        ["/", "arxiv", "../x"],
+        ["/", "arxiv", "3F"],
+        ["/", "arxiv", ""],
+    ]
+    assert run_node("run_resolve.js", {"path": cases})["path"] == [
+        "/api/pith-number/resolve/arxiv/3f.json",
+        "/mirror/api/pith-number/resolve/doi/0.json",
+        None,
+        None,
+        None,
+        None,
+    ]
 
 
-def test_random_values_match_the_python_rule(run_node):
-    """300 Hypothesis-generated values (slashes, dots, "~", "%", any Unicode), one Node call."""
-    values = hypothesis_batch(
-        st.text(st.one_of(st.sampled_from("/.~-_ a%"), st.characters(codec="utf-8")), max_size=12), 300
-    )
-    got = run_node("run_resolve.js", {"encode": values})["encode"]
-    assert got == [reference_encode(v) for v in values]
+def test_the_width_comes_from_the_index(run_node):
+    indexes = [{"shard_hex_digits": 2}, {"shard_hex_digits": 1}, {"shard_hex_digits": 0}, {}, None]
+    indexes += [{"shard_hex_digits": "2"}, {"shard_hex_digits": 2.5}, {"shard_hex_digits": 65}, []]
+    got = run_node("run_resolve.js", {"width": indexes})["width"]
+    assert got == [2, 1, None, None, None, None, None, None, None]
+
+
+def test_an_entry_is_an_own_member_of_the_shards_entries(run_node):
+    entry = {"pith_number": "pith:2021:X", "record": "/pith/X", "json": "/pith/X.json"}
+    shard = {"entries": {"2111.04007": entry, "bad": "a string"}}
+    cases = [
+        [shard, "2111.04007"],
+        [shard, "2111.04008"],
+        [shard, "__proto__"],
+        [shard, "constructor"],
+        [shard, "toString"],
+        [shard, "bad"],
+        [{"entries": None}, "x"],
+        [{}, "x"],
+        [None, "x"],
+    ]
+    got = run_node("run_resolve.js", {"entry": cases})["entry"]
+    assert got == [entry, None, None, None, None, None, None, None, None]
 
 
 def test_queries(run_node):
@@ -151,32 +183,3 @@ def test_a_miss_links_the_same_query_on_the_primary(run_node):
         None,
         None,
     ]
-
-
-def test_lookup_paths(run_node):
-    lookups = [
-        ["/", "arxiv", "2111.04007"],
-        ["/mirror/", "doi", "10.48550/arxiv.hep-lat/0407033"],
-        ["/", "arxiv", "a b"],
-        ["/", "arxiv", "/etc/passwd"],
-        ["/", "arxiv", "../../secret"],
-        ["/", "nonsense", "x"],
-    ]
-    got = run_node("run_resolve.js", {"lookup": lookups})["lookup"]
-    assert got == [
-        "/api/pith-number/resolve/arxiv/2111.04007.json",
-        "/mirror/api/pith-number/resolve/doi/10.48550/arxiv.hep-lat/0407033.json",
-        "/api/pith-number/resolve/arxiv/a~20b.json",
-        None,
-        "/api/pith-number/resolve/arxiv/~2E~2E/~2E~2E/secret.json",
-        None,
-    ]
-
-
-def test_build_encoder_agrees(run_node):
-    """The build's own encoder (generator.site.layout) writes the paths resolve.js asks for."""
-    from generator.site.layout import encode_alias_value as build_encode
-
-    values = [*EXAMPLES, *hypothesis_batch(VALUES, 200)]
-    got = run_node("run_resolve.js", {"encode": values})["encode"]
-    assert got == [build_encode(v) for v in values]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 import pytest
@@ -44,12 +45,12 @@ def test_no_markup_from_strings(name):
 
 def test_scripts_load_as_classic_scripts(run_node):
     exposed = run_node("run_globals.js", {})
-    assert {"parse", "parseBytes", "canonical"} <= set(exposed["PithCanonical"])
+    assert {"parse", "parseBytes", "canonical", "sha256"} <= set(exposed["PithCanonical"])
     assert {"verifyFiles", "checkDocuments"} <= set(exposed["PithVerify"])
     assert {"queryTokens", "SearchIndex"} <= set(exposed["PithSearch"])
-    assert {"encodeValue", "parseQuery"} <= set(exposed["PithResolve"])
+    assert {"shardOf", "parseQuery"} <= set(exposed["PithResolve"])
     assert exposed["sample"] == '{"a":[10],"b":1.0}'
-    assert exposed["encoded"] == "a~20b/~2E~2E"
+    assert exposed["shard"] == hashlib.sha256(b"a b/..").hexdigest()[:4] == "9e4a"
 
 
 ON_SITE = ["/", "/pith/Z5NAPRQP/", "/search/terms/ab.json", "/a page/x.html"]

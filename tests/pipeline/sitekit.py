@@ -11,6 +11,7 @@ checks the site the same way.
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import re
@@ -139,6 +140,14 @@ class Project:
 
     def text(self, path: str) -> str:
         return self.read(path).decode("utf-8")
+
+    def lookup(self, kind: str, value: str) -> dict[str, Any] | None:
+        return lookup(self.site, kind, value)
+
+    def looked_up(self, kind: str, value: str) -> str | None:
+        """The Pith number a value's look-up names, or None."""
+        entry = self.lookup(kind, value)
+        return None if entry is None else str(entry["pith_number"])
 
 
 ABOUT_MD = """# About this mirror
@@ -307,24 +316,35 @@ def assert_same_as_fresh(project: Project, root: Path, ignore: tuple[str, ...] =
     assert [p for p in ours if ours[p] != theirs[p] and not p.startswith(ignore)] == []
 
 
-def encode_alias(value: str) -> str:
-    """The documented alias encoding (layout.py's docstring), written independently of layout.py:
-    split on "/", keep [A-Za-z0-9._-], any other UTF-8 byte as "~XX"; "." and ".." segments as "~2E";
-    a segment before the last that ends in ".json" ends in "~2Ejson" (no file and folder share a name)."""
-    out = []
-    for segment in value.split("/"):
-        if segment in (".", ".."):
-            out.append(segment.replace(".", "~2E"))
-            continue
-        out.append(
-            "".join(
-                chr(b) if chr(b).isascii() and (chr(b).isalnum() or chr(b) in "._-") else f"~{b:02X}"
-                for b in segment.encode("utf-8")
-            )
-        )
-    out = [s[: -len(".json")] + "~2Ejson" if s.endswith(".json") else s for s in out[:-1]] + out[-1:]
-    return "/".join(out)
+RESOLVE = "api/pith-number/resolve"
 
 
-def expected_resolve_path(kind: str, value: str) -> str:
-    return f"api/pith-number/resolve/{kind}/{encode_alias(value.lower() if kind == 'doi' else value)}.json"
+def shard_of(kind: str, value: str, width: int) -> str:
+    """The rule of docs/published-files.md, written independently of the build: the first
+    `width` hex digits of SHA-256 of the value's UTF-8 bytes, a DOI's lower-cased first."""
+    key = value.lower() if kind == "doi" else value
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:width]
+
+
+def lookup(site: Path, kind: str, value: str) -> dict[str, Any] | None:
+    """A value's look-up entry, found as a script finds it: the width from the index, then
+    the shard that names; None when the shard or its entry is not there."""
+    width = json.loads((site / RESOLVE / "index.json").read_bytes())["shard_hex_digits"]
+    shard = shard_of(kind, value, width)
+    path = site / RESOLVE / kind / f"{shard}.json"
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_bytes())
+    assert (data["alias_kind"], data["shard"]) == (kind, shard), path
+    entry: dict[str, Any] | None = data["entries"].get(value.lower() if kind == "doi" else value)
+    return entry
+
+
+def lookup_shards(site: Path) -> dict[str, dict[str, Any]]:
+    """Every look-up shard of a site, by its path, as JSON."""
+    root = site / RESOLVE
+    return {
+        p.relative_to(site).as_posix(): json.loads(p.read_bytes())
+        for p in sorted(root.glob("*/*.json"))
+        if p.is_file()
+    }

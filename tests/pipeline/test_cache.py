@@ -35,8 +35,8 @@ from generator.build.cache import (
 )
 from generator.build.change_check import QUICK_FILE
 from generator.build.pipeline import build
-from generator.site.layout import MANIFEST_PATH, lookup_file
-from generator.site.page_model import hash_values, pack_aliases, pack_hashes
+from generator.site.layout import MANIFEST_PATH, RESOLVE_KINDS
+from generator.site.page_model import hash_values, pack_hashes
 from generator.trust.choose import Candidate
 
 
@@ -272,7 +272,7 @@ def test_a_packed_stat_is_exact(size: int, mtime_ns: int, inode: int) -> None:
 
 _HEX = st.binary(min_size=32, max_size=32).map(bytes.hex)
 _HASH = _HEX | st.text(max_size=70)
-_ALIAS = st.tuples(st.text(max_size=12), st.text(max_size=40), st.none() | st.text(max_size=60) | st.just(""))
+_ALIAS = st.tuples(st.sampled_from(RESOLVE_KINDS) | st.text(max_size=12), st.text(max_size=40))
 
 
 def _candidate(file: str, kind: str, number: str, sha: str, events: int, from_site: bool) -> Candidate:
@@ -288,7 +288,7 @@ def _candidate(file: str, kind: str, number: str, sha: str, events: int, from_si
 )
 def test_the_cache_reads_back_every_entry_as_it_was_written(
     hashes: tuple[str, str, str | None, str],
-    aliases: list[tuple[str, str, str | None]],
+    aliases: list[tuple[str, str]],
     events: int,
     bundle_from: str,
     flagged: bool,
@@ -296,7 +296,8 @@ def test_the_cache_reads_back_every_entry_as_it_was_written(
     """A number's documents are written as their file's name when they are that
     file's own document, in full otherwise (a document read back from the site,
     or one that differs from its file's); hashes as packed digests or as they
-    were; aliases with True for their usual look-up path. All read back equal."""
+    were; aliases with True when they have a look-up, and where each is filed. All
+    read back equal."""
     number = f"pith:2021:{'B' * 26}"
     record = _candidate("content/r.json", "record", number, "ab" * 32, 0, False)
     own = _candidate("content/b.json", "bundle", number, "cd" * 32, events, flagged)
@@ -316,11 +317,11 @@ def test_the_cache_reads_back_every_entry_as_it_was_written(
             "content/odd.json", "record", number, "22" * 32, events, flagged
         )),
     }  # fmt: skip
-    aliases = [*aliases, ("arxiv", "2101.00001", lookup_file("arxiv", "2101.00001"))]
+    aliases = [*aliases, ("arxiv", "2101.00001")]
     summary = f.summary(
         pith_number=number,
         hash_data=pack_hashes(*hashes),
-        alias_data=pack_aliases([(k, v) for k, v, _ in aliases], [p for _, _, p in aliases]),
+        aliases=aliases,
         integrity_data=b"\x00\x01compressed",
     )
     with tempfile.TemporaryDirectory() as folder:
@@ -341,7 +342,12 @@ def test_the_cache_reads_back_every_entry_as_it_was_written(
     # such as a literal or "0", otherwise than the same string read from a file)
     unpacked = {"alias_data": b"", "hash_data": b""}
     assert replace(entry.summary, **unpacked) == replace(summary, **unpacked)
-    assert entry.summary.alias_rows == summary.alias_rows == aliases
+    assert entry.summary.alias_rows == summary.alias_rows
+    assert [(kind, value) for kind, value, _ in entry.summary.alias_rows] == aliases
+    assert entry.summary.lookup_shards == summary.lookup_shards
+    assert (
+        entry.summary.filed(b"g" + hashlib.sha256(b"2101.00001").hexdigest()[:3].encode())[-1] == "2101.00001"
+    )
     assert hash_values(entry.summary.hash_data) == hash_values(summary.hash_data) == hashes
 
 
@@ -378,6 +384,21 @@ def _aliases_as_a_string(lines: list[Any]) -> None:
     _numbers(lines)[0]["summary"]["alias_data"] = "arx"
 
 
+def _look_up_shards_of_other_aliases(lines: list[Any]) -> None:
+    summary = _numbers(lines)[0]["summary"]
+    summary["lookup_shards"] = summary["lookup_shards"][7:]
+
+
+def _look_up_shards_not_in_hex(lines: list[Any]) -> None:
+    summary = _numbers(lines)[0]["summary"]
+    summary["lookup_shards"] = summary["lookup_shards"][:-1] + "G"
+
+
+def _look_up_shards_as_a_list(lines: list[Any]) -> None:
+    summary = _numbers(lines)[0]["summary"]
+    summary["lookup_shards"] = [summary["lookup_shards"]]
+
+
 def _a_record_as_the_bundle(lines: list[Any]) -> None:
     entry = next(e for e in _numbers(lines) if isinstance(e["record"], str))
     entry["bundle"] = entry["record"]
@@ -403,6 +424,9 @@ def _another_numbers_summary(lines: list[Any]) -> None:
         _hashes_as_an_object,
         _aliases_of_the_wrong_shape,
         _aliases_as_a_string,
+        _look_up_shards_of_other_aliases,
+        _look_up_shards_not_in_hex,
+        _look_up_shards_as_a_list,
         _a_record_as_the_bundle,
         _another_numbers_document,
         _another_numbers_summary,

@@ -166,8 +166,7 @@ class IncrementalMatchesFull(RuleBasedStateMachine):
             if number in published:
                 assert events_before[number] <= _event_ids(self.cold, number), f"{number} lost events"
         if {NUMBERS[2], NUMBERS[3]} & published.keys():  # (the arXiv paper's own, not a claim)
-            look_up = self.cold.json("api/pith-number/resolve/arxiv/2311.02020.json")
-            assert look_up["pith_number"] in (NUMBERS[2], NUMBERS[3])
+            assert self.cold.looked_up("arxiv", "2311.02020") in (NUMBERS[2], NUMBERS[3])
 
     def _documents_in_content(self) -> list[bytes]:
         """The bytes of every file the build reads as a document (not the ignored names)."""

@@ -1,9 +1,10 @@
 """Every path the resolver's URL layout promises exists after a build, and the
-path rules themselves (layout.py) hold: safe segments, alias encoding, DOIs
-lower-cased, traversal refused."""
+path rules themselves (layout.py) hold: safe segments, the look-up shard rule,
+DOIs lower-cased, traversal refused."""
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import re
@@ -24,8 +25,8 @@ from sitekit import (
     RECORD_BODY,
     RECORD_NUMBER,
     Project,
-    encode_alias,
     record_doc,
+    shard_of,
 )
 
 from generator.site import layout, sitewide
@@ -47,10 +48,10 @@ def test_every_per_number_path_exists(real_site: Project, body: str) -> None:
         f"paper/{body[:8]}/index.html",
         f"paper/{body[:8]}.html",
         f"pith/{arxiv_id}/integrity.json",
-        f"api/pith-number/resolve/arxiv/{arxiv_id}.json",
-        f"api/pith-number/resolve/arxiv_version/{arxiv_id}v{version}.json",
-        f"api/pith-number/resolve/doi/10.48550/arxiv.{arxiv_id}.json",
-        *(f"api/pith-number/resolve/pith_short_{n}/{body[:n]}.json" for n in (8, 12, 16)),
+        f"api/pith-number/resolve/arxiv/{shard_of('arxiv', arxiv_id, 1)}.json",
+        f"api/pith-number/resolve/arxiv_version/{shard_of('arxiv_version', f'{arxiv_id}v{version}', 1)}.json",
+        f"api/pith-number/resolve/doi/{shard_of('doi', f'10.48550/arxiv.{arxiv_id}', 1)}.json",
+        *(f"api/pith-number/resolve/pith_short_{n}/{shard_of('', body[:n], 1)}.json" for n in (8, 12, 16)),
         *(f"pith/{body[:n]}.html" for n in (8, 12, 16)),
         *(f"pith/{body[:n]}/index.html" for n in (8, 12, 16)),
     ]
@@ -88,6 +89,7 @@ def test_site_wide_files_exist(real_site: Project) -> None:
         "browse/category/cs.DC/index.html",
         "api/pith-number/resolve/index.html",
         "api/pith-number/resolve.html",
+        "api/pith-number/resolve/index.json",
         "about.html",
         "about/index.html",
         "guide.html",
@@ -218,8 +220,8 @@ def test_sub_path_build_uses_absolute_urls_in_feed_and_sitemap(sub_site: Project
     assert f"<loc>{base}pith/{RECORD_BODY}</loc>" in sitemap
     assert f"Sitemap: {base}sitemap.xml" in (site / "robots.txt").read_text()
     assert f'href="{base}pith/{BUNDLE_BODY}"' in (site / "feed.xml").read_text()
-    resolve = sub_site.json(f"api/pith-number/resolve/arxiv/{ARXIV[RECORD_BODY][0]}.json")
-    assert resolve["record"] == f"/mirror/pith/{RECORD_BODY}"
+    resolve = sub_site.lookup("arxiv", ARXIV[RECORD_BODY][0])
+    assert resolve is not None and resolve["record"] == f"/mirror/pith/{RECORD_BODY}"
 
 
 def test_signed_json_is_copied_byte_for_byte(real_site: Project) -> None:
@@ -245,7 +247,8 @@ def test_derived_json_says_so(real_site: Project) -> None:
         ),
         "pith/2111.04007/integrity.json",
         "pith/2010.10458/integrity.json",
-        "api/pith-number/resolve/arxiv/2111.04007.json",
+        f"api/pith-number/resolve/arxiv/{shard_of('arxiv', '2111.04007', 1)}.json",
+        "api/pith-number/resolve/index.json",
         "report.json",
     ]
     for path in derived:
@@ -304,76 +307,79 @@ def test_a_page_s_folder_twin_sends_readers_to_it(real_site: Project) -> None:
 
 
 @pytest.mark.parametrize(
-    "value",
+    ("kind", "value", "key"),
     [
-        "2111.04007",
-        "hep-lat/0305021",
-        "10.48550/arxiv.hep-lat/0407033",
-        "a b",
-        "é",
-        "..",
-        "../x",
-        "x/..",
-        ".",
-        "a\\b",
-        "a\x00b",
-        "%2e%2e%2f",
-        "~",
-        "<script>",
-        "a.json/b",
-        "x/y.json",
+        ("doi", "10.48550/arXiv.2111.04007", "10.48550/arxiv.2111.04007"),
+        ("arxiv", "hep-lat/0305021", "hep-lat/0305021"),
+        ("arxiv", "X", "X"),  # (only DOIs fold case)
+        ("pith_short_8", "GO43K6A5", "GO43K6A5"),
+        ("arxiv_version", "../../etc/passwd", "../../etc/passwd"),  # (a value is never a path)
+        ("doi", "é/Ü", "é/ü"),
+        ("arxiv", "", None),
+        ("unknown", "x", None),
+        ("../../etc", "x", None),
     ],
 )
-def test_alias_encoding(value: str) -> None:
-    got = layout.encode_alias_value(value)
-    assert got == encode_alias(value)
-    assert got is not None
-    assert all(re.fullmatch(r"[A-Za-z0-9._~-]+", s) and s not in (".", "..") for s in got.split("/"))
+def test_lookup_keys(kind: str, value: str, key: str | None) -> None:
+    assert layout.lookup_key(kind, value) == key
 
 
-@given(st.lists(st.text(alphabet="aZ09.-_/~% é\\\x00json", min_size=1, max_size=8), min_size=1, max_size=4))
-def test_alias_encoding_of_any_value(segments: list[str]) -> None:
-    """Segments that encode as themselves are passed over; the result is still the documented encoding."""
-    value = "/".join(segments)
-    if value and "" not in value.split("/"):
-        assert layout.encode_alias_value(value) == encode_alias(value)
-    else:
-        assert layout.encode_alias_value(value) is None
-
-
-@pytest.mark.parametrize("value", ["", "/", "/etc/passwd", "a//b", "a/", "/abs"])
-def test_alias_values_that_cannot_be_paths(value: str) -> None:
-    assert layout.encode_alias_value(value) is None
-
-
-def test_resolve_paths() -> None:
-    assert layout.resolve_json("doi", "10.48550/arXiv.2111.04007") == (
-        "api/pith-number/resolve/doi/10.48550/arxiv.2111.04007.json"
-    )
-    assert (
-        layout.resolve_json("arxiv", "hep-lat/0305021")
-        == "api/pith-number/resolve/arxiv/hep-lat/0305021.json"
-    )
-    assert layout.resolve_json("arxiv", "X") != layout.resolve_json("arxiv", "x")  # only DOIs fold case
-    assert layout.resolve_json("../../etc", "x") is None
-    assert layout.resolve_json("unknown", "x") is None
-    assert layout.resolve_json("arxiv", "/etc/passwd") is None
+@given(st.text(max_size=40))
+def test_a_keys_shard_is_its_sha256(key: str) -> None:
+    assert layout.shard_hex(key) == hashlib.sha256(key.encode("utf-8")).hexdigest()
+    assert shard_of("arxiv", key, 3) == layout.shard_hex(key)[:3]
 
 
 @pytest.mark.parametrize(
-    ("kind", "value"),
-    [("doi", "10.48550/arXiv.2111.04007"), ("arxiv", "hep-lat/0305021"), ("arxiv", "a.json/b")],
+    ("records", "width"),
+    [
+        (0, 1),
+        (1, 1),
+        (8192, 1),
+        (8193, 2),
+        (131072, 2),
+        (131073, 3),
+        (1_500_000, 3),
+        (2_097_153, 4),
+        (10**15, 6),
+    ],
 )
-def test_a_lookup_path_reads_back_as_its_kind_and_encoded_value(kind: str, value: str) -> None:
-    path = layout.resolve_json(kind, value)
-    assert path is not None
-    encoded = layout.encode_alias_value(value.lower() if kind == "doi" else value)
-    assert layout.lookup_parts(path) == (kind, encoded)
+def test_the_shards_widen_as_the_site_grows(records: int, width: int) -> None:
+    """At most 512 records a shard on average: a look-up fetches a shard of tens of kB."""
+    assert layout.shard_width(records) == width
+    assert records <= 512 * 16**width or width == layout.SHARD_DIGITS
 
 
-def test_other_paths_are_not_lookups() -> None:
-    for path in ("api/pith-number/resolve/index.html", "pith/X.json", "api/pith-number/resolve/doi/x.html"):
-        assert layout.lookup_parts(path) is None, path
+def test_shard_paths_read_back_as_their_kind_and_shard() -> None:
+    for kind in layout.RESOLVE_KINDS:
+        for shard in ("0", "ab", "f3c", "012345"):
+            path = layout.shard_file(kind, shard)
+            assert path == f"api/pith-number/resolve/{kind}/{shard}.json"
+            assert layout.shard_parts(path) == (kind, shard)
+
+
+def test_other_paths_are_not_shards() -> None:
+    for path in (
+        "api/pith-number/resolve/index.html",
+        "api/pith-number/resolve/index.json",
+        "pith/X.json",
+        "api/pith-number/resolve/doi/ab.html",
+        "api/pith-number/resolve/doi/AB.json",
+        "api/pith-number/resolve/doi/0123456.json",
+        "api/pith-number/resolve/other/ab.json",
+        "api/pith-number/resolve/doi/x/ab.json",
+    ):
+        assert layout.shard_parts(path) is None, path
+
+
+def test_the_resolvers_own_look_up_address() -> None:
+    assert layout.resolve_query("doi", "10.48550/arXiv.2111.04007") == (
+        "api/pith-number/resolve?doi=10.48550/arXiv.2111.04007&json=true"
+    )
+    assert (
+        layout.resolve_query("arxiv", "a b&c=d#e")
+        == "api/pith-number/resolve?arxiv=a%20b%26c%3Dd%23e&json=true"
+    )
 
 
 @pytest.mark.parametrize(

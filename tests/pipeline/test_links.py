@@ -64,7 +64,7 @@ def test_links_resolve_with_pagination_and_slashed_ids(rich_site: Project) -> No
     site = rich_site.site
     assert (site / "page/2/index.html").is_file() and (site / "browse/year/2021/page/2.html").is_file()
     assert (site / "pith/hep-lat/0305021/integrity.json").is_file()
-    assert (site / "api/pith-number/resolve/arxiv/hep-lat/0305021.json").is_file()
+    assert rich_site.looked_up("arxiv", "hep-lat/0305021") is not None
     assert broken_links(site, "/") == []
     assert broken_anchors(site, "/") == []
 
@@ -154,7 +154,8 @@ def test_record_page_links_to_every_file_of_its_number(real_site: Project) -> No
         f"/api/pith-number/{BUNDLE_BODY}/graph.json",
         f"/api/pith-number/{BUNDLE_BODY}/events.json",
         f"/paper/{BUNDLE_BODY[:8]}",
-        "/api/pith-number/resolve/doi/10.48550/arxiv.2010.10458.json",
+        "/api/pith-number/resolve?doi=10.48550/arxiv.2010.10458&json=true",
+        "/api/pith-number/resolve?pith_short_8=Z5NAPRQP&json=true",
     ):
         assert path in hrefs, path
 

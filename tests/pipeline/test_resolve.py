@@ -1,5 +1,6 @@
-"""The static alias look-ups: one file per alias of every published record,
-naming the right number; DOIs lower-cased; the newest version wins a shared id."""
+"""The static alias look-ups: every alias of every published record has an entry in
+its kind's shard, naming the right number; DOIs lower-cased; the newest version wins
+a shared id; shards are found by the documented rule (sitekit.lookup)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,15 @@ from sitekit import (
     REAL_BUNDLE,
     REAL_RECORD,
     Project,
+    assert_same_as_fresh,
     bundle_events,
-    expected_resolve_path,
+    lookup,
+    lookup_shards,
     record_doc,
+    shard_of,
 )
+
+from generator.site import layout
 
 KINDS = ("arxiv", "arxiv_version", "doi", "pith_short_8", "pith_short_12", "pith_short_16")
 
@@ -57,14 +63,8 @@ def test_every_alias_of_every_record_has_a_look_up(
         body = number.rsplit(":", 1)[1]
         kinds = set()
         for alias in doc_aliases(doc):
-            path = expected_resolve_path(alias["alias_kind"], alias["alias_value"])
-            assert (project.site / path).is_file(), path
-            data = project.json(path)
-            assert data["pith_number"] == number
-            assert data["alias_kind"] == alias["alias_kind"]
-            assert data["alias_value"] == alias["alias_value"]
-            assert data["record"] == f"/pith/{body}"
-            assert data["json"] == f"/pith/{body}.json"
+            entry = project.lookup(alias["alias_kind"], alias["alias_value"])
+            assert entry == {"pith_number": number, "record": f"/pith/{body}", "json": f"/pith/{body}.json"}
             assert (project.site / f"pith/{body}.html").is_file() and (
                 project.site / f"pith/{body}.json"
             ).is_file()
@@ -74,32 +74,52 @@ def test_every_alias_of_every_record_has_a_look_up(
     assert checked == 5 * 6
 
 
-def test_look_ups_are_only_for_aliases(resolve_site: tuple[Project, list[dict[str, Any]]]) -> None:
+def test_the_index_states_the_rule(resolve_site: tuple[Project, list[dict[str, Any]]]) -> None:
+    project, _ = resolve_site
+    index = project.json("api/pith-number/resolve/index.json")
+    assert index["shard_hex_digits"] == 1  # (5 records: 16 shards a kind)
+    assert index["kinds"] == list(KINDS)
+    assert "SHA-256" in index["rule"] and index["derived_by"]["tool"] == "pith-mirror"
+
+
+def test_shards_hold_only_aliases_and_no_empty_shard_is_written(
+    resolve_site: tuple[Project, list[dict[str, Any]]],
+) -> None:
     project, docs = resolve_site
-    expected = {
-        expected_resolve_path(a["alias_kind"], a["alias_value"]) for d in docs for a in doc_aliases(d)
-    }
+    expected: dict[str, set[str]] = {}
+    for alias in (a for d in docs for a in doc_aliases(d)):
+        kind, value = alias["alias_kind"], alias["alias_value"]
+        path = f"api/pith-number/resolve/{kind}/{shard_of(kind, value, 1)}.json"
+        expected.setdefault(path, set()).add(value.lower() if kind == "doi" else value)
+    shards = lookup_shards(project.site)
+    assert {path: set(shard["entries"]) for path, shard in shards.items()} == expected
     root = project.site / "api/pith-number/resolve"
-    found = {p.relative_to(project.site).as_posix() for p in root.rglob("*.json")}
-    assert found == expected
+    found = {p.relative_to(project.site).as_posix() for p in root.rglob("*") if p.is_file()}
+    assert found == {*expected, "api/pith-number/resolve/index.json", "api/pith-number/resolve/index.html"}
 
 
 def test_old_style_ids_keep_their_slash(resolve_site: tuple[Project, list[dict[str, Any]]]) -> None:
     project, _ = resolve_site
-    site = project.site
-    assert (site / "api/pith-number/resolve/arxiv/hep-lat/0305021.json").is_file()
-    assert (site / "api/pith-number/resolve/arxiv_version/astro-ph/9811308v3.json").is_file()
-    assert (site / "api/pith-number/resolve/doi/10.48550/arxiv.hep-lat/0305021.json").is_file()
+    assert project.looked_up("arxiv", "hep-lat/0305021") is not None
+    assert project.looked_up("arxiv_version", "astro-ph/9811308v3") is not None
+    assert project.looked_up("doi", "10.48550/arxiv.hep-lat/0305021") is not None
+    assert not (project.site / "api/pith-number/resolve/arxiv/hep-lat").exists()
 
 
 def test_doi_look_ups_are_lower_cased(resolve_site: tuple[Project, list[dict[str, Any]]]) -> None:
-    project, _ = resolve_site
-    root = project.site / "api/pith-number/resolve/doi"
-    names = [p.relative_to(root).as_posix() for p in root.rglob("*.json")]
-    assert names and all(n == n.lower() for n in names)
-    data = project.json("api/pith-number/resolve/doi/10.48550/arxiv.2203.11111.json")
-    assert data["alias_value"] == "10.48550/arXiv.2203.11111"
-    assert not (root / "10.48550/arXiv.2203.11111.json").exists()
+    project, docs = resolve_site
+    dois = [
+        key
+        for path, shard in lookup_shards(project.site).items()
+        if "/doi/" in path
+        for key in shard["entries"]
+    ]
+    assert len(dois) == 5 and all(key == key.lower() for key in dois)
+    mixed = next(d for d in docs if d["canonical_record"]["source"]["id"] == "2203.11111")
+    assert project.looked_up("doi", "10.48550/arXiv.2203.11111") == mixed["pith_number"]
+    assert project.looked_up("doi", "10.48550/ARXIV.2203.11111") == mixed["pith_number"]
+    assert project.looked_up("arxiv", "2203.11111") == mixed["pith_number"]
+    assert project.looked_up("arxiv", "HEP-LAT/0305021") is None  # only DOIs fold case
 
 
 def test_resolve_page_exists_both_ways(resolve_site: tuple[Project, list[dict[str, Any]]]) -> None:
@@ -116,21 +136,16 @@ def test_newest_version_wins_a_shared_arxiv_id(project: Project) -> None:
         project.add(f"v{version}.json", doc)
     report = project.build()
     assert report.published == 3
-    assert project.json("api/pith-number/resolve/arxiv/2101.00001.json")["pith_number"] == numbers[3]
-    assert (
-        project.json("api/pith-number/resolve/doi/10.48550/arxiv.2101.00001.json")["pith_number"]
-        == numbers[3]
-    )
+    assert project.looked_up("arxiv", "2101.00001") == numbers[3]
+    assert project.looked_up("doi", "10.48550/arxiv.2101.00001") == numbers[3]
     for version, number in numbers.items():
-        data = project.json(f"api/pith-number/resolve/arxiv_version/2101.00001v{version}.json")
-        assert data["pith_number"] == number
+        assert project.looked_up("arxiv_version", f"2101.00001v{version}") == number
 
 
 def test_sub_path_look_ups_point_under_the_base(sub_site: Project) -> None:
-    look_ups = list((sub_site.site / "api/pith-number/resolve").rglob("*.json"))
-    assert len(look_ups) >= 6
-    for path in look_ups:
-        data = json.loads(path.read_bytes())
+    entries = [e for shard in lookup_shards(sub_site.site).values() for e in shard["entries"].values()]
+    assert len(entries) >= 6
+    for data in entries:
         assert data["record"].startswith("/mirror/pith/") and data["json"].startswith("/mirror/pith/")
         assert (sub_site.site / (data["json"][len("/mirror/") :])).is_file()
 
@@ -143,7 +158,8 @@ def test_unpublished_alias_has_no_look_up(tmp_path: Path) -> None:
     p.add("bad.json", doc)
     report = p.build()
     assert report.published == 0 and report.refused_files == 1
-    assert not (p.site / "api/pith-number/resolve/arxiv").exists()
+    assert lookup_shards(p.site) == {}
+    assert lookup(p.site, "arxiv", "2104.44444") is None
 
 
 def test_a_record_document_cannot_claim_another_papers_look_ups_with_unsigned_aliases(
@@ -172,11 +188,8 @@ def test_a_record_document_cannot_claim_another_papers_look_ups_with_unsigned_al
         ("arxiv_version", "2101.00001v1"),
         ("doi", "10.48550/arxiv.2101.00001"),
     ):
-        assert project.json(expected_resolve_path(kind, value))["pith_number"] == victim["pith_number"]
-    assert (
-        project.json(expected_resolve_path("pith_short_16", body[:16]))["pith_number"]
-        == claimer["pith_number"]
-    )
+        assert project.looked_up(kind, value) == victim["pith_number"]
+    assert project.looked_up("pith_short_16", body[:16]) == claimer["pith_number"]
     page = project.text(f"pith/{body}.html")
     assert "2101.00001" not in page
     assert "3 other alias(es) in the record document&#39;s unsigned part cannot be checked" in page
@@ -213,13 +226,11 @@ def test_a_signed_bundle_of_another_source_does_not_take_an_arxiv_papers_look_up
     report = project.build()
     assert report.published == 2 and not report.rejections, report.rejections
     for alias in listed:
-        path = expected_resolve_path(alias["alias_kind"], alias["alias_value"])
-        assert project.json(path)["pith_number"] == victim["pith_number"], path
+        assert project.looked_up(alias["alias_kind"], alias["alias_value"]) == victim["pith_number"], alias
     project.remove("victim.json")
     project.build()  # alone, the bundle's signed aliases are its to resolve
     for alias in listed:
-        path = expected_resolve_path(alias["alias_kind"], alias["alias_value"])
-        assert project.json(path)["pith_number"] == claimer["pith_number"], path
+        assert project.looked_up(alias["alias_kind"], alias["alias_value"]) == claimer["pith_number"], alias
 
 
 @pytest.mark.parametrize("listed", ["none", "pith only"])
@@ -241,8 +252,33 @@ def test_leaving_aliases_out_of_a_record_document_does_not_move_their_look_ups(
         ("arxiv_version", "2101.00001v2"),
         ("doi", "10.48550/arxiv.2101.00001"),
     ):
-        assert project.json(expected_resolve_path(kind, value))["pith_number"] == v2["pith_number"]
-    assert (
-        project.json(expected_resolve_path("arxiv_version", "2101.00001v1"))["pith_number"]
-        == (v1["pith_number"])
-    )
+        assert project.looked_up(kind, value) == v2["pith_number"]
+    assert project.looked_up("arxiv_version", "2101.00001v1") == v1["pith_number"]
+
+
+def test_shards_widen_and_narrow_in_incremental_builds(
+    project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Crossing a width threshold, an incremental build rewrites every shard at the new
+    width and removes the old ones: the site is a fresh build's. (At most 1/8 of a
+    record a shard on average: one hex digit up to two records, two up to 32.)"""
+    monkeypatch.setattr(layout, "SHARD_ENTRIES", 1 / 8)
+    docs = [record_doc(source_id=f"2101.0000{i}") for i in range(3)]
+    project.add("a.json", docs[0])
+    project.add("b.json", docs[1])
+    steps = [
+        (lambda: None, 1),
+        (lambda: project.add("c.json", docs[2]), 2),
+        (lambda: project.add("d.json", record_doc(source_id="2101.00001", version=2)), 2),
+        (lambda: project.remove("c.json"), 2),
+        (lambda: project.remove("d.json"), 1),
+    ]
+    for i, (step, width) in enumerate(steps):
+        step()
+        report = project.build()
+        assert not report.rejections, report.rejections
+        assert project.json("api/pith-number/resolve/index.json")["shard_hex_digits"] == width
+        assert {len(p.rsplit("/", 1)[1]) for p in lookup_shards(project.site)} == {width + len(".json")}
+        assert_same_as_fresh(project, tmp_path / f"fresh{i}")
+    assert project.looked_up("arxiv", "2101.00000") == docs[0]["pith_number"]
+    assert project.looked_up("arxiv", "2101.00002") is None

@@ -182,10 +182,9 @@ def test_characters_xml_cannot_hold_become_replacement_characters(project: Proje
 
 def test_hostile_integrity_endpoint_and_alias_kind_make_no_file(hostile_site: Project) -> None:
     paths = all_paths(hostile_site.site)
-    outside_look_ups = [p for p in paths if not p.startswith("api/pith-number/resolve/")]
-    assert not any("javascript" in p.lower() for p in outside_look_ups)
+    assert not any("javascript" in p.lower() for p in paths)
     assert not any(c in p for p in paths for c in "<>\"'\\:")
-    assert (hostile_site.site / "api/pith-number/resolve/arxiv/javascript~3Aalert~281~29.json").is_file()
+    assert hostile_site.looked_up("arxiv", "javascript:alert(1)") is not None  # (an entry, never a path)
 
 
 # ---------------------------------------------------------------- path traversal
@@ -230,7 +229,7 @@ def test_traversal_values_never_leave_the_site(project: Project) -> None:
     assert [(r.file, r.code) for r in report.rejections] == [
         ("content/bad-number.json", Code.PITH_BAD_FORMAT)
     ]
-    # whatever was published, its look-ups and files are plain paths inside SITE
+    # whatever was published, its files are plain paths inside SITE (a value is never one)
     site = project.site.resolve()
     for path in project.site.rglob("*"):
         rel = path.relative_to(project.site).as_posix()
@@ -238,18 +237,18 @@ def test_traversal_values_never_leave_the_site(project: Project) -> None:
         assert not path.is_symlink(), rel
         assert all(seg not in ("", ".", "..") for seg in rel.split("/")), rel
         assert "\\" not in rel and "\x00" not in rel and "%" not in rel, rel
-        assert not re.search(r"(^|/)outside", rel) or rel.startswith("api/pith-number/resolve/"), rel
+        assert not re.search(r"(^|/)outside", rel), rel
     assert not any(p.name == "integrity.json" for p in project.site.rglob("*"))
     assert not (project.site / "api/pith-number/resolve/../../../kind").exists()
     kinds = {p.name for p in (project.site / "api/pith-number/resolve").iterdir() if p.is_dir()}
-    assert kinds <= {"arxiv", "arxiv_version", "doi", "pith_short_8", "pith_short_12", "pith_short_16"}
+    assert kinds == {"arxiv", "arxiv_version", "doi", "pith_short_8", "pith_short_12", "pith_short_16"}
+    looked_up = 0
     for summary in report.summaries:
         for kind, value in summary.aliases:
-            if kind in kinds and not value.startswith("/") and "//" not in value:
-                from generator.site.layout import resolve_json
-
-                target = resolve_json(kind, value)
-                assert target is not None and (project.site / target).is_file(), (kind, value)
+            if kind in kinds:
+                assert project.looked_up(kind, value) is not None, (kind, value)
+                looked_up += 1
+    assert looked_up == 6 * len(TRAVERSAL_IDS)
 
 
 def test_bad_pith_number_is_refused(project: Project) -> None:
@@ -400,15 +399,19 @@ def test_a_page_name_that_is_not_utf8_is_noted_and_editor_files_are_not(project:
 # ---------------------------------------------------------------- collisions between documents
 
 
-def test_look_up_paths_cannot_collide_as_file_and_folder(project: Project) -> None:
-    a, b = record_doc(source_id="a"), record_doc(source_id="a.json/b")
+def test_values_named_like_look_up_files_are_looked_up_as_any_other(project: Project) -> None:
+    """(When each value had a file, `arxiv/a.json` and a folder `arxiv/a.json/` for the
+    value "a.json/b" could not both exist.) Values are keys of a shard now."""
+    a, b, c = record_doc(source_id="a"), record_doc(source_id="a.json/b"), record_doc(source_id="index")
     project.add("a.json", a)
     project.add("b.json", b)
+    project.add("c.json", c)
     report = project.build()
-    assert report.published == 2 and report.rejections == ()
-    # `arxiv/a.json` is a file, so b's look-up cannot live in a folder of that name
-    assert project.json("api/pith-number/resolve/arxiv/a.json")["pith_number"] == a["pith_number"]
-    assert project.json("api/pith-number/resolve/arxiv/a~2Ejson/b.json")["pith_number"] == b["pith_number"]
+    assert report.published == 3 and report.rejections == ()
+    assert project.looked_up("arxiv", "a") == a["pith_number"]
+    assert project.looked_up("arxiv", "a.json/b") == b["pith_number"]
+    assert project.looked_up("arxiv", "index") == c["pith_number"]
+    assert project.looked_up("arxiv", "a.json") is None
 
 
 def test_unsigned_integrity_endpoint_cannot_break_another_number(project: Project) -> None:

@@ -25,7 +25,7 @@ from sitekit import (
 from generator.build import pipeline
 from generator.build.cache import CACHE_FILE, WarmCache, save_warm
 from generator.site import sitewide
-from generator.site.page_model import Summary, pack_aliases
+from generator.site.page_model import Summary, pack_aliases, pack_lookup_shards
 from generator.site.templating import make_environment
 
 TITLE = "Warm Bundles"
@@ -313,9 +313,9 @@ def test_listed_fields_are_exactly_what_listings_show(project: Project) -> None:
             f"{field.name}: listings changed={after != before}, same_listing={same}"
         )
     first = summaries[0]
+    more = (*first.aliases, ("doi", "10.1/new"))
     aliased = dataclasses.replace(
-        first,
-        alias_data=pack_aliases((*first.aliases, ("doi", "10.1/new")), (*first.lookup_paths, None)),
+        first, alias_data=pack_aliases(more), lookup_shards=pack_lookup_shards(more)
     )
     assert not sitewide.same_listing(first, aliased)  # (a DOI is a search term)
     assert listing_bytes(project, [aliased, *summaries[1:]]) != before

@@ -1,22 +1,20 @@
 """`shared_family_paths` finds shared paths without listing every record's:
 it must agree with the definition (a path more than one record claims) for
-any mix of shared prefixes, shared aliases and shared integrity reports. And
-a worker's own family files are those the site-wide stage would make."""
+any mix of shared prefixes and shared integrity reports. And a worker's own
+family files are those the site-wide stage would make."""
 
 from __future__ import annotations
 
 import zlib
 from collections import Counter
-from dataclasses import replace
 from pathlib import Path
 
 import factories
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generator.site import layout
 from generator.site.config import SiteConfig
-from generator.site.page_model import Summary, pack_aliases
+from generator.site.page_model import Summary
 from generator.site.shared_paths import (
     family_paths,
     own_family_files,
@@ -40,7 +38,6 @@ def summaries(draw: st.DrawFn) -> Summary:
     version = draw(st.integers(1, 3))
     aliases = [("arxiv", source_id), ("arxiv_version", f"{source_id}v{version}")]
     aliases += [(f"pith_short_{n}", body[:n]) for n in (8, 12, 16)]
-    lookup_paths = tuple(layout.resolve_json(kind, value) for kind, value in aliases)
     integrity = draw(st.booleans())
     return factories.summary(
         pith_number=f"pith:2021:{body}",
@@ -48,7 +45,7 @@ def summaries(draw: st.DrawFn) -> Summary:
         source_version=version,
         integrity_path=f"pith/{source_id}/integrity.json" if integrity else None,
         integrity_data=zlib.compress(b"{}") if integrity else None,
-        alias_data=pack_aliases(aliases, lookup_paths),
+        aliases=aliases,
     )
 
 
@@ -60,20 +57,19 @@ def test_shared_paths_are_exactly_those_claimed_twice(records: list[Summary]) ->
 
 
 @settings(max_examples=100, deadline=None)
-@given(summaries(), st.lists(st.sampled_from(["10.1/AB", "10.1/ab", "10.1/Ab/c"]), max_size=3))
-def test_a_workers_family_files_are_the_site_wide_stages(record: Summary, dois: list[str]) -> None:
+@given(summaries())
+def test_a_workers_family_files_are_the_site_wide_stages(record: Summary) -> None:
     """A full build's worker writes its record's family with `own_family_files`;
-    the site-wide stage would make the same paths with the same bytes (DOIs
-    that differ in case share one look-up: the first alias names it)."""
-    if dois:
-        aliases = [*record.aliases, *(("doi", doi) for doi in dois)]
-        paths = [layout.resolve_json(kind, value) for kind, value in aliases]
-        record = replace(record, alias_data=pack_aliases(aliases, paths))
+    the site-wide stage would make the same paths with the same bytes. (Neither
+    makes look-ups: those are site-wide shards, see lookups.py.)"""
     config = SiteConfig(content=Path("content"), site=Path("site"), base_url="/m/")
     env = make_environment(config, factories.TEST_SIGNER.keyring())
-    expected = [(lazy.path, lazy.make()) for lazy in record_family_files([record], env, config, None)]
+    expected = [
+        (lazy.path, lazy.make()) for lazy in record_family_files([record], env, config.base_path, None)
+    ]
     made = own_family_files(record, config.base_path)
     assert sorted((f.path, f.data) for f in made) == sorted(expected)
+    assert not any(f.path.startswith("api/") for f in made)
     # the six short-form paths are one file, written first at the 16-character form's
     # path: a shorter form another record shares may be replaced by its worker meanwhile
     pages = [f for f in made if f.path.endswith(".html")]

@@ -6,6 +6,7 @@ leads to must verify as the paper asked for."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import urllib.parse
@@ -85,9 +86,42 @@ def test_a_paper_the_resolver_does_not_know(server: Server, content: Path, keys:
     assert result.json()["results"][0]["status"] == "failed"
 
 
-def test_a_versioned_arxiv_id_on_a_mirror_uses_its_look_up_file(
+def shard_path(kind: str, key: str, width: int) -> str:
+    return f"/api/pith-number/resolve/{kind}/{hashlib.sha256(key.encode()).hexdigest()[:width]}.json"
+
+
+def test_look_ups_on_a_mirror_read_its_index_once_then_shards(
     server: Server, content: Path, keys: Path
 ) -> None:
-    result = pull(server.url, content, keys, "--arxiv", "2010.10458v1", "--json")
+    """A pith-mirror site has no query-string resolve: pull reads the shards' width
+    once, then for each look-up the shard the value falls in (a versioned arXiv id,
+    a DOI as cited, lower-cased), and never asks the query."""
+    width = json.loads((server.root / "api/pith-number/resolve/index.json").read_bytes())["shard_hex_digits"]
+    server.log.clear()
+    asked = ("--arxiv", "2010.10458v1", "--doi", "https://doi.org/10.48550/arXiv.2111.04007", "--json")
+    result = pull(server.url, content, keys, *asked)
     assert result.code == 0, result.err
-    assert set(documents(content)) == {f"{REAL_BUNDLE_BODY}.bundle.json"}
+    assert set(documents(content)) == {f"{REAL_BUNDLE_BODY}.bundle.json", f"{REAL_RECORD_BODY}.record.json"}
+    assert server.requests_for("/api/pith-number/resolve/index.json") == 1
+    for path in (
+        shard_path("arxiv_version", "2010.10458v1", width),
+        shard_path("doi", "10.48550/arxiv.2111.04007", width),
+    ):
+        assert server.requests_for(path) == 1, path
+    assert server.requests_for("/api/pith-number/resolve?") == 0
+
+
+def test_a_paper_a_mirror_does_not_have(server: Server, content: Path, keys: Path) -> None:
+    """A miss in the shard, or no shard at all, is the mirror's answer: not found."""
+    width = json.loads((server.root / "api/pith-number/resolve/index.json").read_bytes())["shard_hex_digits"]
+    written = {p.stem for p in (server.root / "api/pith-number/resolve/arxiv").iterdir()}
+    ids = [f"2401.{i:05d}" for i in range(1000)]
+    present = next(i for i in ids if hashlib.sha256(i.encode()).hexdigest()[:width] in written)
+    absent = next(i for i in ids if hashlib.sha256(i.encode()).hexdigest()[:width] not in written)
+    for arxiv_id in (present, absent):
+        result = pull(server.url, content, keys, "--arxiv", arxiv_id, "--json")
+        assert result.code == 1
+        answer = result.json()["results"][0]
+        assert (answer["status"], answer["errors"][0]["code"]) == ("failed", "fetch.not_found"), arxiv_id
+    assert server.requests_for("/api/pith-number/resolve?") == 0
+    assert documents(content) == {}

@@ -18,7 +18,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from generator.site.layout import lookup_file
 from generator.site.page_model import (
     SHARED_FIELDS,
     Publication,
@@ -27,7 +26,6 @@ from generator.site.page_model import (
     _fingerprint,
     events,
     graph_snapshot,
-    pack_aliases,
     pack_hashes,
     paper_block,
     snapshot_view,
@@ -155,19 +153,28 @@ def test_event_rows_survive_a_signer_of_the_wrong_shape(keyring: Keyring) -> Non
     assert (row.type, row.id, row.created_at) == (first.event_type, first.event_id, first.created_at)
 
 
-@given(
-    st.lists(
-        st.tuples(st.text(max_size=12), st.text(max_size=40), st.none() | st.text(max_size=60)), max_size=8
-    )
-)
-def test_packed_aliases_read_back_exactly(triples: list[tuple[str, str, str | None]]) -> None:
-    triples = [*triples, ("arxiv", "2401.00001", lookup_file("arxiv", "2401.00001"))]  # (kept as True)
-    pairs = [(kind, value) for kind, value, _ in triples]
-    paths = [path for _, _, path in triples]
-    s = factories.summary(alias_data=pack_aliases(pairs, paths))
+KINDS = ("arxiv", "arxiv_version", "doi", "pith_short_8", "pith_short_12", "pith_short_16")
+
+
+@given(st.lists(st.tuples(st.sampled_from(KINDS) | st.text(max_size=12), st.text(max_size=40)), max_size=8))
+def test_packed_aliases_read_back_exactly(pairs: list[tuple[str, str]]) -> None:
+    """Every alias reads back as it was; those of a kind the resolver looks up (with a
+    value) have a look-up, filed by SHA-256 of the value (a DOI's lower-cased)."""
+    pairs = [*pairs, ("doi", "10.48550/arXiv.2401.00001"), ("other", "x"), ("arxiv", "")]
+    s = factories.summary(aliases=pairs)
     assert s.aliases == tuple(pairs)
-    assert s.lookup_paths == tuple(paths)
-    assert s.lookups == tuple((p, k, v) for (k, v), p in zip(pairs, paths, strict=True) if p is not None)
+    assert s.alias_rows == [(kind, value, kind in KINDS and value != "") for kind, value in pairs]
+    filed = [(kind, value) for kind, value in pairs if kind in KINDS and value]
+    digits = [hashlib.sha256((v.lower() if k == "doi" else v).encode()).hexdigest()[:6] for k, v in filed]
+    assert s.lookup_shards == b"".join(
+        b"ghijkl"[KINDS.index(k) : KINDS.index(k) + 1] + d.encode()
+        for (k, _), d in zip(filed, digits, strict=True)
+    )
+    assert s.lookup_shards[-7:] == b"ib1144d"  # (the DOI's tag, and its lower-cased value's digits)
+    for (kind, value), shard in zip(filed, digits, strict=True):
+        tag = b"ghijkl"[KINDS.index(kind) : KINDS.index(kind) + 1]
+        assert value in s.filed(tag + shard[:2].encode())
+        assert value not in s.filed(tag + b"x")
 
 
 def test_summaries_from_workers_share_what_records_repeat(keyring: Keyring) -> None:

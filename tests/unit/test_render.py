@@ -134,13 +134,17 @@ def test_the_context_is_the_same_with_or_without_the_paper_block(
 
 
 def test_lookup_links_follow_the_aliases_in_order(keyring: Keyring, config: SiteConfig) -> None:
+    """Each alias links the resolver's own look-up of it, which the resolve page answers."""
     pub, raw = bundle_publication(keyring)
     _, summary = render_publication(pub, None, raw, make_environment(config, keyring), config)
     context = record_context(pub, summary, *graph_snapshot(pub), None, config)
     assert [(kind, value) for kind, value, _ in context["aliases"]] == list(summary.aliases)
+    assert len(summary.aliases) == 6
     assert [link for _, _, link in context["aliases"]] == [
-        None if path is None else "/" + path for path in summary.lookup_paths
+        f"/api/pith-number/resolve?{kind}={value}&json=true" for kind, value in summary.aliases
     ]
+    doi = [link for kind, _, link in context["aliases"] if kind == "doi"]
+    assert doi == ["/api/pith-number/resolve?doi=10.48550/arxiv.2101.00001&json=true"]
 
 
 def test_the_pages_escape_the_papers_text(keyring: Keyring, config: SiteConfig) -> None:

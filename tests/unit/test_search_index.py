@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from generator.site import layout, search_index
 from generator.site.config import SiteConfig
-from generator.site.page_model import TERM_SEPARATOR, Summary, pack_aliases, row_terms
+from generator.site.page_model import TERM_SEPARATOR, Summary, row_terms
 from generator.site.search_index import SEARCH_CHUNK, search_files, search_key, shard_key
 
 _TERMS = st.text(
@@ -35,7 +35,7 @@ def summary(index: int, terms: set[str]) -> Summary:
         authors="A. Author",
         paper_signed=index % 2 == 0,
         source_id=f"2101.{index:05d}",
-        alias_data=pack_aliases([("doi", t) for t in sorted(terms)], [None] * len(terms)),
+        aliases=[("doi", t) for t in sorted(terms)],
     )
 
 
