@@ -17,6 +17,7 @@ from __future__ import annotations
 import ctypes
 import gc
 import hashlib
+import multiprocessing
 import os
 import signal
 import sys
@@ -111,7 +112,11 @@ def _end_with_parent(parent: int | None = None) -> None:
     `parent` is the process that forked this one, when known: if it has ended
     before the request was made, nothing would send the signal, so the worker
     ends now. (Not "the parent is process 1": in a container the build itself
-    may be process 1, and under a subreaper an orphan is never given to it.)"""
+    may be process 1, and under a subreaper an orphan is never given to it.)
+    A worker a forkserver started has the forkserver for parent, which ends when
+    the build does: if the build ended before the request, the forkserver may
+    be gone too, so the worker asks multiprocessing whether the process that
+    asked for it is alive (`parent_process`, through a pipe the build held)."""
     if not sys.platform.startswith("linux"):
         return
     try:
@@ -120,6 +125,9 @@ def _end_with_parent(parent: int | None = None) -> None:
     except (OSError, AttributeError):
         return
     if parent is not None and os.getppid() != parent:
+        os._exit(1)
+    asked_by = multiprocessing.parent_process()
+    if parent is None and asked_by is not None and not asked_by.is_alive():
         os._exit(1)
 
 

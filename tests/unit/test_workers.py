@@ -79,6 +79,52 @@ def test_a_worker_whose_parent_is_process_1_works() -> None:
         assert os.path.isfile(f"{scratch}/site/index.html")
 
 
+LATE_WORKER = """
+import concurrent.futures, multiprocessing, os, time
+from generator.build.workers import _end_with_parent
+
+def late_start():
+    time.sleep(1.5)  # (the build that asked for this worker is gone by now, its forkserver too)
+    _end_with_parent(None)
+
+if __name__ == "__main__":
+    pool = concurrent.futures.ProcessPoolExecutor(
+        1, mp_context=multiprocessing.get_context("forkserver"), initializer=late_start
+    )
+    pool.submit(int)
+    print(*pool._processes, flush=True)
+    os._exit(0)
+"""
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="the kernel's parent-death signal is Linux's"
+)
+def test_a_forkserver_worker_whose_build_ended_before_it_started_ends(tmp_path: Path) -> None:
+    """A build killed while its forkserver starts a worker: the forkserver ends with
+    the build, before the worker asks the kernel to be told, so the worker must see
+    for itself that the build is gone (else it waits for work forever)."""
+    script = tmp_path / "late_worker.py"
+    script.write_text(LATE_WORKER)
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    build = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, env=env)
+    workers: list[int] = []
+    try:
+        assert build.stdout is not None
+        workers = [int(pid) for pid in build.stdout.readline().split()]
+        assert len(workers) == 1
+        build.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while alive(workers[0]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not alive(workers[0])
+    finally:
+        build.kill()
+        for pid in workers:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
 def test_a_worker_whose_parent_is_not_the_one_named_ends_at_once() -> None:
     """The kernel signals only a parent's end after the request, so a worker whose
     parent already ended (it then has another) must end by itself: here the parent
