@@ -21,6 +21,7 @@ import multiprocessing
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
@@ -113,10 +114,12 @@ def _end_with_parent(parent: int | None = None) -> None:
     before the request was made, nothing would send the signal, so the worker
     ends now. (Not "the parent is process 1": in a container the build itself
     may be process 1, and under a subreaper an orphan is never given to it.)
-    A worker a forkserver started has the forkserver for parent, which ends when
-    the build does: if the build ended before the request, the forkserver may
-    be gone too, so the worker asks multiprocessing whether the process that
-    asked for it is alive (`parent_process`, through a pipe the build held)."""
+    A worker a forkserver started has the forkserver for parent, and the
+    forkserver does not end with the build: each of its workers holds the pipe
+    whose end it waits for. So the worker also waits, on a thread of its own,
+    for the end of the process that asked for it (multiprocessing's
+    `parent_process`, through a pipe only that process holds open), and ends
+    then; at once, if that process has already ended."""
     if not sys.platform.startswith("linux"):
         return
     try:
@@ -127,8 +130,13 @@ def _end_with_parent(parent: int | None = None) -> None:
     if parent is not None and os.getppid() != parent:
         os._exit(1)
     asked_by = multiprocessing.parent_process()
-    if parent is None and asked_by is not None and not asked_by.is_alive():
-        os._exit(1)
+    if asked_by is not None:
+        threading.Thread(target=_end_after, args=(asked_by,), name="end-with-build", daemon=True).start()
+
+
+def _end_after(process: multiprocessing.process.BaseProcess) -> None:
+    process.join()
+    os._exit(1)
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,8 +23,9 @@ POOL = """
 import concurrent.futures, multiprocessing, os, sys, time
 from generator.build.workers import _end_with_parent
 pool = concurrent.futures.ProcessPoolExecutor(
-    2, mp_context=multiprocessing.get_context("fork"), initializer=_end_with_parent
+    2, mp_context=multiprocessing.get_context(sys.argv[1]), initializer=_end_with_parent
 )
+busy = [pool.submit(time.sleep, 0.5) for _ in range(2)]  # (two at once: both workers start)
 print(*sorted(pool.submit(os.getpid).result() for _ in range(20)), flush=True)
 print(*{p.pid for p in pool._processes.values()}, flush=True)
 time.sleep(60)
@@ -42,10 +43,16 @@ def alive(pid: int) -> bool:
 @pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="the kernel's parent-death signal is Linux's"
 )
-def test_idle_workers_end_when_their_build_is_killed() -> None:
+@pytest.mark.parametrize("method", ["fork", "forkserver"])
+def test_idle_workers_end_when_their_build_is_killed(method: str) -> None:
     """Idle workers wait on a task pipe their siblings also hold open, so a SIGKILL
-    of the parent, which cannot stop its pool, would leave them waiting forever."""
-    parent = subprocess.Popen([sys.executable, "-c", POOL], stdout=subprocess.PIPE, text=True)
+    of the parent, which cannot stop its pool, would leave them waiting forever. A
+    forkserver's workers (`serve` builds with one) hold the pipe the forkserver
+    waits on to end, so neither would end by itself."""
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    parent = subprocess.Popen(
+        [sys.executable, "-c", POOL, method], stdout=subprocess.PIPE, text=True, env=env
+    )
     workers: list[int] = []
     try:
         assert parent.stdout is not None
