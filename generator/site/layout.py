@@ -6,7 +6,7 @@ Rules:
 - A page is the file `x.html`, which answers `/x` on hosts that serve
   `x.html` for `/x` (GitHub Pages, Cloudflare Pages, Netlify, `serve`). Its
   folder twin `x/index.html` is a small page that sends the reader on to
-  `x.html` by its file name (`folder_redirect`): `/x/` answers everywhere, and
+  `x.html` by its file name (`templating.folder_redirect`): `/x/` answers everywhere, and
   a host that turns `/x` into `/x/` (a bucket's website, a plain folder
   server) lands on the page too, without a loop. A copy of the page there
   doubled the bytes of every page a host uploads as a tar.
@@ -50,33 +50,6 @@ def check_body(body: str) -> str:
 def page_paths(path: str) -> tuple[str, str]:
     """`a/b` -> (`a/b.html`, `a/b/index.html`): the page and its folder twin."""
     return f"{path}.html", f"{path}/index.html"
-
-
-_FOLDER_REDIRECT = """<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<title>{path}</title>
-<meta name="robots" content="noindex">
-<meta http-equiv="refresh" content="0; url={file}">
-<link rel="canonical" href="{url}">
-</head>
-<body>
-<p>This page is at <a href="{file}">{url}</a>.</p>
-</body>
-</html>
-"""
-
-
-def folder_redirect(path: str, base: str) -> bytes:
-    """The folder twin `path/index.html` of the page `path.html` (see the rules
-    above). `path` comes from this module's functions: no character in it needs
-    escaping in HTML, which the assertion keeps true."""
-    assert _SAFE_PAGE_PATH.fullmatch(path) and "&" not in base and '"' not in base, path
-    return _FOLDER_REDIRECT.format(path=path, file=f"{base}{path}.html", url=f"{base}{path}").encode("utf-8")
-
-
-_SAFE_PAGE_PATH = re.compile(r"[A-Za-z0-9._~/-]+")
 
 
 def record_page(body: str) -> str:

@@ -43,7 +43,7 @@ from .page_model import (
     summarize,
 )
 from .paper_links import paper_links
-from .templating import GUIDE, SiteInfo, render_template, text_markup
+from .templating import GUIDE, SiteInfo, folder_redirect, render_template, text_markup
 
 DERIVED_BY = {"tool": "pith-mirror", "version": __version__}
 
@@ -64,7 +64,7 @@ def page(path: str, html: str, base: str) -> list[OutputFile]:
     page_file, folder_file = layout.page_paths(path)
     return [
         OutputFile(page_file, html.encode("utf-8")),
-        OutputFile(folder_file, layout.folder_redirect(path, base)),
+        OutputFile(folder_file, folder_redirect(path, base)),
     ]
 
 

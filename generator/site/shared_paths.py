@@ -30,7 +30,7 @@ from ..trust.model import number_body
 from .page_model import Summary
 from .render import OutputFile
 from .sitewide import Lazy, browse_side, eager, fingerprint, lazy_page, render, twin_pages
-from .templating import xml_escape
+from .templating import attribute, redirect_page, xml_escape
 
 _NUMBER = operator.attrgetter("pith_number")
 _HEAD = operator.itemgetter(slice(10, 18))
@@ -120,25 +120,6 @@ def _asked_prefixes(only: set[str]) -> set[str]:
     return prefixes | {p[6:-5] for p in only if p.startswith("paper/") and p.endswith(".html")}
 
 
-REDIRECT = """<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<title>{title}</title>
-<meta name="robots" content="noindex">
-<meta http-equiv="refresh" content="0; url={url}">
-<link rel="canonical" href="{url}">
-</head>
-<body>
-<main>
-<h1>{title}</h1>
-<p>This short form of <a href="{url}">{title}</a> moved to its full record page.</p>
-</main>
-</body>
-</html>
-"""
-
-
 def short_pages(
     ordered: Sequence[Summary], env: Environment, base: str, only: set[str] | None = None
 ) -> tuple[list[Lazy], list[Lazy]]:
@@ -187,7 +168,12 @@ def short_pages(
 def redirect_html(pith_number: str, base: str) -> str:
     """A short form's page when one record alone has it: a redirect to its record page."""
     url = base + layout.record_page(number_body(pith_number))
-    return REDIRECT.format(title=xml_escape(pith_number), url=xml_escape(url).replace('"', "&quot;"))
+    title, href = xml_escape(pith_number), attribute(url)
+    body = (
+        f'<main>\n<h1>{title}</h1>\n<p>This short form of <a href="{href}">{title}</a>'
+        " moved to its full record page.</p>\n</main>\n"
+    )
+    return redirect_page(pith_number, url, url, body)
 
 
 def own_family_files(summary: Summary, base: str) -> list[OutputFile]:

@@ -39,7 +39,7 @@ from .markdown_pages import markdown_pages
 from .page_model import CHECKLIST, CHECKLIST_TEXT, Summary
 from .render import DERIVED_BY, PROVENANCE_LABELS, REASONS, OutputFile, page
 from .search_index import Pending, search_files, search_key, shown_authors
-from .templating import GUIDE, SiteInfo, render_template
+from .templating import GUIDE, SiteInfo, folder_redirect, render_template
 
 _T = TypeVar("_T")
 
@@ -113,7 +113,7 @@ def lazy_page(
     page_file, folder_file = layout.page_paths(path)
     return [
         Lazy(page_file, key, _Once(make_html, takers=1), job),
-        eager(folder_file, layout.folder_redirect(path, site_base(env))),
+        eager(folder_file, folder_redirect(path, site_base(env))),
     ]
 
 

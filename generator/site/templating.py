@@ -295,3 +295,41 @@ def xml_escape(text: str) -> str:
     does not make the whole feed or sitemap unreadable."""
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return _NOT_XML.sub("\ufffd", text)
+
+
+_REDIRECT = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>{title}</title>
+<meta name="robots" content="noindex">
+<meta http-equiv="refresh" content="0; url={to}">
+<link rel="canonical" href="{canonical}">
+</head>
+<body>
+{body}</body>
+</html>
+"""
+
+
+def redirect_page(title: str, to: str, canonical: str, body: str) -> str:
+    """A small page that sends its reader to `to` at once (a meta refresh, and
+    `body`'s link for a reader whose browser does not follow it), naming
+    `canonical` as the address of what it stands for. `body` is HTML already;
+    the rest is text, escaped here."""
+    return _REDIRECT.format(
+        title=xml_escape(title), to=attribute(to), canonical=attribute(canonical), body=body
+    )
+
+
+def attribute(text: str) -> str:
+    """Text for a double-quoted HTML attribute (as `xml_escape`, and '"' as `&quot;`)."""
+    return xml_escape(text).replace('"', "&quot;")
+
+
+def folder_redirect(path: str, base: str) -> bytes:
+    """The folder twin `path/index.html` of the page `path.html` (see layout): it
+    sends readers to the page by its file name, every host's answer for it."""
+    file, url = f"{base}{path}.html", f"{base}{path}"
+    body = f'<p>This page is at <a href="{attribute(file)}">{xml_escape(url)}</a>.</p>\n'
+    return redirect_page(path, file, url, body).encode("utf-8")
