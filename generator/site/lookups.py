@@ -83,13 +83,14 @@ def lookup_inputs(summary: Summary) -> tuple[object, ...]:
     )
 
 
-class _ShardPaths(dict[bytes, str]):
-    """A kind's tag and a shard's digits (as `Summary.lookup_shards` holds them) -> the
-    shard's path, each made once."""
+class _Shards(dict[bytes, tuple[str, str, str]]):
+    """A kind's tag and a shard's digits (as `Summary.lookup_shards` holds them) ->
+    (the shard's path, its kind, its digits), each made once."""
 
-    def __missing__(self, key: bytes) -> str:
-        path = self[key] = layout.shard_file(_KINDS[key[0]], key[1:].decode("ascii"))
-        return path
+    def __missing__(self, key: bytes) -> tuple[str, str, str]:
+        kind, shard = _KINDS[key[0]], key[1:].decode("ascii")
+        found = self[key] = (layout.shard_file(kind, shard), kind, shard)
+        return found
 
 
 def lookup_files(
@@ -106,22 +107,21 @@ def lookup_files(
         if not asked:
             return []
         ordered = _claimants(ordered, {LOOKUP_TAGS[kind] + shard.encode("ascii") for kind, shard in asked})
-    paths = _ShardPaths()
-    claims: dict[str, list[Summary]] = {}
+    shards = _Shards()
+    claims: dict[tuple[str, str, str], list[Summary]] = {}
     for summary in ordered:
         data = summary.lookup_shards
         for at in range(0, len(data), _ENTRY):
-            path = paths[data[at : at + 1 + width]]
-            if only is not None and path not in only:
+            found = shards[data[at : at + 1 + width]]
+            if only is not None and found[0] not in only:
                 continue
-            group = claims.get(path)
+            group = claims.get(found)
             if group is None:
-                claims[path] = [summary]
+                claims[found] = [summary]
             elif group[-1] is not summary:  # (two aliases of a record may share a shard)
                 group.append(summary)
     files = []
-    for path, claimants in claims.items():
-        kind, shard = layout.shard_parts(path) or ("", "")
+    for (path, kind, shard), claimants in claims.items():
         make = partial(shard_json, kind, shard, claimants, base)
         files.append(Lazy(path, fingerprint(path, *(s.digest for s in claimants)), make))
     return files
@@ -151,17 +151,18 @@ def shard_json(kind: str, shard: str, claimants: Sequence[Summary], base: str) -
     chosen: dict[str, tuple[Summary, str]] = {}
     for summary in claimants:
         for value in summary.filed(needle):
-            key = value.lower() if kind == "doi" else value  # (layout.lookup_key)
+            key = layout.lookup_key(kind, value)
+            assert key is not None, "filed in a shard, so it has a look-up"
             held = chosen.get(key)
             if held is None or _rank(summary, value, kind) > _rank(*held, kind):
                 chosen[key] = (summary, value)
     entries = {}
     for key, (summary, _) in chosen.items():
-        body = number_body(summary.pith_number)  # (layout.record_page and record_json, made directly)
+        body = number_body(summary.pith_number)
         entries[key] = {
             "pith_number": summary.pith_number,
-            "record": f"{base}pith/{body}",
-            "json": f"{base}pith/{body}.json",
+            "record": base + layout.record_page(body),
+            "json": base + layout.record_json(body),
         }
     return pretty_json({"derived_by": DERIVED_BY, "alias_kind": kind, "shard": shard, "entries": entries})
 
