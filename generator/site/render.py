@@ -144,8 +144,7 @@ def render_publication(
         integrity_file = (integrity_path, pretty_json(report))
 
     summary = summarize(pub, paper, record_bytes, bundle_raw, str(state["state_sha256"]), integrity_file)
-    site = env.globals["site"]
-    assert isinstance(site, SiteInfo), "the environment comes from make_environment"
+    site = SiteInfo.of_environment(env)
     context = record_context(
         pub, summary, snapshot, snapshot_origin, integrity_path, config, site, paths, (paper, paper_prov)
     )

@@ -113,7 +113,7 @@ def lazy_page(
     page_file, folder_file = layout.page_paths(path)
     return [
         Lazy(page_file, key, _Once(make_html, takers=1), job),
-        eager(folder_file, folder_redirect(path, site_base(env))),
+        eager(folder_file, folder_redirect(path, SiteInfo.of_environment(env).base)),
     ]
 
 
@@ -122,13 +122,6 @@ def twin_pages(path: str, key: str, make_html: Callable[[], str]) -> list[Lazy]:
     form's redirect, which sends readers straight to its record from either."""
     make = _Once(make_html)
     return [Lazy(path, key, make) for path in layout.page_paths(path)]
-
-
-def site_base(env: Environment) -> str:
-    """The base path every link starts with, as the templates see it."""
-    site = env.globals["site"]
-    assert isinstance(site, SiteInfo), "the environment comes from make_environment"
-    return site.base
 
 
 def fingerprint(*parts: object) -> str:
@@ -460,7 +453,10 @@ def report_files(
     html = render(
         env, "report.html", report=report, rejections=refused, causes=causes, shown=REPORT_FILES_SHOWN
     )
-    return [OutputFile("report.json", pretty_json(report)), *page("report", html, site_base(env))]
+    return [
+        OutputFile("report.json", pretty_json(report)),
+        *page("report", html, SiteInfo.of_environment(env).base),
+    ]
 
 
 def sitemap_files(

@@ -62,6 +62,13 @@ class SiteInfo:
             version=__version__,
         )
 
+    @classmethod
+    def of_environment(cls, env: Environment) -> SiteInfo:
+        """The settings an environment from `make_environment` gives its templates."""
+        site = env.globals["site"]
+        assert isinstance(site, SiteInfo), "the environment comes from make_environment"
+        return site
+
     @property
     def guide(self) -> str:
         """The link to the guide page (`GUIDE`)."""
@@ -197,10 +204,7 @@ def escape_text(value: Any) -> Any:
     them hashes, numbers and dates, and markupsafe's two Python calls for each
     (the function, then the Markup it returns) were 60 % of the page's render."""
     if type(value) is str:
-        if not value.isascii():  # (no override is ASCII: most values need no search)
-            value = close_bidi(value)
-        if not value.isprintable():  # (a scan in C; false for any control character)
-            value = visible_controls(value)
+        value = shown_text(value)
         if not ("&" in value or "<" in value or ">" in value or "'" in value or '"' in value):
             return value  # (five scans in C: faster than one regular expression for such short text)
     return escape(value)
@@ -212,11 +216,17 @@ def text_markup(value: str) -> Markup:
     since only those three mean anything in text. For the blocks of JSON and HTML
     a record page shows to copy, where each quote written as `&#34;` took five
     bytes (a canonical record holds some forty)."""
-    if not value.isascii():
+    return Markup(shown_text(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"))
+
+
+def shown_text(value: str) -> str:
+    """`value` as a page shows it, before escaping: any bidirectional override it
+    opens closed after it (`close_bidi`), control characters visible (`visible_controls`)."""
+    if not value.isascii():  # (no override is ASCII: most values need no search)
         value = close_bidi(value)
-    if not value.isprintable():
+    if not value.isprintable():  # (a scan in C; false for any control character)
         value = visible_controls(value)
-    return Markup(value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"))
+    return value
 
 
 class _Template(Template):
