@@ -36,6 +36,7 @@ import urllib.parse
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -308,32 +309,34 @@ class Puller:
         width, failed = await self.shard_width(source)
         if failed is not None:
             return None, [failed]
+        read: Callable[[Answer], str | None]
         if width is not None and key is not None:
             url = source + layout.shard_file(target.kind, layout.shard_hex(key)[:width])
-            try:
-                answer = await self.client.get(url, {"Accept": "application/json"}, LOOKUP_LIMIT)
-            except FetchError as exc:
-                if not (isinstance(exc, HttpStatus) and exc.status in (404, 410)):
-                    return None, [(url, fetch_problem(exc))]
-            else:
-                body = _number_in_shard(answer, key)
-                if body is not None:
-                    return body, []
-            # (an empty shard is not written: a miss either way)
-            return None, [(url, Problem(Code.FETCH_NOT_FOUND, "", f"the source knows no {target}"))]
-        name = "arxiv" if target.kind == "arxiv_version" else target.kind  # (the resolver's own parameter)
-        url = f"{source}{layout.RESOLVE}?{urllib.parse.urlencode({name: target.value, 'json': 'true'})}"
+            read, empty = partial(_number_in_shard, key=key), f"the source knows no {target}"
+        else:
+            name = "arxiv" if target.kind == "arxiv_version" else target.kind  # (the resolver's parameter)
+            url = f"{source}{layout.RESOLVE}?{urllib.parse.urlencode({name: target.value, 'json': 'true'})}"
+            read, empty = _number_in, f"the look-up of {target} names no Pith number"
         try:
-            answer = await self.client.get(url, {"Accept": "application/json"}, LOOKUP_LIMIT)
+            answer = await self._look_up_json(url)
         except FetchError as exc:
-            if isinstance(exc, HttpStatus) and exc.status in (404, 410):
-                return None, [(url, Problem(Code.FETCH_NOT_FOUND, "", f"the source knows no {target}"))]
             return None, [(url, fetch_problem(exc))]
-        body = _number_in(answer)
-        if body is not None:
-            return body, []
-        named = Problem(Code.FETCH_NOT_FOUND, "", f"the look-up of {target} names no Pith number")
-        return None, [(url, named)]
+        if answer is None:  # (for a shard: no record of the site has an alias in it)
+            return None, [(url, Problem(Code.FETCH_NOT_FOUND, "", f"the source knows no {target}"))]
+        body = read(answer)
+        if body is None:
+            return None, [(url, Problem(Code.FETCH_NOT_FOUND, "", empty))]
+        return body, []
+
+    async def _look_up_json(self, url: str) -> Answer | None:
+        """The source's answer at a look-up address; None when it says it has none
+        (404, 410). Any other failure raises its FetchError."""
+        try:
+            return await self.client.get(url, {"Accept": "application/json"}, LOOKUP_LIMIT)
+        except HttpStatus as exc:
+            if exc.status in (404, 410):
+                return None
+            raise
 
     async def shard_width(self, source: str) -> tuple[int | None, tuple[str, Problem] | None]:
         """(The width of the source's look-up shards, or None when it publishes none: the
@@ -346,11 +349,11 @@ class Puller:
     async def _read_shard_width(self, source: str) -> tuple[int | None, tuple[str, Problem] | None]:
         url = source + layout.RESOLVE_INDEX
         try:
-            answer = await self.client.get(url, {"Accept": "application/json"}, LOOKUP_LIMIT)
+            answer = await self._look_up_json(url)
         except FetchError as exc:
-            if isinstance(exc, HttpStatus) and exc.status in (404, 410):
-                return None, None
             return None, (url, fetch_problem(exc))
+        if answer is None:
+            return None, None
         try:
             data = parse_json(answer.body)
         except ValueError:
