@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from generator.build import change_check
 from generator.commands import cli, site_commands
 from generator.trust.errors import Interrupted
 
@@ -27,38 +28,26 @@ def _stop(*_args: Any, **_kwargs: Any) -> Any:
     raise Interrupted(signal.SIGTERM)
 
 
-def _run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+@pytest.mark.parametrize(
+    ("where", "name", "said", "built"),
+    [
+        (cli, "build_parser", "nothing was changed", False),  # (before the command began)
+        (change_check, "look", "{site} is as the last completed build left it", False),
+        (site_commands, "print_rejections", "{site} holds this build's publication, whole", True),
+    ],
+    ids=["before-the-command", "before-the-build", "while-reporting"],
+)
+def test_a_stopped_build_says_what_site_holds(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    where: Any,
+    name: str,
+    said: str,
+    built: bool,
+) -> None:
+    monkeypatch.setattr(where, name, _stop)
     site = tmp_path / "site"
     code = cli.main(["build", str(_content(tmp_path)), str(site), "--quiet"])
-    return code, capsys.readouterr().err
-
-
-def test_stopped_before_the_command_began(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(cli, "build_parser", _stop)
-    code, err = _run(tmp_path, capsys)
-    assert (code, err) == (143, "pith-mirror: stopped; nothing was changed\n")
-    assert not (tmp_path / "site").exists()
-
-
-def test_stopped_before_the_build_changed_site(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from generator.build import change_check
-
-    monkeypatch.setattr(change_check, "look", _stop)
-    code, err = _run(tmp_path, capsys)
-    site = tmp_path / "site"
-    assert (code, err) == (143, f"pith-mirror: stopped; {site} is as the last completed build left it\n")
-    assert not site.exists()
-
-
-def test_stopped_while_the_finished_build_was_reported(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(site_commands, "print_rejections", _stop)
-    code, err = _run(tmp_path, capsys)
-    site = tmp_path / "site"
-    assert (code, err) == (143, f"pith-mirror: stopped; {site} holds this build's publication, whole\n")
-    assert (site / "index.html").is_file()
+    assert (code, capsys.readouterr().err) == (143, f"pith-mirror: stopped; {said.format(site=site)}\n")
+    assert site.exists() == built and (site / "index.html").is_file() == built
