@@ -1,20 +1,32 @@
-"""The build cache: what the last build saw and wrote, so the next one does only what changed.
+"""The build state: what the last build saw and wrote, so the next one does only
+what changed.
 
 Rules:
-- It lives in one file, `<cache dir>/build-cache.json` (default
-  `.pith-cache/`, safe to delete at any time: the next build is then a full one),
-  one JSON value per line and a SHA-256 of all of them on the last line: it is
-  written and read one entry at a time, since at 100,000 records the whole
-  file held in memory at once (and its dicts) would cost hundreds of MB.
+- It is split by partition: the first character of a Pith number's body (one
+  of 32; files that name no number form a partition of their own). Each
+  partition is one file, `<cache dir>/build-cache/<P>.jsonl`, holding the
+  content files whose documents name a number of that partition (the content
+  index) and those numbers' entries (what was published for them and the
+  summary the site-wide pages are made from), one JSON value per line.
+- `<cache dir>/build-cache.json`, written last, is the head: the key, what the
+  site-wide files were made from, and the SHA-256 of every partition file.
+  A partition is used only if its bytes hash to what the head says; a build
+  stopped between writing a partition and the head leaves a head that does
+  not match, and the next build is a full one, never a wrong one.
+- A build rewrites only the partitions whose entries it changed (the rest are
+  the very objects it read), so one changed document costs one partition's
+  serialising and writing, not the whole state's. A build on a cluster needs
+  the same unit: a partition's state can be read and written on its own.
 - It is keyed by everything that shapes the output: the tool's version, the
   pinned keys, every template and asset byte, and the options. Any change to
   the key, a file that does not parse, a checksum that does not match, or a
-  site whose manifest is not the one this cache wrote, and the cache is
-  ignored: never trusted blindly.
+  site whose manifest is not the one this state was saved with, and the state
+  is ignored: never trusted blindly. Safe to delete at any time (the next
+  build is then a full one).
 - A document is reused only when its size, mtime and inode are unchanged AND
   (checked when the stat differs) its bytes hash the same.
 - A process that builds again and again (`serve`, `build --watch`) keeps the
-  cache in memory (`WarmCache`) while SITE's manifest keeps the stat it left.
+  state in memory (`WarmCache`) while SITE's manifest keeps the stat it left.
 """
 
 from __future__ import annotations
@@ -25,10 +37,12 @@ import hashlib
 import json
 import operator
 import os
+import re
 import sys
 from dataclasses import dataclass, field, fields
+from itertools import pairwise
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import orjson
 
@@ -47,7 +61,8 @@ from ..site.page_model import (
 )
 from ..trust.choose import Candidate, packed_event_ids
 from ..trust.errors import Code, Rejection
-from ..trust.files import atomic_file, file_sha256, open_regular
+from ..trust.files import file_sha256, open_regular, write_atomic
+from ..trust.model import PITH_RE, number_body
 from .change_check import (
     CACHE_FORMAT,
     QUICK_FILE,
@@ -59,6 +74,12 @@ from .change_check import (
 )
 
 CACHE_FILE = "build-cache.json"
+PARTS_FOLDER = "build-cache"
+PREFIX_CHARS = 1
+"""Characters of the body that name a partition: 32 partitions (base32). Measured
+at 20,000 records: see docs/scaling.md."""
+_NO_NUMBER = "_"
+"""The partition of content files whose document names no valid Pith number."""
 
 
 @dataclass(slots=True)
@@ -104,56 +125,107 @@ class BuildCache:
     notes: tuple[str, ...] = ()
     """The last selection's notes, which a build that finds no document changed
     keeps (see pipeline._Build.execute)."""
+    saved: dict[str, SavedPart] = field(default_factory=dict, compare=False, repr=False)
+    """What each partition file in the cache folder holds now (see `save_cache`):
+    carried from build to build, so only partitions whose entries changed are
+    written again."""
+
+
+@dataclass(frozen=True, slots=True)
+class SavedPart:
+    """A partition as its file holds it: the file's SHA-256, and the very entry
+    objects it was read into or written from (an entry a build kept is the same
+    object; a changed one is a new object)."""
+
+    sha256: str
+    files: dict[str, FileEntry]
+    numbers: dict[str, NumberEntry]
+
+
+def partition_of(pith_number: str | None) -> str:
+    """The partition a number's entries, and its documents' files, belong to."""
+    if pith_number is None or not PITH_RE.fullmatch(pith_number):
+        return _NO_NUMBER
+    return number_body(pith_number)[:PREFIX_CHARS]
+
+
+_PART_NAME = re.compile(f"[A-Z2-7]{{{PREFIX_CHARS}}}|_")
 
 
 def load_cache(directory: Path, key: str, site: Path) -> BuildCache | None:
-    """The last build's cache, or None when it cannot be trusted for this build.
+    """The last build's state, or None when it cannot be trusted for this build.
 
-    Entries are parsed as they are read; nothing is used unless the last
-    line's checksum covers every line before it."""
+    The head is checked first (format, key, the site's manifest), so a state for
+    other settings or another site costs no partition read; then each partition,
+    whose bytes must hash as the head says."""
     try:
-        with open_regular(directory / CACHE_FILE) as handle:  # (a named pipe there would hang)
-            digest = hashlib.sha256()
-            header_line = handle.readline()
-            digest.update(header_line)
-            header = orjson.loads(header_line)
-            if header.get("format") != CACHE_FORMAT or header.get("key") != key:
+        head = _read_head(directory / CACHE_FILE)
+        if head.get("format") != CACHE_FORMAT or head.get("key") != key:
+            return None
+        manifest = site / MANIFEST_PATH
+        if not manifest.is_file() or file_sha256(manifest) != head["manifest_sha256"]:
+            return None
+        cache = BuildCache(
+            key=key,
+            manifest_sha256=head["manifest_sha256"],
+            sitewide={p: (str(k), str(h)) for p, (k, h) in head["sitewide"].items()},
+            sitewide_inputs=str(head["sitewide_inputs"]),
+            context_inputs=str(head["context_inputs"]),
+            contested={str(n) for n in head["contested"]},
+            notes=tuple(str(n) for n in head["notes"]),
+        )
+        parts: dict[str, str] = head["parts"]
+        for part in sorted(parts):
+            if not _PART_NAME.fullmatch(part):
                 return None
-            manifest = site / MANIFEST_PATH
-            if not manifest.is_file() or file_sha256(manifest) != header["manifest_sha256"]:
+            saved = _read_part(directory / PARTS_FOLDER / f"{part}.jsonl", part, str(parts[part]))
+            if saved is None:
                 return None
-            cache = BuildCache(
-                key=key,
-                manifest_sha256=header["manifest_sha256"],
-                sitewide={p: (str(k), str(h)) for p, (k, h) in header["sitewide"].items()},
-                sitewide_inputs=str(header["sitewide_inputs"]),
-                context_inputs=str(header["context_inputs"]),
-                contested={str(n) for n in header["contested"]},
-                notes=tuple(str(n) for n in header["notes"]),
-            )
-            for line in handle:
-                if line.startswith(_CHECKSUM):
-                    if line[len(_CHECKSUM) :].strip() != digest.hexdigest().encode():
-                        return None
-                    return cache
-                digest.update(line)
-                kind, name, entry = _loads_line(line)
-                if kind == "f":
-                    cache.files[name] = _file_entry(name, entry)
-                elif kind == "n":
-                    cache.numbers[name] = _number_entry(name, entry, cache.files)
-                else:
-                    return None
-        return None  # no checksum line: a torn or truncated file
-    except (OSError, ValueError, KeyError, TypeError):
+            cache.files.update(saved.files)
+            cache.numbers.update(saved.numbers)
+            cache.saved[part] = saved
+        if any(a > b for a, b in pairwise(cache.files)):  # (the build walks content in name order)
+            cache.files = dict(sorted(cache.files.items()))
+        if any(a > b for a, b in pairwise(cache.numbers)):
+            cache.numbers = dict(sorted(cache.numbers.items()))
+        return cache
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
-_CHECKSUM = b"sha256 "
+def _read_head(path: Path) -> Any:
+    with open_regular(path) as handle:  # (a named pipe there would hang)
+        raw = handle.read()
+    checksum, _, payload = raw.partition(b"\n")
+    if hashlib.sha256(payload).hexdigest().encode() != checksum:
+        raise ValueError("the head's checksum")
+    return orjson.loads(payload)
+
+
+def _read_part(path: Path, part: str, sha256: str) -> SavedPart | None:
+    with open_regular(path) as handle:
+        raw = handle.read()
+    if hashlib.sha256(raw).hexdigest() != sha256:
+        return None
+    files: dict[str, FileEntry] = {}
+    numbers: dict[str, NumberEntry] = {}
+    for line in raw.splitlines():
+        kind, name, entry = _loads_line(line)
+        if kind == "f":
+            files[name] = _file_entry(name, entry)
+            if partition_of(files[name].pith_number) != part:
+                return None
+        elif kind == "n":
+            numbers[name] = _number_entry(name, entry, files)
+            if partition_of(name) != part:
+                return None
+        else:
+            return None
+    return SavedPart(sha256, files, numbers)
 
 
 def save_after_build(directory: Path, cache: BuildCache, extra: str, report: Unchanged) -> None:
-    """The cache file, then its companion that tells the next build whether
+    """The state, then its companion that tells the next build whether
     anything changed at all (see change_check.py)."""
     save_cache(directory, cache)
     stats = {name: entry.stat for name, entry in cache.files.items()}
@@ -161,11 +233,59 @@ def save_after_build(directory: Path, cache: BuildCache, extra: str, report: Unc
 
 
 def save_cache(directory: Path, cache: BuildCache) -> None:
-    """Write the cache one entry per line through a temporary file, then rename."""
-    directory.mkdir(parents=True, exist_ok=True)
+    """Write the partitions whose entries changed since they were last saved, then
+    the head that names every partition's hash, then remove partitions no entry
+    is in any more."""
+    folder = directory / PARTS_FOLDER
+    folder.mkdir(parents=True, exist_ok=True)
     _remove_stale(directory)
-    with atomic_file(directory / CACHE_FILE, buffering=1 << 20) as handle:
-        _write_lines(handle, cache)
+    files: dict[str, dict[str, FileEntry]] = {}
+    numbers: dict[str, dict[str, NumberEntry]] = {}
+    for name, entry in cache.files.items():
+        files.setdefault(partition_of(entry.pith_number), {})[name] = entry
+    for number, number_entry in cache.numbers.items():
+        numbers.setdefault(partition_of(number), {})[number] = number_entry
+    saved: dict[str, SavedPart] = {}
+    for part in sorted(files.keys() | numbers.keys()):
+        part_files, part_numbers = files.get(part, {}), numbers.get(part, {})
+        old = cache.saved.get(part)
+        if old is not None and _same(old.files, part_files) and _same(old.numbers, part_numbers):
+            saved[part] = old
+            continue
+        data = _part_bytes(part_files, part_numbers)
+        write_atomic(folder / f"{part}.jsonl", data)
+        saved[part] = SavedPart(hashlib.sha256(data).hexdigest(), part_files, part_numbers)
+    head = orjson.dumps(
+        {
+            "format": CACHE_FORMAT,
+            "key": cache.key,
+            "manifest_sha256": cache.manifest_sha256,
+            "sitewide": {p: list(v) for p, v in sorted(cache.sitewide.items())},
+            "sitewide_inputs": cache.sitewide_inputs,
+            "context_inputs": cache.context_inputs,
+            "contested": sorted(cache.contested),
+            "notes": list(cache.notes),
+            "parts": {part: s.sha256 for part, s in saved.items()},
+        }
+    )
+    write_atomic(directory / CACHE_FILE, hashlib.sha256(head).hexdigest().encode() + b"\n" + head)
+    cache.saved = saved
+    with os.scandir(folder) as found:
+        leftover = [e.name for e in found if e.name.removesuffix(".jsonl") not in saved]
+    for name in leftover:
+        with contextlib.suppress(OSError):
+            (folder / name).unlink()
+
+
+def _same(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Whether a partition's entries are the very objects it was saved with."""
+    return len(old) == len(new) and all(old.get(k) is v for k, v in new.items())
+
+
+def _part_bytes(files: dict[str, FileEntry], numbers: dict[str, NumberEntry]) -> bytes:
+    lines = [_dumps_line(["f", name, _file_json(name, files[name])]) for name in sorted(files)]
+    lines += [_dumps_line(["n", n, _number_json(numbers[n], files)]) for n in sorted(numbers)]
+    return b"".join(lines)
 
 
 def _dumps_line(value: Any) -> bytes:
@@ -180,33 +300,6 @@ def _loads_line(line: bytes) -> Any:
         return orjson.loads(line)
     except orjson.JSONDecodeError:
         return json.loads(line)
-
-
-def _write_lines(handle: BinaryIO, cache: BuildCache) -> None:
-    digest = hashlib.sha256()
-
-    def put(value: Any) -> None:
-        line = _dumps_line(value)
-        digest.update(line)
-        handle.write(line)
-
-    put(
-        {
-            "format": CACHE_FORMAT,
-            "key": cache.key,
-            "manifest_sha256": cache.manifest_sha256,
-            "sitewide": {p: list(v) for p, v in sorted(cache.sitewide.items())},
-            "sitewide_inputs": cache.sitewide_inputs,
-            "context_inputs": cache.context_inputs,
-            "contested": sorted(cache.contested),
-            "notes": list(cache.notes),
-        }
-    )
-    for name in sorted(cache.files):
-        put(["f", name, _file_json(name, cache.files[name])])
-    for number in sorted(cache.numbers):
-        put(["n", number, _number_json(cache.numbers[number], cache.files)])
-    handle.write(_CHECKSUM + digest.hexdigest().encode() + b"\n")
 
 
 def _candidate_json(c: Candidate | None) -> dict[str, Any] | None:
@@ -286,7 +379,7 @@ def _document_json(c: Candidate | None, files: dict[str, FileEntry]) -> str | di
     (nearly always; its entry holds the rest), else all of it (a document read
     back from the site)."""
     if c is not None:
-        entry = files.get(c.file)
+        entry = files.get(c.file)  # (the partition's files: a number's documents name it)
         if entry is not None and entry.candidate == c:
             return c.file
     return _candidate_json(c)

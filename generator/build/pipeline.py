@@ -407,7 +407,11 @@ class _Build:
         self.extra = extra
         self.pool, self.progress, self.cache = pool, progress, cache
         # the manifest's hash stays the last build's unless this one writes a new one
-        self.new_cache = BuildCache(key=key, manifest_sha256=cache.manifest_sha256 if cache else "")
+        self.new_cache = BuildCache(
+            key=key,
+            manifest_sha256=cache.manifest_sha256 if cache else "",
+            saved=cache.saved if cache else {},  # (what the cache folder holds: see cache.save_cache)
+        )
         self.incremental = cache is not None
         self.site = config.site
         self.written = 0

@@ -24,6 +24,7 @@ from sitekit import BOTH_KEYS, REPO, Project, assert_same_as_fresh, record_doc
 
 from generator.build.cache import (
     CACHE_FILE,
+    PARTS_FOLDER,
     BuildCache,
     FileEntry,
     NumberEntry,
@@ -53,13 +54,53 @@ def cache_file(project: Project) -> Path:
     return project.config().cache_dir / CACHE_FILE
 
 
+def part_files(project: Project) -> list[Path]:
+    return sorted((project.config().cache_dir / PARTS_FOLDER).iterdir())
+
+
+def part_holding(project: Project, text: bytes) -> Path:
+    return next(path for path in part_files(project) if text in path.read_bytes())
+
+
 def test_an_intact_cache_makes_the_next_build_incremental(built: Project) -> None:
-    lines = cache_file(built).read_bytes().splitlines()
-    assert lines[-1].startswith(b"sha256 ")
+    checksum, _, head = cache_file(built).read_bytes().partition(b"\n")
+    assert checksum == hashlib.sha256(head).hexdigest().encode()
+    parts = json.loads(head)["parts"]
+    assert sorted(parts) == [p.name.removesuffix(".jsonl") for p in part_files(built)]
+    lines = [line for path in part_files(built) for line in path.read_bytes().splitlines()]
     assert sum(line.startswith(b'["n",') for line in lines) == 3  # one line per published number
     built.add("b.json", record_doc(source_id="2304.00055", title="Added"))
     report = built.build()
     assert report.mode == "incremental" and report.rendered == 1
+
+
+def test_a_build_writes_only_the_partitions_it_changed(built: Project) -> None:
+    """One changed document costs its partition's file, not the whole state's: every
+    other partition file is the very file (same inode, same bytes) the last build left."""
+    before = {path.name: (path.stat().st_ino, path.read_bytes()) for path in part_files(built)}
+    changed = part_holding(built, b"Cached Record")
+    document = built.content / "a.json"  # (the same record in other bytes: the same number)
+    document.write_text(json.dumps(json.loads(document.read_bytes()), indent=3))
+    report = built.build()
+    assert report.mode == "incremental" and report.changed == ("content/a.json",)
+    after = {path.name: (path.stat().st_ino, path.read_bytes()) for path in part_files(built)}
+    assert after.keys() == before.keys()
+    assert [name for name in after if after[name] != before[name]] == [changed.name]
+    raw_sha256 = hashlib.sha256(document.read_bytes()).hexdigest().encode()
+    assert raw_sha256 in changed.read_bytes() and raw_sha256 not in before[changed.name][1]
+
+
+def test_a_partition_left_by_no_entry_is_removed(built: Project) -> None:
+    names = {path.name for path in part_files(built)}
+    path = part_holding(built, b"Cached Record")
+    (built.content / "a.json").unlink()
+    report = built.build()
+    assert report.mode == "incremental" and report.published == 2
+    left = {p.name for p in part_files(built)}
+    assert path.name not in left or b"Cached Record" not in path.read_bytes()
+    assert left <= names and set(json.loads(cache_file(built).read_bytes().partition(b"\n")[2])["parts"]) == {
+        name.removesuffix(".jsonl") for name in left
+    }
 
 
 def flip_in_an_entry(data: bytes) -> bytes:
@@ -67,8 +108,13 @@ def flip_in_an_entry(data: bytes) -> bytes:
     return data[:at] + b"X" + data[at + 1 :]
 
 
+def flip_in_the_head(data: bytes) -> bytes:
+    at = data.index(b'"parts"')
+    return data[:at] + b"X" + data[at + 1 :]
+
+
 def drop_checksum(data: bytes) -> bytes:
-    return data[: data.rindex(b"sha256 ")]
+    return data.partition(b"\n")[2]
 
 
 def cut_midway(data: bytes) -> bytes:
@@ -81,17 +127,71 @@ def drop_an_entry(data: bytes) -> bytes:
     return b"".join(lines[:first] + lines[first + 1 :])
 
 
+def empty(data: bytes) -> bytes:
+    return b""
+
+
+def binary(data: bytes) -> bytes:
+    return b"\x00" * 64
+
+
 @pytest.mark.parametrize(
-    "damage",
-    [flip_in_an_entry, drop_checksum, cut_midway, drop_an_entry, lambda data: b"", lambda data: b"\x00" * 64],
-    ids=["flipped byte", "no checksum", "cut midway", "entry removed", "empty", "binary"],
+    ("where", "damage"),
+    [
+        ("partition", flip_in_an_entry),
+        ("partition", cut_midway),
+        ("partition", drop_an_entry),
+        ("partition", empty),
+        ("partition", binary),
+        ("partition", None),
+        ("head", flip_in_the_head),
+        ("head", drop_checksum),
+        ("head", cut_midway),
+        ("head", empty),
+        ("head", binary),
+    ],
+    ids=[
+        "flipped byte",
+        "partition cut midway",
+        "entry removed",
+        "empty partition",
+        "binary partition",
+        "partition missing",
+        "flipped byte in the head",
+        "no checksum",
+        "head cut midway",
+        "empty head",
+        "binary head",
+    ],
 )
-def test_a_damaged_cache_means_a_full_build(built: Project, damage: Callable[[bytes], bytes]) -> None:
-    path = cache_file(built)
-    path.write_bytes(damage(path.read_bytes()))
+def test_a_damaged_cache_means_a_full_build(
+    built: Project, where: str, damage: Callable[[bytes], bytes] | None
+) -> None:
+    path = cache_file(built) if where == "head" else part_holding(built, b"Cached Record")
+    if damage is None:
+        path.unlink()
+    else:
+        path.write_bytes(damage(path.read_bytes()))
     built.add("b.json", record_doc(source_id="2304.00055", title="Added"))
     report = built.build()
     assert report.mode == "full" and report.published == 4 and report.rendered == 4
+
+
+def test_a_partition_under_another_name_is_not_trusted(built: Project) -> None:
+    """A partition file holds only its own numbers: one copied under another
+    partition's name, with the head's hashes made to match, is refused."""
+    source = part_holding(built, b"Cached Record")
+    taken = {p.name for p in part_files(built)}
+    other = next(
+        source.parent / f"{c}.jsonl" for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567" if f"{c}.jsonl" not in taken
+    )
+    other.write_bytes(source.read_bytes())
+    checksum, _, head = cache_file(built).read_bytes().partition(b"\n")
+    value = json.loads(head)
+    value["parts"][other.name.removesuffix(".jsonl")] = value["parts"][source.name.removesuffix(".jsonl")]
+    cache_file(built).write_bytes(checksummed(value))
+    built.add("b.json", record_doc(source_id="2304.00055", title="Added"))
+    assert built.build().mode == "full"
 
 
 def checksummed(value: Any) -> bytes:
@@ -200,7 +300,7 @@ def test_an_integer_beyond_64_bits_survives_the_cache(tmp_path: Path) -> None:
     p = Project(tmp_path / "big")
     p.add("huge.json", record_doc(source_id="2304.00077", version=2**70, title="Huge Version"))
     assert p.build().published == 1
-    lines = cache_file(p).read_bytes().splitlines()
+    lines = [line for path in part_files(p) for line in path.read_bytes().splitlines()]
     assert any(str(2**70).encode() in line for line in lines)
     p.add("b.json", record_doc(source_id="2304.00055", title="Added"))
     report = p.build()
@@ -439,11 +539,16 @@ def test_a_cache_entry_of_the_wrong_shape_is_not_trusted(
     """Even under a checksum that matches (the file rewritten whole, not damaged),
     an entry that does not read back as one the build could have written makes
     the next build a full one."""
-    path = cache_file(built)
-    header, *lines = [json.loads(line) for line in path.read_bytes().splitlines()[:-1]]
-    change(lines)
-    data = b"".join(json.dumps(v, separators=(",", ":")).encode() + b"\n" for v in [header, *lines])
-    path.write_bytes(data + b"sha256 " + hashlib.sha256(data).hexdigest().encode() + b"\n")
+    by_part = {
+        path: [json.loads(line) for line in path.read_bytes().splitlines()] for path in part_files(built)
+    }
+    change([line for lines in by_part.values() for line in lines])  # (every partition's lines, in place)
+    head = json.loads(cache_file(built).read_bytes().partition(b"\n")[2])
+    for path, lines in by_part.items():
+        data = b"".join(json.dumps(v, separators=(",", ":")).encode() + b"\n" for v in lines)
+        path.write_bytes(data)
+        head["parts"][path.name.removesuffix(".jsonl")] = hashlib.sha256(data).hexdigest()
+    cache_file(built).write_bytes(checksummed(head))
     built.add("b.json", record_doc(source_id="2304.00055", title="Added"))
     report = built.build()
     assert report.mode == ("incremental" if change.__name__ == "<lambda>" else "full")
