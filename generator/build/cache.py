@@ -3,20 +3,22 @@ what changed.
 
 Rules:
 - It is split by partition: the first character of a Pith number's body (one
-  of 32; files that name no number form a partition of their own). Each
-  partition is one file, `<cache dir>/build-cache/<P>.jsonl`, holding the
-  content files whose documents name a number of that partition (the content
-  index) and those numbers' entries (what was published for them and the
-  summary the site-wide pages are made from), one JSON value per line.
+  of 32; files that name no number form a partition of their own). Partition
+  P is two files in `<cache dir>/build-cache/`: `P.index.jsonl`, the content
+  files whose documents name a number of P (the content index) and a small row
+  per number (entries.NumberRow), read by every build; and `P.numbers.jsonl`,
+  those numbers' entries (what was published for them and their summaries),
+  read only when the build needs them.
 - `<cache dir>/build-cache.json`, written last, is the head: the key, what the
-  site-wide files were made from, and the SHA-256 of every partition file.
-  A partition is used only if its bytes hash to what the head says; a build
-  stopped between writing a partition and the head leaves a head that does
-  not match, and the next build is a full one, never a wrong one.
+  site-wide files were made from, and each partition file's SHA-256 (and the
+  stat the entries file had when written, checked before the build relies on
+  reading it later). A file is used only if its bytes hash as the head says;
+  a build stopped between writing a partition and the head leaves a head that
+  does not match, and the next build is a full one, never a wrong one.
 - A build rewrites only the partitions whose entries it changed (the rest are
-  the very objects it read), so one changed document costs one partition's
-  serialising and writing, not the whole state's. A build on a cluster needs
-  the same unit: a partition's state can be read and written on its own.
+  the very objects it read, or never read), so one changed document costs its
+  partition's reading and writing, not the whole state's. A build on a cluster
+  needs the same unit: a partition's state can be read and written on its own.
 - It is keyed by everything that shapes the output: the tool's version, the
   pinned keys, every template and asset byte, and the options. Any change to
   the key, a file that does not parse, a checksum that does not match, or a
@@ -31,15 +33,14 @@ Rules:
 
 from __future__ import annotations
 
-import base64
 import contextlib
+import errno
 import hashlib
-import json
-import operator
 import os
 import re
-import sys
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -47,65 +48,37 @@ from typing import Any
 import orjson
 
 from ..site.config import SiteConfig
-from ..site.layout import MANIFEST_PATH, number_paths
-from ..site.page_model import (
-    HASH_DIGESTS,
-    SHARED_FIELDS,
-    Summary,
-    alias_list,
-    checked_lookup_shards,
-    hash_values,
-    pack_alias_list,
-    pack_hashes,
-    shared,
-)
-from ..trust.choose import Candidate, packed_event_ids
-from ..trust.errors import Code, Rejection
+from ..site.layout import MANIFEST_PATH
+from ..site.page_model import NumberRow
 from ..trust.files import file_sha256, open_regular, write_atomic
-from ..trust.model import PITH_RE, number_body
-from .change_check import (
-    CACHE_FORMAT,
-    QUICK_FILE,
-    Unchanged,
-    pack_stat,
-    save_unchanged,
-    stat_key,
-    unpack_stat,
+from .change_check import CACHE_FORMAT, QUICK_FILE, Unchanged, save_unchanged, stat_key
+from .entries import (
+    NO_NUMBER,
+    PREFIX_CHARS,
+    FileEntry,
+    NumberEntry,
+    NumberTable,
+    StateDamaged,
+    Stored,
+    partition_of,
 )
+from .entry_json import (
+    dumps_line,
+    file_entry,
+    file_json,
+    loads_line,
+    number_entry,
+    number_json,
+    number_row,
+    row_json,
+)
+
+__all__ = ["FileEntry", "NumberEntry", "NumberTable", "StateDamaged", "partition_of"]
 
 CACHE_FILE = "build-cache.json"
 PARTS_FOLDER = "build-cache"
-PREFIX_CHARS = 1
-"""Characters of the body that name a partition: 32 partitions (base32). Measured
-at 20,000 records: see docs/scaling.md."""
-_NO_NUMBER = "_"
-"""The partition of content files whose document names no valid Pith number."""
-
-
-@dataclass(slots=True)
-class FileEntry:
-    stat: int
-    """See `stat_key`."""
-    raw_sha256: str
-    pith_number: str | None
-    rejections: tuple[Rejection, ...]
-    candidate: Candidate | None
-
-
-@dataclass(slots=True)
-class NumberEntry:
-    """A published number: the documents behind it and every path it wrote."""
-
-    record: Candidate | None
-    bundle: Candidate | None
-    summary: Summary
-    manifest_json: bytes | None = field(default=None, compare=False, repr=False)
-    """The number's lines of the site manifest, kept by a process that builds
-    again and again (see manifest.indented_entry); never saved."""
-
-    @property
-    def paths(self) -> tuple[str, ...]:
-        return number_paths(self.summary.body, self.bundle is not None)
+_INDEX, _ENTRIES = ".index.jsonl", ".numbers.jsonl"
+_PART_NAME = re.compile(f"[A-Z2-7]{{{PREFIX_CHARS}}}|{NO_NUMBER}")
 
 
 @dataclass(slots=True)
@@ -113,7 +86,7 @@ class BuildCache:
     key: str
     manifest_sha256: str = ""
     files: dict[str, FileEntry] = field(default_factory=dict)
-    numbers: dict[str, NumberEntry] = field(default_factory=dict)
+    numbers: NumberTable = field(default_factory=NumberTable)
     sitewide: dict[str, tuple[str, str]] = field(default_factory=dict)
     """path -> (input fingerprint, sha256 of bytes) of every site-wide file in SITE."""
     sitewide_inputs: str = ""
@@ -126,38 +99,36 @@ class BuildCache:
     """The last selection's notes, which a build that finds no document changed
     keeps (see pipeline._Build.execute)."""
     saved: dict[str, SavedPart] = field(default_factory=dict, compare=False, repr=False)
-    """What each partition file in the cache folder holds now (see `save_cache`):
+    """What each partition's files in the cache folder hold now (see `save_cache`):
     carried from build to build, so only partitions whose entries changed are
     written again."""
 
 
 @dataclass(frozen=True, slots=True)
 class SavedPart:
-    """A partition as its file holds it: the file's SHA-256, and the very entry
-    objects it was read into or written from (an entry a build kept is the same
-    object; a changed one is a new object)."""
+    """A partition as its files hold it: their hashes and the entries file's stat,
+    and the very entry objects they were read into or written from (an entry a
+    build kept is the same object; a changed one is a new object)."""
 
-    sha256: str
+    index_sha256: str
+    entries_sha256: str
+    entries_stat: int
     files: dict[str, FileEntry]
-    numbers: dict[str, NumberEntry]
+    rows: dict[str, NumberRow]
+    entries: Stored | None
+    """The stored partition its entries are read from (or were written from)."""
 
-
-def partition_of(pith_number: str | None) -> str:
-    """The partition a number's entries, and its documents' files, belong to."""
-    if pith_number is None or not PITH_RE.fullmatch(pith_number):
-        return _NO_NUMBER
-    return number_body(pith_number)[:PREFIX_CHARS]
-
-
-_PART_NAME = re.compile(f"[A-Z2-7]{{{PREFIX_CHARS}}}|_")
+    def head(self) -> list[Any]:
+        return [self.index_sha256, self.entries_sha256, str(self.entries_stat)]
 
 
 def load_cache(directory: Path, key: str, site: Path) -> BuildCache | None:
     """The last build's state, or None when it cannot be trusted for this build.
 
     The head is checked first (format, key, the site's manifest), so a state for
-    other settings or another site costs no partition read; then each partition,
-    whose bytes must hash as the head says."""
+    other settings or another site costs no partition read; then every partition's
+    index. The numbers' entries are read later, a partition at a time, when asked
+    for (see `NumberTable`)."""
     try:
         head = _read_head(directory / CACHE_FILE)
         if head.get("format") != CACHE_FORMAT or head.get("key") != key:
@@ -174,20 +145,27 @@ def load_cache(directory: Path, key: str, site: Path) -> BuildCache | None:
             contested={str(n) for n in head["contested"]},
             notes=tuple(str(n) for n in head["notes"]),
         )
-        parts: dict[str, str] = head["parts"]
+        folder = directory / PARTS_FOLDER
+        rows: dict[str, NumberRow] = {}
+        readers: dict[str, Callable[[], dict[str, NumberEntry]]] = {}
+        parts: dict[str, Any] = head["parts"]
+        found: dict[str, tuple[str, str, int, dict[str, FileEntry], dict[str, NumberRow]]] = {}
         for part in sorted(parts):
-            if not _PART_NAME.fullmatch(part):
+            index_sha256, entries_sha256, entries_stat = parts[part]
+            if not _PART_NAME.fullmatch(part) or stat_key(folder / f"{part}{_ENTRIES}") != int(entries_stat):
                 return None
-            saved = _read_part(directory / PARTS_FOLDER / f"{part}.jsonl", part, str(parts[part]))
-            if saved is None:
-                return None
-            cache.files.update(saved.files)
-            cache.numbers.update(saved.numbers)
-            cache.saved[part] = saved
+            part_files, part_rows = _read_index(folder / f"{part}{_INDEX}", part, index_sha256)
+            cache.files.update(part_files)
+            rows.update(part_rows)
+            entries = folder / f"{part}{_ENTRIES}"
+            readers[part] = partial(_read_entries, entries, entries_sha256, part_files, part_rows)
+            found[part] = (index_sha256, entries_sha256, int(entries_stat), part_files, part_rows)
         if any(a > b for a, b in pairwise(cache.files)):  # (the build walks content in name order)
             cache.files = dict(sorted(cache.files.items()))
-        if any(a > b for a, b in pairwise(cache.numbers)):
-            cache.numbers = dict(sorted(cache.numbers.items()))
+        if any(a > b for a, b in pairwise(rows)):
+            rows = dict(sorted(rows.items()))
+        table = cache.numbers = NumberTable.read_later(rows, readers)
+        cache.saved = {part: SavedPart(*values, table.stored(part)) for part, values in found.items()}
         return cache
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
@@ -202,59 +180,108 @@ def _read_head(path: Path) -> Any:
     return orjson.loads(payload)
 
 
-def _read_part(path: Path, part: str, sha256: str) -> SavedPart | None:
+def _read_checked(path: Path, sha256: str) -> bytes:
     with open_regular(path) as handle:
         raw = handle.read()
     if hashlib.sha256(raw).hexdigest() != sha256:
-        return None
+        raise ValueError(f"{path.name} is not the file the head names")
+    return raw
+
+
+def _read_index(path: Path, part: str, sha256: str) -> tuple[dict[str, FileEntry], dict[str, NumberRow]]:
     files: dict[str, FileEntry] = {}
-    numbers: dict[str, NumberEntry] = {}
-    for line in raw.splitlines():
-        kind, name, entry = _loads_line(line)
+    rows: dict[str, NumberRow] = {}
+    for line in _read_checked(path, sha256).splitlines():
+        kind, name, value = loads_line(line)
         if kind == "f":
-            files[name] = _file_entry(name, entry)
-            if partition_of(files[name].pith_number) != part:
-                return None
-        elif kind == "n":
-            numbers[name] = _number_entry(name, entry, files)
-            if partition_of(name) != part:
-                return None
+            entry = files[name] = file_entry(name, value)
+            if partition_of(entry.pith_number) != part:
+                raise ValueError("a file of another partition")
+        elif kind == "r":
+            row = rows[name] = number_row(value)
+            if row.pith_number != name or partition_of(name) != part:
+                raise ValueError("a number of another partition")
         else:
-            return None
-    return SavedPart(sha256, files, numbers)
+            raise ValueError("a line of no known kind")
+    return files, rows
+
+
+def _read_entries(
+    path: Path, sha256: str, files: dict[str, FileEntry], rows: dict[str, NumberRow]
+) -> dict[str, NumberEntry]:
+    """A partition's number entries, each checked against its row (StateDamaged if
+    the file is not the one the head names, or does not read back whole)."""
+    try:
+        numbers: dict[str, NumberEntry] = {}
+        for line in _read_checked(path, sha256).splitlines():
+            kind, number, value = loads_line(line)
+            if kind != "n":
+                raise ValueError("a line of no known kind")
+            entry = numbers[number] = number_entry(number, value, files)
+            if rows.get(number) != NumberRow.of(entry.summary):
+                raise ValueError("an entry unlike its row")
+        if numbers.keys() != rows.keys():
+            raise ValueError("entries missing")
+        return numbers
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise StateDamaged(f"{path.name}: {exc}") from None
 
 
 def save_after_build(directory: Path, cache: BuildCache, extra: str, report: Unchanged) -> None:
     """The state, then its companion that tells the next build whether
     anything changed at all (see change_check.py)."""
-    save_cache(directory, cache)
+    try:
+        save_cache(directory, cache)
+    except StateDamaged as exc:  # (a partition to write again could not be read)
+        forget_saved(directory)
+        raise OSError(errno.EIO, f"a partition of the last state is damaged ({exc})") from None
     stats = {name: entry.stat for name, entry in cache.files.items()}
     save_unchanged(directory, cache.key, extra, cache.manifest_sha256, stats, report)
 
 
 def save_cache(directory: Path, cache: BuildCache) -> None:
     """Write the partitions whose entries changed since they were last saved, then
-    the head that names every partition's hash, then remove partitions no entry
-    is in any more."""
+    the head that names every partition's hashes, then remove the files of
+    partitions no entry is in any more."""
     folder = directory / PARTS_FOLDER
     folder.mkdir(parents=True, exist_ok=True)
     _remove_stale(directory)
     files: dict[str, dict[str, FileEntry]] = {}
-    numbers: dict[str, dict[str, NumberEntry]] = {}
+    rows: dict[str, dict[str, NumberRow]] = {}
     for name, entry in cache.files.items():
         files.setdefault(partition_of(entry.pith_number), {})[name] = entry
-    for number, number_entry in cache.numbers.items():
-        numbers.setdefault(partition_of(number), {})[number] = number_entry
+    table = cache.numbers
+    for number, row in table.rows.items():
+        rows.setdefault(partition_of(number), {})[number] = row
     saved: dict[str, SavedPart] = {}
-    for part in sorted(files.keys() | numbers.keys()):
-        part_files, part_numbers = files.get(part, {}), numbers.get(part, {})
+    for part in sorted(files.keys() | rows.keys()):
+        part_files, part_rows = files.get(part, {}), rows.get(part, {})
         old = cache.saved.get(part)
-        if old is not None and _same(old.files, part_files) and _same(old.numbers, part_numbers):
-            saved[part] = old
+        if (
+            old is not None
+            and old.entries is not None
+            and table.stored(part) is old.entries
+            and _same(old.files, part_files)
+            and _same(old.rows, part_rows)
+        ):
+            saved[part] = old  # (its entries the very ones saved, whether or not read)
             continue
-        data = _part_bytes(part_files, part_numbers)
-        write_atomic(folder / f"{part}.jsonl", data)
-        saved[part] = SavedPart(hashlib.sha256(data).hexdigest(), part_files, part_numbers)
+        entries = {n: table[n] for n in sorted(part_rows)}
+        index = b"".join(
+            [dumps_line(["f", name, file_json(name, part_files[name])]) for name in sorted(part_files)]
+            + [dumps_line(["r", n, row_json(part_rows[n])]) for n in entries]
+        )
+        data = b"".join(dumps_line(["n", n, number_json(e, part_files)]) for n, e in entries.items())
+        write_atomic(folder / f"{part}{_INDEX}", index)
+        write_atomic(folder / f"{part}{_ENTRIES}", data)
+        saved[part] = SavedPart(
+            hashlib.sha256(index).hexdigest(),
+            hashlib.sha256(data).hexdigest(),
+            stat_key(folder / f"{part}{_ENTRIES}"),
+            part_files,
+            part_rows,
+            table.settle(part, entries),
+        )
     head = orjson.dumps(
         {
             "format": CACHE_FORMAT,
@@ -265,13 +292,14 @@ def save_cache(directory: Path, cache: BuildCache) -> None:
             "context_inputs": cache.context_inputs,
             "contested": sorted(cache.contested),
             "notes": list(cache.notes),
-            "parts": {part: s.sha256 for part, s in saved.items()},
+            "parts": {part: s.head() for part, s in saved.items()},
         }
     )
     write_atomic(directory / CACHE_FILE, hashlib.sha256(head).hexdigest().encode() + b"\n" + head)
     cache.saved = saved
-    with os.scandir(folder) as found:
-        leftover = [e.name for e in found if e.name.removesuffix(".jsonl") not in saved]
+    with os.scandir(folder) as listed:
+        kept = {f"{part}{kind}" for part in saved for kind in (_INDEX, _ENTRIES)}
+        leftover = [e.name for e in listed if e.name not in kept]
     for name in leftover:
         with contextlib.suppress(OSError):
             (folder / name).unlink()
@@ -280,169 +308,6 @@ def save_cache(directory: Path, cache: BuildCache) -> None:
 def _same(old: dict[str, Any], new: dict[str, Any]) -> bool:
     """Whether a partition's entries are the very objects it was saved with."""
     return len(old) == len(new) and all(old.get(k) is v for k, v in new.items())
-
-
-def _part_bytes(files: dict[str, FileEntry], numbers: dict[str, NumberEntry]) -> bytes:
-    lines = [_dumps_line(["f", name, _file_json(name, files[name])]) for name in sorted(files)]
-    lines += [_dumps_line(["n", n, _number_json(numbers[n], files)]) for n in sorted(numbers)]
-    return b"".join(lines)
-
-
-def _dumps_line(value: Any) -> bytes:
-    try:
-        return orjson.dumps(value) + b"\n"
-    except TypeError:  # an integer beyond 64 bits (signed documents may hold one)
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
-
-
-def _loads_line(line: bytes) -> Any:
-    try:
-        return orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return json.loads(line)
-
-
-def _candidate_json(c: Candidate | None) -> dict[str, Any] | None:
-    if c is None:
-        return None
-    return {
-        "file": c.file,
-        "kind": c.kind,
-        "pith_number": c.pith_number,
-        "raw_sha256": c.raw_sha256,
-        "events": c.events.hex(),
-        "from_site": c.from_site,
-        "built_at": c.built_at,
-    }
-
-
-def _candidate(data: dict[str, Any] | None) -> Candidate | None:
-    if data is None:
-        return None
-    events = packed_event_ids(data.pop("events"))
-    data["kind"] = sys.intern(data["kind"])
-    return Candidate(**data, events=events)
-
-
-def _file_json(name: str, e: FileEntry) -> dict[str, Any]:
-    c = e.candidate
-    candidate: list[Any] | dict[str, Any] | None
-    if c is not None and (c.file, c.pith_number, c.raw_sha256) == (name, e.pith_number, e.raw_sha256):
-        # the file's own document, as examining it makes it: its file, number
-        # and hash are the entry's, and are not written twice
-        candidate = [c.kind, c.events.hex(), c.from_site, c.built_at]
-    else:
-        candidate = _candidate_json(c)
-    return {
-        "stat": unpack_stat(e.stat),
-        "raw_sha256": e.raw_sha256,
-        "pith_number": e.pith_number,
-        "rejections": [[r.file, r.pointer, r.code.value, r.message] for r in e.rejections],
-        "candidate": candidate,
-    }
-
-
-def _file_entry(name: str, d: dict[str, Any]) -> FileEntry:
-    raw_sha256, number, candidate = d["raw_sha256"], d["pith_number"], d["candidate"]
-    if isinstance(candidate, list):  # (the file's own document: see `_file_json`)
-        kind, events, from_site, built_at = candidate
-        candidate = Candidate(
-            name, sys.intern(kind), number, raw_sha256, packed_event_ids(events), from_site, built_at
-        )
-    else:
-        candidate = _candidate(candidate)
-    return FileEntry(
-        stat=pack_stat(*(int(n) for n in d["stat"])),
-        raw_sha256=raw_sha256,
-        pith_number=number,
-        rejections=tuple(Rejection(f, p, Code(c), m) for f, p, c, m in d["rejections"]),
-        candidate=candidate,
-    )
-
-
-def _number_json(e: NumberEntry, files: dict[str, FileEntry]) -> dict[str, Any]:
-    return {
-        "record": _document_json(e.record, files),
-        "bundle": _document_json(e.bundle, files),
-        "summary": {
-            **dict(zip(_SUMMARY_FIELDS, _summary_values(e.summary), strict=True)),
-            "alias_data": alias_list(e.summary.alias_data),
-            "lookup_shards": e.summary.lookup_shards.decode("ascii"),
-            "hash_data": _hashes_json(e.summary.hash_data),
-            "integrity_data": _b64(e.summary.integrity_data),
-        },
-    }
-
-
-def _document_json(c: Candidate | None, files: dict[str, FileEntry]) -> str | dict[str, Any] | None:
-    """A number's document: the name of the content file it is, when it is one
-    (nearly always; its entry holds the rest), else all of it (a document read
-    back from the site)."""
-    if c is not None:
-        entry = files.get(c.file)  # (the partition's files: a number's documents name it)
-        if entry is not None and entry.candidate == c:
-            return c.file
-    return _candidate_json(c)
-
-
-def _hashes_json(data: bytes) -> str | list[str | None]:
-    """The summary's hashes: its packed digests as one hex string, when they are
-    digests; else the four values (see view.pack_hashes)."""
-    if data[:1] == HASH_DIGESTS:
-        return data[1:].hex()
-    return list(hash_values(data))
-
-
-def _hashes(value: Any) -> bytes:
-    if isinstance(value, str):
-        digests = bytes.fromhex(value)
-        if len(digests) not in (96, 128):
-            raise ValueError("packed hashes")
-        return HASH_DIGESTS + digests
-    if type(value) is not list:
-        raise ValueError("hashes")
-    canonical, record, bundle, state = value
-    return pack_hashes(canonical, record, bundle, state)
-
-
-def _b64(data: bytes | None) -> str | None:
-    return None if data is None else base64.b64encode(data).decode("ascii")
-
-
-_SUMMARY_FIELDS = tuple(f.name for f in fields(Summary))
-_summary_values = operator.attrgetter(*_SUMMARY_FIELDS)
-
-
-def _number_entry(number: str, d: dict[str, Any], files: dict[str, FileEntry]) -> NumberEntry:
-    s = d["summary"]
-    if s["pith_number"] != number:
-        raise ValueError(f"the entry of {number} is another number's")
-    s["cross_cats"] = tuple(s["cross_cats"])
-    s["key_ids"] = tuple(s["key_ids"])
-    for name in SHARED_FIELDS:
-        s[name] = shared(s[name])
-    s["hash_data"] = _hashes(s["hash_data"])
-    if s["integrity_data"] is not None:  # (kept compressed, as the summary keeps it)
-        s["integrity_data"] = base64.b64decode(s["integrity_data"], validate=True)
-    s["alias_data"] = pack_alias_list(s["alias_data"])
-    s["lookup_shards"] = checked_lookup_shards(s["lookup_shards"], s["alias_data"])
-    return NumberEntry(
-        record=_document(d["record"], files, "record", number),
-        bundle=_document(d["bundle"], files, "bundle", number),
-        summary=Summary(**s),
-    )
-
-
-def _document(
-    data: str | dict[str, Any] | None, files: dict[str, FileEntry], kind: str, number: str
-) -> Candidate | None:
-    """The candidate `_document_json` wrote: a content file's, read just before
-    (a number's documents are held once), or one made from `data`; either way
-    a document of this kind for this number."""
-    candidate = files[data].candidate if isinstance(data, str) else _candidate(data)
-    if data is not None and (candidate is None or (candidate.kind, candidate.pith_number) != (kind, number)):
-        raise ValueError(f"not the {kind} of {number}")
-    return candidate
 
 
 @dataclass(slots=True)

@@ -33,7 +33,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import replace
@@ -45,7 +45,7 @@ from ..site.config import SiteConfig
 from ..site.layout import MANIFEST_PATH, SIGNATURE_PATH, SUMS_PATH
 from ..site.manifest import published_paths, read_published
 from ..site.markdown_pages import skipped_pages
-from ..site.page_model import fork_notes
+from ..site.page_model import Summary, fork_notes
 from ..site.shared_paths import family_paths
 from ..trust.choose import Candidate, Choice, select
 from ..trust.errors import BuildError, Code, Interrupted, Rejection, SiteBusy
@@ -57,6 +57,8 @@ from .cache import (
     BuildCache,
     FileEntry,
     NumberEntry,
+    NumberTable,
+    StateDamaged,
     WarmCache,
     forget_saved,
     load_cache,
@@ -104,7 +106,16 @@ def build(
         with one_build_at_a_time(config.site):
             new_folders = _missing_folders(config.cache_dir)  # (under the lock: no other build's)
             try:
-                return _build(config, keyring, progress, incremental, warm, hints, seen)
+                try:
+                    return _build(config, keyring, progress, incremental, warm, hints, seen)
+                except StateDamaged as exc:
+                    # (read before SITE changed: see cache.py) the next try builds in full
+                    forget_saved(config.cache_dir)
+                    if warm is not None:
+                        warm.cache = None
+                    seen = replace(seen, report=None) if seen is not None else None
+                    report = _build(config, keyring, progress, False, warm, None, seen)
+                    return _with_note(report, f"the build state was damaged ({exc}): built in full")
             except BaseException:
                 _remove_new_cache(new_folders)
                 raise
@@ -474,7 +485,6 @@ class _Build:
         del fresh  # (its tasks and results: the numbers keep what stays)
         rejections += render_rejections
 
-        summaries = [numbers[n].summary for n in sorted(numbers)]
         owned = PaperPages(numbers, self.renewed)
         self.new_cache.numbers = numbers
         sitewide = SitewideStage(  # (stages 5-6 for the whole site)
@@ -490,8 +500,9 @@ class _Build:
             self.suspect,
             self.plan,
         )
-        notes = [*selection_notes, *fork_notes(summaries), *skipped_pages(self.config.content / "pages")]
-        restore = sitewide.write(summaries, rejections, notes, owned, rendered_numbers)
+        rows = [numbers.rows[n] for n in sorted(numbers.rows)]
+        notes = [*selection_notes, *fork_notes(rows), *skipped_pages(self.config.content / "pages")]
+        restore = sitewide.write(rows, rejections, notes, owned, rendered_numbers)
         self.written += sitewide.written
         if restore:  # a page a shared short prefix had replaced must be whole again
             redo = [Choice(n, numbers[n].record, numbers[n].bundle) for n in sorted(restore)]
@@ -500,7 +511,7 @@ class _Build:
         self.new_cache.files = entries
         self.new_cache.numbers = numbers
         return BuildReport(
-            published=len(summaries),
+            published=len(numbers),
             rejections=tuple(sorted(rejections)),
             notes=tuple(notes),
             files_written=self.written,
@@ -508,7 +519,7 @@ class _Build:
             mode="incremental" if self.incremental else "full",
             changed=tuple(changed),
             rendered=len(rendered_numbers),
-            summaries=tuple(summaries),
+            summaries=_Summaries(numbers),
         )
 
     # Stage 1-3: every content file, reusing the cache for unchanged ones.
@@ -645,14 +656,14 @@ class _Build:
         fresh: dict[str, Examined],
         paths: _ContentPaths,
         touched: set[str] | None,
-    ) -> tuple[dict[str, NumberEntry], set[str], list[Rejection]]:
-        previous = self.cache.numbers if self.cache else {}
+    ) -> tuple[NumberTable, set[str], list[Rejection]]:
+        previous = self.cache.numbers if self.cache else NumberTable()
         by_number: dict[str, list[Examined]] = {}
         for result in fresh.values():
             by_number.setdefault(result.entry.pith_number or "", []).append(result)
-        numbers: dict[str, NumberEntry] = {}
-        if touched is not None:  # the settled numbers stay as they are
-            numbers = dict(previous)
+        numbers = NumberTable()
+        if touched is not None:  # the settled numbers stay as they are (and are not read)
+            numbers = previous.copy()
             for number in touched:
                 numbers.pop(number, None)
         redo: list[Choice] = []
@@ -692,7 +703,7 @@ class _Build:
     def render_choices(
         self,
         choices: list[Choice],
-        numbers: dict[str, NumberEntry],
+        numbers: NumberTable,
         paths: _ContentPaths,
         rejections: list[Rejection],
     ) -> set[str]:
@@ -721,7 +732,7 @@ class _Build:
                 self.suspect.update(family_paths(result.summary))
 
     def move_into_site(
-        self, numbers: dict[str, NumberEntry], accepted: set[str], previous: dict[str, NumberEntry]
+        self, numbers: NumberTable, accepted: set[str], previous: Mapping[str, NumberEntry]
     ) -> None:
         """Incremental publish: new files in (atomic renames), stale files out.
 
@@ -742,6 +753,26 @@ class _Build:
         stale -= {p for n in accepted for p in numbers[n].paths}
         owned = PaperPages(numbers, accepted)
         plan.remove({p for p in stale if p not in owned})
+
+
+class _Summaries(Sequence[Summary]):
+    """Every published number's summary, for the report: read from the build state
+    only if asked for (a build that changed one record reads one partition)."""
+
+    def __init__(self, numbers: NumberTable) -> None:
+        self.numbers = numbers
+        self.read: list[Summary] | None = None
+
+    def _all(self) -> list[Summary]:
+        if self.read is None:
+            self.read = self.numbers.summaries()
+        return self.read
+
+    def __getitem__(self, index):  # type: ignore[no-untyped-def]
+        return self._all()[index]
+
+    def __len__(self) -> int:
+        return len(self.numbers)
 
 
 def _unnameable(shown: str) -> Rejection:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..site.page_model import Summary
@@ -22,7 +23,7 @@ class BuildReport:
     """Content files added, changed or removed since the last build (incremental)."""
     rendered: int = 0
     """Pith numbers whose pages were rendered by this build."""
-    summaries: tuple[Summary, ...] = field(default=(), repr=False)
+    summaries: Sequence[Summary] = field(default=(), repr=False)
 
     @property
     def refused_files(self) -> int:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,10 +29,16 @@ from ..site import layout
 from ..site.config import SiteConfig, build_time
 from ..site.layout import MANIFEST_PATH, RESOLVE_INDEX, shard_width
 from ..site.lookups import index_json, lookup_files, lookup_inputs, lookup_paths
-from ..site.manifest import indented_entry, manifest_files, stream_manifest, whole_manifest
-from ..site.page_model import Summary
+from ..site.manifest import (
+    indented_entry,
+    manifest_files,
+    spliced_manifest,
+    stream_manifest,
+    whole_manifest,
+)
+from ..site.page_model import NumberRow, Summary
 from ..site.render import OutputFile
-from ..site.shared_paths import family_paths, record_family_files, shared_family_paths
+from ..site.shared_paths import claimants, family_paths, record_family_files, shared_family_paths
 from ..site.sitewide import Lazy, bytes_key, eager, recorded_hash, render_site, same_listing
 from ..site.templating import make_environment
 from ..trust.errors import BuildError, Rejection
@@ -80,7 +86,7 @@ class SitewideStage:
 
     def write(
         self,
-        summaries: list[Summary],
+        rows: list[NumberRow],
         rejections: list[Rejection],
         notes: list[str],
         owned: PaperPages,
@@ -97,15 +103,26 @@ class SitewideStage:
         """
         config = self.config
         context = _context_inputs(rejections, notes, self.extra)
-        inputs = _sitewide_inputs(summaries, context)
+        inputs = _sitewide_inputs(rows, context)
         self.new_cache.sitewide_inputs, self.new_cache.context_inputs = inputs, context
+        numbers = self.new_cache.numbers
         if self.cache is not None and self.cache.sitewide_inputs == inputs and not self.relisted_prefix():
             self.new_cache.sitewide = self.cache.sitewide  # nothing any site-wide page shows changed
             if self.keeps_manifest:  # made now, so the first change does not wait for them
-                for summary in summaries:
+                for summary in numbers.summaries():
                     self.kept_manifest_entry(summary)
             return set()
         listings = not self.listings_unchanged(context)
+        width = shard_width(len(rows))
+        asked, stale = self.affected_lookup_paths(width)
+        generated_at = build_time()
+        # A build that keeps the listings and the look-up shards reads no summary but
+        # those of the records it changed: the feed and the report come from the rows,
+        # the manifest from the last one's entries (see `spliced_manifest`).
+        manifest = None
+        if self.incremental and not listings and not self.keeps_manifest and asked is not None and not asked:
+            manifest = self.spliced_manifest(rows, generated_at)
+        summaries = [] if manifest is not None else numbers.summaries()
         pool = self.pool
         # (a full build's search index is made by the workers, in staging)
         search = None if pool is None else SearchHandOver(pool, config.jobs, self.staging, config.base_path)
@@ -129,22 +146,19 @@ class SitewideStage:
             listings,
             None if pool is None else hand_over,
             None if search is None else search.start,
+            rows,
         )
-        generated_at = build_time()
         entry_json = self.kept_manifest_entry if self.incremental or self.keeps_manifest else None
         streamed = not self.incremental and not self.keeps_manifest  # (see `stream_manifest_into`)
-        lazies += [
-            eager(f.path, f.data)
-            for f in manifest_files(summaries, config, self.keyring, generated_at, entry_json, streamed)
-        ]
-        width = shard_width(len(summaries))
+        made = manifest_files(summaries, config, self.keyring, generated_at, entry_json, streamed, manifest)
+        lazies += [eager(f.path, f.data) for f in made]
         lazies.append(eager(RESOLVE_INDEX, index_json(width)))
         affected = self.affected_family_paths(summaries)
-        asked, stale = self.affected_lookup_paths(width)
         affected |= stale
         if search is not None:  # (the longest step of this process's own: the chunks may be made)
             search.shards(block=False)
-        family = record_family_files(summaries, env, config.base_path, affected)
+        whole = summaries or [numbers[r.pith_number].summary for r in claimants(rows, affected)]
+        family = record_family_files(whole, env, config.base_path, affected)
         family += lookup_files(summaries, config.base_path, width, asked)
         fixed: dict[str, Lazy] = {}
         for lazy in lazies:
@@ -238,6 +252,21 @@ class SitewideStage:
         self.new_cache.manifest_sha256 = full_digest
         self.written += 1
 
+    def spliced_manifest(self, rows: list[NumberRow], generated_at: str | None) -> bytes | None:
+        """The site manifest made from the last build's (the file in SITE, whose hash
+        the build state holds) and the summaries of the records this build changed;
+        None when that file is not the one the state names, or not in the usual form."""
+        assert self.cache is not None
+        try:
+            last = (self.site / MANIFEST_PATH).read_bytes()
+        except OSError:
+            return None
+        if _sha(last) != self.cache.manifest_sha256:
+            return None
+        numbers = self.new_cache.numbers
+        changed = {n: numbers[n].summary for n in self.renewed}
+        return spliced_manifest(last, [r.pith_number for r in rows], changed, self.config, generated_at)
+
     def kept_manifest_entry(self, summary: Summary) -> bytes | None:
         """A number's manifest lines, made once per entry: unchanged numbers keep
         their entry from build to build, so a rebuild serialises only the new ones.
@@ -330,7 +359,7 @@ class PaperPages:
     indexes every number by prefix, once. (Which owner answers matters only
     when one number alone has the prefix: a shared prefix's page is a list.)"""
 
-    def __init__(self, numbers: dict[str, NumberEntry], likely: Iterable[str] = ()) -> None:
+    def __init__(self, numbers: Mapping[str, NumberEntry], likely: Iterable[str] = ()) -> None:
         self.numbers = numbers
         self.likely = [n for n in likely if n in numbers]
         self.by_prefix: dict[str, str] | None = None
@@ -372,7 +401,7 @@ def _context_inputs(rejections: list[Rejection], notes: list[str], extra: str) -
     return digest.hexdigest()
 
 
-def _sitewide_inputs(summaries: list[Summary], context: str) -> str:
+def _sitewide_inputs(summaries: list[NumberRow], context: str) -> str:
     """Fingerprint of everything site-wide pages are made from: every record's
     summary, and the rest (`context`: see `_context_inputs`)."""
     digest = hashlib.sha256(context.encode())

@@ -15,7 +15,7 @@ from __future__ import annotations
 import io
 import json
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -102,15 +102,19 @@ def manifest_files(
     generated_at: str | None,
     entry_json: Callable[[Summary], bytes | None] | None = None,
     streamed: bool = False,
+    made: bytes | None = None,
 ) -> list[OutputFile]:
     """The two manifests. With `entry_json` (see `indented_entry`, perhaps kept from
     an earlier build), the mirror manifest is joined from each number's own
     bytes instead of serialised whole: the same bytes, for a process that
     writes it again after every change. With `streamed`, only the second: the
-    caller writes the first with `stream_manifest`."""
+    caller writes the first with `stream_manifest`. With `made`, the mirror
+    manifest is those bytes (see `spliced_manifest`)."""
     mirrors = OutputFile("pith-mirrors.json", pretty_json(mirrors_json(config, keyring, generated_at)))
     if streamed:
         return [mirrors]
+    if made is not None:
+        return [OutputFile(MANIFEST_PATH, made), mirrors]
     joined = None
     if entry_json is not None:
         out = io.BytesIO()
@@ -154,14 +158,29 @@ def stream_manifest(
     record), and a watching process serialises only the numbers that changed.
     False when it cannot (no records, or an entry only the slower serialiser
     can write): the caller then discards `out` and uses `whole_manifest`."""
-    head = _head(len(summaries), config, generated_at)
+    by_number = {s.pith_number: s for s in summaries}
+
+    def by_its_number(number: str) -> bytes | None:
+        return entry_json(by_number[number])
+
+    return _stream(out, sorted(by_number), config, generated_at, by_its_number)
+
+
+def _stream(
+    out: Sink,
+    numbers: Sequence[str],
+    config: SiteConfig,
+    generated_at: str | None,
+    entry_json: Callable[[str], bytes | None],
+) -> bool:
+    head = _head(len(numbers), config, generated_at)
     if head is None:
         return False
     out.write(head)
     batch: list[bytes] = []  # (written a few hundred entries at a time: one write each cost more)
     separator = b""
-    for summary in sorted(summaries, key=_NUMBER):
-        part = entry_json(summary)
+    for number in numbers:
+        part = entry_json(number)
         if part is None:
             return False
         batch.append(part)
@@ -176,6 +195,58 @@ def stream_manifest(
 
 
 _BATCH = 512
+
+
+def spliced_manifest(
+    last: bytes,
+    numbers: Sequence[str],
+    changed: Mapping[str, Summary],
+    config: SiteConfig,
+    generated_at: str | None,
+) -> bytes | None:
+    """`whole_manifest(...)`'s bytes for `numbers` (in order), made from the last
+    build's manifest, `last` (bytes this tool wrote, as the build state's hash of
+    them shows), with the entries of the `changed` numbers made anew: a build that
+    changed one record need not read every record's summary. None when `last` is
+    not in the form `stream_manifest` writes, or lacks a number not changed."""
+    entries = _entries_of(last)
+    if entries is None:
+        return None
+    out = io.BytesIO()
+
+    def entry_json(number: str) -> bytes | None:
+        summary = changed.get(number)
+        return indented_entry(summary) if summary is not None else entries.get(number)
+
+    return out.getvalue() if _stream(out, numbers, config, generated_at, entry_json) else None
+
+
+_SPLIT = b"\n    },\n    {\n"
+"""Between two entries of a manifest: JSON strings hold no raw line break, so
+these bytes are found only there."""
+_NUMBER_KEY = b'\n      "pith_number": "'
+
+
+def _entries_of(data: bytes) -> dict[str, bytes] | None:
+    """Each number's `indented_entry` bytes in a manifest `stream_manifest` wrote."""
+    start = data.find(b'\n  "records": [\n')
+    if start < 0 or not data.endswith(_TAIL):
+        return None
+    middle = data[start + len(b'\n  "records": [\n') : -len(_TAIL)]
+    if not middle.startswith(b"    {\n") or not middle.endswith(b"\n    }"):
+        return None
+    entries: dict[str, bytes] = {}
+    parts = middle[len(b"    {\n") : -len(b"\n    }")].split(_SPLIT)
+    if f'\n  "record_count": {len(parts)},\n'.encode() not in data[: start + 1]:
+        return None
+    for part in parts:
+        at = part.find(_NUMBER_KEY)
+        if at < 0:
+            return None
+        at += len(_NUMBER_KEY)
+        number = part[at : part.find(b'"', at)].decode("ascii", "replace")
+        entries[number] = b"    {\n" + part + b"\n    }"
+    return entries if len(entries) == len(parts) else None
 
 
 _TAIL = b"\n  ]\n}\n"

@@ -588,7 +588,33 @@ def forks(pub: Publication) -> list[Fork]:
     ]
 
 
-def fork_notes(summaries: Iterable[Summary]) -> list[str]:
+@dataclass(frozen=True, slots=True)
+class NumberRow:
+    """What the site-wide stage needs of a number it did not render: enough for the
+    fingerprint of the site-wide inputs, the feed, the fork notes and finding who
+    claims an integrity report (the same attributes as a `Summary`'s)."""
+
+    pith_number: str
+    digest: str
+    updated_at: str
+    title: str
+    authors: str
+    paper_signed: bool
+    integrity_path: str | None
+    forks: int
+
+    @property
+    def body(self) -> str:
+        return number_body(self.pith_number)
+
+    @classmethod
+    def of(cls, s: Summary) -> NumberRow:
+        """The row of a summary: what the state keeps of it beside the whole entry."""
+        values = (s.pith_number, s.digest, s.updated_at, s.title, s.authors, s.paper_signed)
+        return cls(*values, s.integrity_path, s.forks)
+
+
+def fork_notes(summaries: Iterable[Summary | NumberRow]) -> list[str]:
     """A build note for each number whose signed chain forks: a surprise in an
     inferred rule (SPEC.md) is reported, never passed over in silence."""
     return [

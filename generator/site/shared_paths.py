@@ -22,16 +22,18 @@ from collections import Counter, defaultdict
 from collections.abc import Iterator, Sequence
 from functools import partial
 from itertools import compress, pairwise
+from typing import TypeVar
 
 from jinja2 import Environment
 
 from ..site import layout
 from ..trust.model import number_body
-from .page_model import Summary
+from .page_model import NumberRow, Summary
 from .render import OutputFile
 from .sitewide import Lazy, browse_side, eager, fingerprint, lazy_page, render, twin_pages
 from .templating import attribute, redirect_page, xml_escape
 
+_Claimant = TypeVar("_Claimant", Summary, NumberRow)
 _NUMBER = operator.attrgetter("pith_number")
 _HEAD = operator.itemgetter(slice(10, 18))
 """A number's first 8 characters of its body ("pith:YYYY:" is 10)."""
@@ -100,18 +102,23 @@ def record_family_files(
     """Integrity reports and short forms: files that belong to records but that
     several records may claim. With `only`, just those paths (an incremental
     build passes the paths its changed records claim)."""
-    if only is not None:  # one pass picks the few records that claim a path asked for
-        # (a number is "pith:YYYY:" and its body: any prefix asked for starts
-        # with one of these 8 characters; the functions below check exactly)
-        heads = {prefix[:8] for prefix in _asked_prefixes(only)}
-        # (each test a `map` of C functions over every record, OR-ed: a watching
-        # process does this after every change, and a Python step per record cost more)
-        claims = map(heads.__contains__, map(_HEAD, map(_NUMBER, ordered)))
-        claims = map(operator.or_, claims, map(only.__contains__, map(_INTEGRITY, ordered)))
-        ordered = list(compress(ordered, claims))
+    if only is not None:
+        ordered = claimants(ordered, only)
     files = integrity_files(ordered, only)
     extra, replacing = short_pages(ordered, env, base, only)
     return files + extra + replacing
+
+
+def claimants(ordered: Sequence[_Claimant], only: set[str]) -> list[_Claimant]:
+    """The records that may claim a path of `only`: one pass over every record."""
+    # (a number is "pith:YYYY:" and its body: any prefix asked for starts
+    # with one of these 8 characters; the functions below check exactly)
+    heads = {prefix[:8] for prefix in _asked_prefixes(only)}
+    # (each test a `map` of C functions over every record, OR-ed: a watching
+    # process does this after every change, and a Python step per record cost more)
+    claims = map(heads.__contains__, map(_HEAD, map(_NUMBER, ordered)))
+    claims = map(operator.or_, claims, map(only.__contains__, map(_INTEGRITY, ordered)))
+    return list(compress(ordered, claims))
 
 
 def _asked_prefixes(only: set[str]) -> set[str]:

@@ -36,12 +36,13 @@ from .config import SiteConfig, build_time
 from .favicon import favicon_ico
 from .headers import headers_file
 from .markdown_pages import markdown_pages
-from .page_model import CHECKLIST, CHECKLIST_TEXT, Summary
+from .page_model import CHECKLIST, CHECKLIST_TEXT, NumberRow, Summary
 from .render import DERIVED_BY, PROVENANCE_LABELS, REASONS, OutputFile, page
 from .search_index import Pending, search_files, search_key, shown_authors
 from .templating import GUIDE, SiteInfo, folder_redirect, render_template
 
 _T = TypeVar("_T")
+_Row = TypeVar("_Row", Summary, NumberRow, Summary | NumberRow)
 
 SITEMAP_LIMIT = 50_000
 FEED_ENTRIES = 50
@@ -267,9 +268,12 @@ def render_site(
     listings: bool = True,
     on_pages: Callable[[list[Lazy]], None] | None = None,
     on_search: SearchMaker | None = None,
+    rows: Sequence[Summary | NumberRow] | None = None,
 ) -> list[Lazy]:
     """Every site-wide file, each with the fingerprint of what it depends on
-    (`summaries` in Pith-number order, as the pipeline keeps them).
+    (`summaries` in Pith-number order, as the pipeline keeps them). `rows`, when
+    given, stand for `summaries` in the files made every build (a build that keeps
+    the listings need not read every record's summary: see NumberRow).
 
     With `listings` False, only the files made again every build: the caller
     knows the listings are what they were (see `same_listing`) and keeps them.
@@ -292,7 +296,8 @@ def render_site(
             on_search,
             pinned_names(keyring),
         )
-    return files + [eager(f.path, f.data) for f in fixed_files(summaries, keyring, env, config)]
+    made = fixed_files(summaries if rows is None else rows, keyring, env, config)
+    return files + [eager(f.path, f.data) for f in made]
 
 
 def listing_files(
@@ -380,7 +385,7 @@ def browse_side(env: Environment, years: Counts, cats: Counts) -> Markup:
 
 
 def fixed_files(
-    summaries: Sequence[Summary], keyring: Keyring, env: Environment, config: SiteConfig
+    summaries: Sequence[Summary | NumberRow], keyring: Keyring, env: Environment, config: SiteConfig
 ) -> list[OutputFile]:
     """Files made again every build: small, or (the feed) cheap to make from all records."""
     fixed = [
@@ -486,7 +491,7 @@ def sitemap_files(
     return files
 
 
-def newest(summaries: Sequence[Summary], count: int) -> list[Summary]:
+def newest(summaries: Sequence[_Row], count: int) -> list[_Row]:
     """The first `count` of `summaries` sorted by update time, then number, both
     descending; without a Python step per record, since every rebuild makes the
     feed: the newest distinct times first, then only the records at those times
@@ -500,7 +505,7 @@ def newest(summaries: Sequence[Summary], count: int) -> list[Summary]:
     return recent[:count]
 
 
-def atom_feed(summaries: Sequence[Summary], env: Environment, config: SiteConfig) -> bytes:
+def atom_feed(summaries: Sequence[Summary | NumberRow], env: Environment, config: SiteConfig) -> bytes:
     """The newest FEED_ENTRIES records by update time."""
     base = config.absolute_base or config.base_path
     latest = newest(summaries, FEED_ENTRIES)

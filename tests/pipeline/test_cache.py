@@ -30,11 +30,9 @@ from generator.build.cache import (
     NumberEntry,
     WarmCache,
     load_cache,
-    pack_stat,
     save_cache,
-    unpack_stat,
 )
-from generator.build.change_check import QUICK_FILE
+from generator.build.change_check import QUICK_FILE, pack_stat, stat_key, unpack_stat
 from generator.build.pipeline import build
 from generator.site.layout import MANIFEST_PATH, RESOLVE_KINDS
 from generator.site.page_model import hash_values, pack_hashes
@@ -58,15 +56,40 @@ def part_files(project: Project) -> list[Path]:
     return sorted((project.config().cache_dir / PARTS_FOLDER).iterdir())
 
 
-def part_holding(project: Project, text: bytes) -> Path:
-    return next(path for path in part_files(project) if text in path.read_bytes())
+def part_holding(project: Project, text: bytes, kind: str = ".index.jsonl") -> Path:
+    return next(
+        path for path in part_files(project) if path.name.endswith(kind) and text in path.read_bytes()
+    )
+
+
+def partition(path: Path) -> str:
+    return path.name.split(".")[0]
+
+
+def head_of(project: Project) -> dict[str, Any]:
+    return json.loads(cache_file(project).read_bytes().partition(b"\n")[2])
+
+
+def rewrite_head(project: Project, *changed: Path) -> None:
+    """Name the partitions of `changed` files in the head as they are now."""
+    head = head_of(project)
+    folder = project.config().cache_dir / PARTS_FOLDER
+    for part in {partition(path) for path in changed}:
+        index, numbers = folder / f"{part}.index.jsonl", folder / f"{part}.numbers.jsonl"
+        head["parts"][part] = [
+            hashlib.sha256(index.read_bytes()).hexdigest(),
+            hashlib.sha256(numbers.read_bytes()).hexdigest(),
+            str(stat_key(numbers)),
+        ]
+    cache_file(project).write_bytes(checksummed(head))
 
 
 def test_an_intact_cache_makes_the_next_build_incremental(built: Project) -> None:
     checksum, _, head = cache_file(built).read_bytes().partition(b"\n")
     assert checksum == hashlib.sha256(head).hexdigest().encode()
     parts = json.loads(head)["parts"]
-    assert sorted(parts) == [p.name.removesuffix(".jsonl") for p in part_files(built)]
+    assert sorted(parts) == sorted({partition(p) for p in part_files(built)})
+    assert len(part_files(built)) == 2 * len(parts)  # (an index and the entries of each)
     lines = [line for path in part_files(built) for line in path.read_bytes().splitlines()]
     assert sum(line.startswith(b'["n",') for line in lines) == 3  # one line per published number
     built.add("b.json", record_doc(source_id="2304.00055", title="Added"))
@@ -85,22 +108,20 @@ def test_a_build_writes_only_the_partitions_it_changed(built: Project) -> None:
     assert report.mode == "incremental" and report.changed == ("content/a.json",)
     after = {path.name: (path.stat().st_ino, path.read_bytes()) for path in part_files(built)}
     assert after.keys() == before.keys()
-    assert [name for name in after if after[name] != before[name]] == [changed.name]
+    assert {partition(Path(name)) for name in after if after[name] != before[name]} == {partition(changed)}
     raw_sha256 = hashlib.sha256(document.read_bytes()).hexdigest().encode()
     assert raw_sha256 in changed.read_bytes() and raw_sha256 not in before[changed.name][1]
 
 
 def test_a_partition_left_by_no_entry_is_removed(built: Project) -> None:
-    names = {path.name for path in part_files(built)}
+    names = {partition(path) for path in part_files(built)}
     path = part_holding(built, b"Cached Record")
     (built.content / "a.json").unlink()
     report = built.build()
     assert report.mode == "incremental" and report.published == 2
-    left = {p.name for p in part_files(built)}
-    assert path.name not in left or b"Cached Record" not in path.read_bytes()
-    assert left <= names and set(json.loads(cache_file(built).read_bytes().partition(b"\n")[2])["parts"]) == {
-        name.removesuffix(".jsonl") for name in left
-    }
+    left = {partition(p) for p in part_files(built)}
+    assert not path.exists() or b"Cached Record" not in path.read_bytes()
+    assert left <= names and set(head_of(built)["parts"]) == left
 
 
 def flip_in_an_entry(data: bytes) -> bytes:
@@ -123,7 +144,7 @@ def cut_midway(data: bytes) -> bytes:
 
 def drop_an_entry(data: bytes) -> bytes:
     lines = data.splitlines(keepends=True)
-    first = next(i for i, line in enumerate(lines) if line.startswith(b'["n",'))
+    first = next(i for i, line in enumerate(lines) if line.startswith((b'["n",', b'["r",')))
     return b"".join(lines[:first] + lines[first + 1 :])
 
 
@@ -144,6 +165,8 @@ def binary(data: bytes) -> bytes:
         ("partition", empty),
         ("partition", binary),
         ("partition", None),
+        ("entries", flip_in_an_entry),
+        ("entries", None),
         ("head", flip_in_the_head),
         ("head", drop_checksum),
         ("head", cut_midway),
@@ -157,6 +180,8 @@ def binary(data: bytes) -> bytes:
         "empty partition",
         "binary partition",
         "partition missing",
+        "flipped byte in the entries",
+        "entries missing",
         "flipped byte in the head",
         "no checksum",
         "head cut midway",
@@ -167,7 +192,12 @@ def binary(data: bytes) -> bytes:
 def test_a_damaged_cache_means_a_full_build(
     built: Project, where: str, damage: Callable[[bytes], bytes] | None
 ) -> None:
-    path = cache_file(built) if where == "head" else part_holding(built, b"Cached Record")
+    if where == "head":
+        path = cache_file(built)
+    else:
+        path = part_holding(
+            built, b"Cached Record", ".index.jsonl" if where == "partition" else ".numbers.jsonl"
+        )
     if damage is None:
         path.unlink()
     else:
@@ -181,15 +211,14 @@ def test_a_partition_under_another_name_is_not_trusted(built: Project) -> None:
     """A partition file holds only its own numbers: one copied under another
     partition's name, with the head's hashes made to match, is refused."""
     source = part_holding(built, b"Cached Record")
-    taken = {p.name for p in part_files(built)}
-    other = next(
-        source.parent / f"{c}.jsonl" for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567" if f"{c}.jsonl" not in taken
-    )
-    other.write_bytes(source.read_bytes())
-    checksum, _, head = cache_file(built).read_bytes().partition(b"\n")
-    value = json.loads(head)
-    value["parts"][other.name.removesuffix(".jsonl")] = value["parts"][source.name.removesuffix(".jsonl")]
-    cache_file(built).write_bytes(checksummed(value))
+    taken = {partition(p) for p in part_files(built)}
+    other = next(c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567" if c not in taken)
+    copies = []
+    for kind in (".index.jsonl", ".numbers.jsonl"):
+        copy = source.parent / f"{other}{kind}"
+        copy.write_bytes((source.parent / f"{partition(source)}{kind}").read_bytes())
+        copies.append(copy)
+    rewrite_head(built, *copies)
     built.add("b.json", record_doc(source_id="2304.00055", title="Added"))
     assert built.build().mode == "full"
 
@@ -432,7 +461,9 @@ def test_the_cache_reads_back_every_entry_as_it_was_written(
         cache.numbers[number] = NumberEntry(record, bundle, summary)
         save_cache(root / "cache", cache)
         read = load_cache(root / "cache", "key", root / "site")
-    assert read is not None and read.files == files
+        assert read is not None
+        read.numbers.read_all()  # (entries are read when first asked for: here, while they exist)
+    assert read.files == files
     entry = read.numbers[number]
     assert (entry.record, entry.bundle) == (record, bundle)
     assert entry.record is read.files["content/r.json"].candidate
@@ -543,12 +574,9 @@ def test_a_cache_entry_of_the_wrong_shape_is_not_trusted(
         path: [json.loads(line) for line in path.read_bytes().splitlines()] for path in part_files(built)
     }
     change([line for lines in by_part.values() for line in lines])  # (every partition's lines, in place)
-    head = json.loads(cache_file(built).read_bytes().partition(b"\n")[2])
     for path, lines in by_part.items():
-        data = b"".join(json.dumps(v, separators=(",", ":")).encode() + b"\n" for v in lines)
-        path.write_bytes(data)
-        head["parts"][path.name.removesuffix(".jsonl")] = hashlib.sha256(data).hexdigest()
-    cache_file(built).write_bytes(checksummed(head))
+        path.write_bytes(b"".join(json.dumps(v, separators=(",", ":")).encode() + b"\n" for v in lines))
+    rewrite_head(built, *by_part)
     built.add("b.json", record_doc(source_id="2304.00055", title="Added"))
     report = built.build()
     assert report.mode == ("incremental" if change.__name__ == "<lambda>" else "full")

@@ -1,0 +1,203 @@
+"""What the build state holds for each content file and each published number.
+
+Rules:
+- `FileEntry` and `NumberEntry` are what a build made of a file and a number;
+  a later build keeps the very objects for what did not change, which is how
+  saving tells a changed partition from an unchanged one (see cache.py).
+- Each number also has a row (page_model.NumberRow), kept apart from its
+  entry, so that a build which changed one record does not read 20,000 entries
+  to write the feed and the report.
+- `NumberTable` maps every published number to its entry and reads a
+  partition's entries the first time one of them is asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, MutableMapping
+from dataclasses import dataclass, field
+
+from ..site.layout import number_paths
+from ..site.page_model import NumberRow, Summary
+from ..trust.choose import Candidate
+from ..trust.errors import Rejection
+
+PREFIX_CHARS = 1
+"""Characters of the body that name a partition: 32 partitions (base32)."""
+NO_NUMBER = "_"
+"""The partition of content files whose document names no valid Pith number."""
+
+
+def partition_of(pith_number: str | None) -> str:
+    """The partition a number's entries, and its documents' files, belong to: the
+    body's first characters, for anything shaped as a number (the whole number is
+    checked where it is read; this only has to be the same every time, and a
+    safe file name)."""
+    if (
+        pith_number is not None
+        and len(pith_number) == _NUMBER_LENGTH
+        and pith_number.startswith("pith:")
+        and pith_number[_BODY - 1] == ":"
+        and _BASE32.issuperset(pith_number[_BODY : _BODY + PREFIX_CHARS])
+    ):
+        return pith_number[_BODY : _BODY + PREFIX_CHARS]
+    return NO_NUMBER
+
+
+_NUMBER_LENGTH, _BODY = len("pith:2026:") + 26, len("pith:2026:")
+_BASE32 = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
+
+
+@dataclass(slots=True)
+class FileEntry:
+    stat: int
+    """See `change_check.stat_key`."""
+    raw_sha256: str
+    pith_number: str | None
+    rejections: tuple[Rejection, ...]
+    candidate: Candidate | None
+
+
+@dataclass(slots=True)
+class NumberEntry:
+    """A published number: the documents behind it and every path it wrote."""
+
+    record: Candidate | None
+    bundle: Candidate | None
+    summary: Summary
+    manifest_json: bytes | None = field(default=None, compare=False, repr=False)
+    """The number's lines of the site manifest, kept by a process that builds
+    again and again (see manifest.indented_entry); never saved."""
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return number_paths(self.summary.body, self.bundle is not None)
+
+
+class StateDamaged(Exception):
+    """A partition of the build state, read when first needed, is not what its head
+    says: the build starts again as a full one (see pipeline.build)."""
+
+
+PartReader = Callable[[], dict[str, NumberEntry]]
+"""Reads one partition's number entries (raising StateDamaged); called at most once."""
+
+
+class Stored:
+    """One partition's entries, read on first use and then shared by every table
+    made from the same state (so an entry read twice is one object)."""
+
+    __slots__ = ("entries", "reader")
+
+    def __init__(self, reader: PartReader | None, entries: dict[str, NumberEntry] | None = None) -> None:
+        self.reader, self.entries = reader, entries
+
+    def read(self) -> dict[str, NumberEntry]:
+        if self.entries is None:
+            assert self.reader is not None
+            self.entries = self.reader()
+            self.reader = None
+        return self.entries
+
+
+class NumberTable(MutableMapping[str, NumberEntry]):
+    """Every published number's entry, in the order numbers were added; a
+    partition's entries are read from the state the first time one is asked for.
+
+    `rows` answers for every number without reading any entry. Changing a number
+    reads its partition first, so a partition is always saved whole."""
+
+    def __init__(
+        self, rows: dict[str, NumberRow] | None = None, parts: dict[str, Stored] | None = None
+    ) -> None:
+        self.rows: dict[str, NumberRow] = rows if rows is not None else {}
+        self._parts: dict[str, Stored] = parts if parts is not None else {}
+        self._own: dict[str, NumberEntry] = {}
+        """Entries set in this table (the rest are its partitions')."""
+        self._changed: set[str] = set()
+        """Partitions whose entries this table changed."""
+
+    @classmethod
+    def of(cls, entries: dict[str, NumberEntry]) -> NumberTable:
+        table = cls()
+        for number, entry in entries.items():
+            table[number] = entry
+        return table
+
+    @classmethod
+    def read_later(cls, rows: dict[str, NumberRow], readers: dict[str, PartReader]) -> NumberTable:
+        return cls(rows, {part: Stored(reader) for part, reader in readers.items()})
+
+    def copy(self) -> NumberTable:
+        """A table of the same entries, sharing the partitions not yet read."""
+        table = NumberTable(dict(self.rows), dict(self._parts))
+        table._own, table._changed = dict(self._own), set(self._changed)
+        return table
+
+    def _part(self, part: str) -> dict[str, NumberEntry]:
+        found = self._parts.get(part)
+        return {} if found is None else found.read()
+
+    def __getitem__(self, number: str) -> NumberEntry:
+        entry = self._own.get(number)
+        if entry is not None:
+            return entry
+        if number not in self.rows:
+            raise KeyError(number)
+        part = partition_of(number)
+        if part in self._changed:  # (its entries were copied into `_own` when it changed)
+            raise KeyError(number)
+        return self._part(part)[number]
+
+    def _take_over(self, part: str) -> None:
+        """Before a change to `part`: its entries become this table's own."""
+        if part in self._changed:
+            return
+        for number, entry in self._part(part).items():
+            if number in self.rows:
+                self._own.setdefault(number, entry)
+        self._changed.add(part)
+
+    def __setitem__(self, number: str, entry: NumberEntry) -> None:
+        self._take_over(partition_of(number))
+        self._own[number] = entry
+        self.rows[number] = NumberRow.of(entry.summary)
+
+    def __delitem__(self, number: str) -> None:
+        if number not in self.rows:
+            raise KeyError(number)
+        self._take_over(partition_of(number))
+        self._own.pop(number, None)
+        del self.rows[number]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __contains__(self, number: object) -> bool:
+        return number in self.rows
+
+    def stored(self, part: str) -> Stored | None:
+        """The stored partition this table reads `part` from, unless it changed it."""
+        return None if part in self._changed else self._parts.get(part)
+
+    def settle(self, part: str, entries: dict[str, NumberEntry]) -> Stored:
+        """`part` was just saved with these entries: it is a stored partition again."""
+        stored = self._parts[part] = Stored(None, entries)
+        for number in entries:
+            self._own.pop(number, None)
+        self._changed.discard(part)
+        return stored
+
+    def read_all(self) -> None:
+        """Read every partition (a build that needs every summary, or a process that
+        keeps the state in memory)."""
+        for part in sorted({partition_of(n) for n in self.rows}):
+            if part not in self._changed:
+                self._part(part)
+
+    def summaries(self) -> list[Summary]:
+        """Every number's summary, in number order (reads every partition)."""
+        self.read_all()
+        return [self[n].summary for n in sorted(self.rows)]
