@@ -170,31 +170,35 @@ def _build(
     deployed = manifest_numbers(config.deployed) if config.deployed else set()
     settle(site)  # (a publication stopped part-way is taken back first)
     staging = prepare_staging(site)
-    if incremental and cache is None:
-        cache = load_cache(config.cache_dir, key, site)
-    listed = seen.listed
-    if cache is not None:  # (past a share of changed documents, a full build is faster)
-        warm_hints = hints if warm is not None and cache is warm.cache else None
-        full, listed = full_is_faster(cache, config.content, listed, warm_hints)
-        if full:
-            cache = None
-    if warm is not None:  # read (above) before SITE changes; written again by save_warm
-        forget_saved(config.cache_dir)
-    family = cache is None  # a full build: workers write what records share too
-    init_worker(config, keyring, staging, family)  # small batches run in this process
     pool = None
-    if config.jobs > 1:
-        # fork is fastest, but forking a process that runs threads (serve, --watch)
-        # can deadlock a child; forkserver starts workers from a clean process.
-        method = "fork" if threading.active_count() == 1 else "forkserver"
-        pool = ProcessPoolExecutor(
-            config.jobs,
-            mp_context=multiprocessing.get_context(method),
-            initializer=init_worker,
-            initargs=(config, keyring, staging, family, True, os.getpid() if method == "fork" else None),
-        )
-        if method == "fork":  # start the workers now, from a small parent (see `_fork_now`)
-            _fork_now(pool)
+    try:  # (a build stopped from here on leaves no staging folder behind)
+        if incremental and cache is None:
+            cache = load_cache(config.cache_dir, key, site)
+        listed = seen.listed
+        if cache is not None:  # (past a share of changed documents, a full build is faster)
+            warm_hints = hints if warm is not None and cache is warm.cache else None
+            full, listed = full_is_faster(cache, config.content, listed, warm_hints)
+            if full:
+                cache = None
+        if warm is not None:  # read (above) before SITE changes; written again by save_warm
+            forget_saved(config.cache_dir)
+        family = cache is None  # a full build: workers write what records share too
+        init_worker(config, keyring, staging, family)  # small batches run in this process
+        if config.jobs > 1:
+            # fork is fastest, but forking a process that runs threads (serve, --watch)
+            # can deadlock a child; forkserver starts workers from a clean process.
+            method = "fork" if threading.active_count() == 1 else "forkserver"
+            pool = ProcessPoolExecutor(
+                config.jobs,
+                mp_context=multiprocessing.get_context(method),
+                initializer=init_worker,
+                initargs=(config, keyring, staging, family, True, os.getpid() if method == "fork" else None),
+            )
+            if method == "fork":  # start the workers now, from a small parent (see `_fork_now`)
+                _fork_now(pool)
+    except BaseException as exc:
+        _abandon(exc, pool, staging, False, site)
+        raise
     published = False
     try:
         # (an incremental build changes nothing in SITE until every new file is staged)
@@ -239,11 +243,7 @@ def _build(
                     raise interrupted
             remove_tree(staging)
     except BaseException as exc:
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
-        shutil.rmtree(staging, ignore_errors=True)
-        if isinstance(exc, Interrupted):  # (for the line that says what SITE holds)
-            exc.published, exc.site = published, str(site)
+        _abandon(exc, pool, staging, published, site)
         raise
     if not run.new_cache.manifest_sha256:  # (the site-wide stage hashes the manifest it writes)
         run.new_cache.manifest_sha256 = file_sha256(site / MANIFEST_PATH)
@@ -262,6 +262,17 @@ def _build(
     # (the time the build took to the end: a replaced site is deleted, and the
     # cache saved, after the stages that made the report)
     return replace(report, seconds=time.monotonic() - started)
+
+
+def _abandon(
+    exc: BaseException, pool: ProcessPoolExecutor | None, staging: Path, published: bool, site: Path
+) -> None:
+    """A build that stops: its workers and staging folder go (SITE is whole either way)."""
+    if pool is not None:
+        pool.shutdown(wait=True, cancel_futures=True)
+    shutil.rmtree(staging, ignore_errors=True)
+    if isinstance(exc, Interrupted):  # (for the line that says what SITE holds)
+        exc.published, exc.site = published, str(site)
 
 
 @contextlib.contextmanager

@@ -647,3 +647,24 @@ def test_a_site_whose_manifest_changed_is_not_answered_from_the_last_report(buil
     report = built.build()
     assert report.mode == "full" and report.rendered == 3
     assert manifest.read_bytes() == written
+
+
+@pytest.mark.parametrize("stage", ["load_cache", "init_worker"])
+def test_a_build_stopped_before_its_stages_leaves_no_staging_folder(
+    built: Project, monkeypatch: pytest.MonkeyPatch, stage: str
+) -> None:
+    """A stop (Ctrl-C, SIGTERM) while the build read its state or started its
+    workers left the staging folder behind: it came before the clean-up's reach."""
+    from generator.build import pipeline
+    from generator.build.write import staging_path
+
+    def stopped(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pipeline, stage, stopped)
+    built.add("b.json", record_doc(source_id="2304.00055", title="Added"))
+    with pytest.raises(KeyboardInterrupt):
+        build(built.config(), BOTH_KEYS)
+    assert not staging_path(built.site).exists()
+    monkeypatch.undo()
+    assert built.build().published == 4
