@@ -34,7 +34,7 @@ STAGES: tuple[tuple[str, str, str], ...] = (
     ("  of which: templates", "site/templating.py", "render_template"),
     ("write a record's files", "build/write.py", "write"),
     ("site-wide files (listings, search, manifest)", "build/sitewide_write.py", "write"),
-    ("build cache (save)", "build/cache.py", "save_after_build"),
+    ("build cache (save)", "build/state.py", "save_after_build"),
 )
 
 

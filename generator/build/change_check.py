@@ -40,7 +40,7 @@ from .journal import undo_path
 from .report import BuildReport
 
 CACHE_FORMAT = 28
-"""The build cache's format (cache.py), kept in its companion file too: code that
+"""The build cache's format (state.py), kept in its companion file too: code that
 changes what the cache holds changes this, and the next build is then a full
 one, not an answer that nothing changed. So does a verification rule made stricter:
 a record the cache holds as verified is verified again."""

@@ -3,7 +3,7 @@
 Rules:
 - `FileEntry` and `NumberEntry` are what a build made of a file and a number;
   a later build keeps the very objects for what did not change, which is how
-  saving tells a changed partition from an unchanged one (see cache.py).
+  saving tells a changed partition from an unchanged one (see state.py).
 - Each number also has a row (page_model.NumberRow), kept apart from its
   entry, so that a build which changed one record does not read 20,000 entries
   to write the feed and the report.

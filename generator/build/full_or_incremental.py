@@ -23,8 +23,8 @@ from collections.abc import Collection
 from pathlib import Path
 
 from ..trust.files import file_sha256
-from .cache import BuildCache
 from .change_check import Listed, content_files, stat_key
+from .state import BuildState
 
 FULL_SHARE = 0.25
 """Past this share of changed documents a full build is faster. Measured with the bench
@@ -39,7 +39,7 @@ MIN_DOCUMENTS = 200
 
 
 def full_is_faster(
-    cache: BuildCache, content: Path, listed: Listed | None, hints: Collection[str] | None
+    cache: BuildState, content: Path, listed: Listed | None, hints: Collection[str] | None
 ) -> tuple[bool, Listed | None]:
     """Whether to drop the cache and build in full, and the listing of every document
     made to tell (for the build to go on from, instead of listing them again)."""

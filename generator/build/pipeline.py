@@ -53,8 +53,14 @@ from ..trust.files import file_sha256, write_atomic
 from ..trust.keys import Keyring
 from ..trust.load import NOT_UTF8_NAME, document_path, is_utf8, shown_name
 from ..trust.model import number_body
-from .cache import (
-    BuildCache,
+from .change_check import Listed, Look, Unchanged, content_files, content_top, look, stat_key
+from .full_or_incremental import full_is_faster
+from .journal import Journal, Plan, plan_whole_site, publish, settle
+from .removal_guard import check_removals, final_numbers, manifest_numbers
+from .report import BuildReport
+from .sitewide_write import PaperPages, SitewideStage
+from .state import (
+    BuildState,
     FileEntry,
     NumberEntry,
     NumberTable,
@@ -65,12 +71,6 @@ from .cache import (
     save_after_build,
     warm_cache_for,
 )
-from .change_check import Listed, Look, Unchanged, content_files, content_top, look, stat_key
-from .full_or_incremental import full_is_faster
-from .journal import Journal, Plan, plan_whole_site, publish, settle
-from .removal_guard import check_removals, final_numbers, manifest_numbers
-from .report import BuildReport
-from .sitewide_write import PaperPages, SitewideStage
 from .workers import (
     Examined,
     Progress,
@@ -109,7 +109,7 @@ def build(
                 try:
                     return _build(config, keyring, progress, incremental, warm, hints, seen)
                 except StateDamaged as exc:
-                    # (read before SITE changed: see cache.py) the next try builds in full
+                    # (read before SITE changed: see state.py) the next try builds in full
                     forget_saved(config.cache_dir)
                     if warm is not None:
                         warm.cache = None
@@ -421,7 +421,7 @@ class _Build:
         staging: Path,
         pool: ProcessPoolExecutor | None,
         progress: Progress | None,
-        cache: BuildCache | None,
+        cache: BuildState | None,
         key: str,
         extra: str,
     ) -> None:
@@ -429,10 +429,10 @@ class _Build:
         self.extra = extra
         self.pool, self.progress, self.cache = pool, progress, cache
         # the manifest's hash stays the last build's unless this one writes a new one
-        self.new_cache = BuildCache(
+        self.new_cache = BuildState(
             key=key,
             manifest_sha256=cache.manifest_sha256 if cache else "",
-            saved=cache.saved if cache else {},  # (what the cache folder holds: see cache.save_cache)
+            saved=cache.saved if cache else {},  # (what the cache folder holds: see state.save_cache)
         )
         self.incremental = cache is not None
         self.site = config.site

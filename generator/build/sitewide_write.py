@@ -44,8 +44,8 @@ from ..site.templating import make_environment
 from ..trust.errors import BuildError, Rejection
 from ..trust.keys import Keyring
 from ..trust.model import number_body
-from .cache import BuildCache, NumberEntry
 from .journal import Plan
+from .state import BuildState, NumberEntry
 from .workers import PageBatch, SearchHandOver, hand_over_pages
 from .write import Writer, remove_files
 
@@ -58,9 +58,9 @@ class SitewideStage:
     keyring: Keyring
     extra: str
     """What site-wide pages show besides records and rejections (see change_check.extra_inputs)."""
-    cache: BuildCache | None
+    cache: BuildState | None
     """The last build's cache: None in a full build."""
-    new_cache: BuildCache
+    new_cache: BuildState
     """This build's cache, its numbers set: the stage records its files there."""
     staging: Path
     pool: ProcessPoolExecutor | None

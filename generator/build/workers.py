@@ -53,8 +53,8 @@ from ..trust.choose import Candidate, Choice, pack_event_ids
 from ..trust.errors import Code, Rejection
 from ..trust.keys import Keyring
 from ..trust.load import Limits
-from .cache import FileEntry
 from .change_check import stat_key
+from .state import FileEntry
 from .write import Writer, remove_tree
 
 T = TypeVar("T")

@@ -25,8 +25,8 @@ import traceback
 from collections.abc import Callable
 
 from ..build import pipeline
-from ..build.cache import WarmCache, save_warm
 from ..build.report import BuildReport
+from ..build.state import WarmCache, save_warm
 from ..site.config import SiteConfig
 from ..trust.errors import BuildError, ConfigError, SiteBusy, printable
 from ..trust.keys import Keyring

@@ -362,7 +362,7 @@ CACHE_NAMES = re.compile(
     r"templates|build-cache|\.?(?:build-cache|unchanged-check)\.json(?:\.stale|\.tmp-\d+)?"
 )
 """The only names a cache folder holds: the build state's head and the folder of its
-partitions (cache.py), the check for no
+partitions (state.py), the check for no
 change (change_check.py), a cache set aside while a warm build runs, each file's
 temporary name while it is written (write.temporary_path), and the compiled
 templates' folder (templating.py)."""

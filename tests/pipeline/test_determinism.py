@@ -16,8 +16,8 @@ import pytest
 from sitekit import BOTH_KEYS, REAL_BUNDLE, REAL_RECORD, Project, bundle_events, record_doc, tree
 
 from generator.build import sitewide_write, workers
-from generator.build.cache import load_cache
 from generator.build.change_check import build_key
+from generator.build.state import load_cache
 from generator.site import search_index
 from generator.site.sitewide import Lazy
 

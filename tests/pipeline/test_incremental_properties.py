@@ -38,7 +38,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 from sitekit import BOTH_KEYS, Project, bundle_events, tree
 
 from generator.build import pipeline
-from generator.build.cache import WarmCache
+from generator.build.state import WarmCache
 
 # (source id, version, title): the first two share "2310.01010v1" and the prefix
 # TSVXCBQ2 (see test_shared_prefix.py); the next two are versions of one paper;

@@ -23,7 +23,7 @@ from sitekit import (
 )
 
 from generator.build import pipeline
-from generator.build.cache import CACHE_FILE, WarmCache, save_warm
+from generator.build.state import CACHE_FILE, WarmCache, save_warm
 from generator.site import sitewide
 from generator.site.page_model import Summary, pack_aliases, pack_lookup_shards
 from generator.site.templating import make_environment

@@ -82,7 +82,7 @@ _PART_NAME = re.compile(f"[A-Z2-7]{{{PREFIX_CHARS}}}|{NO_NUMBER}")
 
 
 @dataclass(slots=True)
-class BuildCache:
+class BuildState:
     key: str
     manifest_sha256: str = ""
     files: dict[str, FileEntry] = field(default_factory=dict)
@@ -122,7 +122,7 @@ class SavedPart:
         return [self.index_sha256, self.entries_sha256, str(self.entries_stat)]
 
 
-def load_cache(directory: Path, key: str, site: Path) -> BuildCache | None:
+def load_cache(directory: Path, key: str, site: Path) -> BuildState | None:
     """The last build's state, or None when it cannot be trusted for this build.
 
     The head is checked first (format, key, the site's manifest), so a state for
@@ -136,7 +136,7 @@ def load_cache(directory: Path, key: str, site: Path) -> BuildCache | None:
         manifest = site / MANIFEST_PATH
         if not manifest.is_file() or file_sha256(manifest) != head["manifest_sha256"]:
             return None
-        cache = BuildCache(
+        cache = BuildState(
             key=key,
             manifest_sha256=head["manifest_sha256"],
             sitewide={p: (str(k), str(h)) for p, (k, h) in head["sitewide"].items()},
@@ -227,7 +227,7 @@ def _read_entries(
         raise StateDamaged(f"{path.name}: {exc}") from None
 
 
-def save_after_build(directory: Path, cache: BuildCache, extra: str, report: Unchanged) -> None:
+def save_after_build(directory: Path, cache: BuildState, extra: str, report: Unchanged) -> None:
     """The state, then its companion that tells the next build whether
     anything changed at all (see change_check.py)."""
     try:
@@ -239,7 +239,7 @@ def save_after_build(directory: Path, cache: BuildCache, extra: str, report: Unc
     save_unchanged(directory, cache.key, extra, cache.manifest_sha256, stats, report)
 
 
-def save_cache(directory: Path, cache: BuildCache) -> None:
+def save_cache(directory: Path, cache: BuildState) -> None:
     """Write the partitions whose entries changed since they were last saved, then
     the head that names every partition's hashes, then remove the files of
     partitions no entry is in any more."""
@@ -324,7 +324,7 @@ class WarmCache:
     older than the site.
     """
 
-    cache: BuildCache | None = None
+    cache: BuildState | None = None
     manifest_stat: int | None = None
     unchanged: Unchanged | None = None
     extra: str = ""
@@ -357,7 +357,7 @@ def save_warm(config: SiteConfig, warm: WarmCache) -> None:
     warm.unsaved = False
 
 
-def warm_cache_for(warm: WarmCache | None, key: str, site: Path) -> BuildCache | None:
+def warm_cache_for(warm: WarmCache | None, key: str, site: Path) -> BuildState | None:
     """The cache a warm process kept, if SITE's manifest is still the one it left."""
     if warm is None or warm.cache is None or warm.cache.key != key:
         return None

@@ -22,18 +22,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sitekit import BOTH_KEYS, REPO, Project, assert_same_as_fresh, record_doc
 
-from generator.build.cache import (
+from generator.build.change_check import QUICK_FILE, pack_stat, stat_key, unpack_stat
+from generator.build.pipeline import build
+from generator.build.state import (
     CACHE_FILE,
     PARTS_FOLDER,
-    BuildCache,
+    BuildState,
     FileEntry,
     NumberEntry,
     WarmCache,
     load_cache,
     save_cache,
 )
-from generator.build.change_check import QUICK_FILE, pack_stat, stat_key, unpack_stat
-from generator.build.pipeline import build
 from generator.site.layout import MANIFEST_PATH, RESOLVE_KINDS
 from generator.site.page_model import hash_values, pack_hashes
 from generator.trust.choose import Candidate
@@ -342,7 +342,7 @@ def test_a_read_cache_holds_each_document_once_and_as_it_was_written(built: Proj
     warm = WarmCache()
     build(built.config(), BOTH_KEYS, warm=warm)  # (the cache a build holds in memory)
     held = warm.cache
-    assert isinstance(held, BuildCache)
+    assert isinstance(held, BuildState)
     save_cache(built.config().cache_dir, held)
     read = load_cache(built.config().cache_dir, held.key, built.site)
     assert read is not None
@@ -457,7 +457,7 @@ def test_the_cache_reads_back_every_entry_as_it_was_written(
         root = Path(folder)
         (root / "site" / MANIFEST_PATH).parent.mkdir(parents=True)
         (root / "site" / MANIFEST_PATH).write_bytes(b"{}")
-        cache = BuildCache("key", hashlib.sha256(b"{}").hexdigest(), files)
+        cache = BuildState("key", hashlib.sha256(b"{}").hexdigest(), files)
         cache.numbers[number] = NumberEntry(record, bundle, summary)
         save_cache(root / "cache", cache)
         read = load_cache(root / "cache", "key", root / "site")
