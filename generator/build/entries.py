@@ -15,11 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass, field
+from itertools import pairwise
+from typing import Any
 
 from ..site.layout import number_paths
 from ..site.page_model import NumberRow, Summary
 from ..trust.choose import Candidate
 from ..trust.errors import Rejection
+from .change_check import pack_stat
 
 PREFIX_CHARS = 1
 """Characters of the body that name a partition: 32 partitions (base32)."""
@@ -201,3 +204,101 @@ class NumberTable(MutableMapping[str, NumberEntry]):
         """Every number's summary, in number order (reads every partition)."""
         self.read_all()
         return [self[n].summary for n in sorted(self.rows)]
+
+
+FileMaker = Callable[[str, Any], FileEntry]
+"""Makes a stored file's entry from its decoded JSON (entry_json.file_entry)."""
+
+
+class StoredFile:
+    """A content file's entry as the state's index holds it: the decoded JSON,
+    made into a `FileEntry` only when the build asks for that file (an
+    incremental build asks for the few that changed, not for 20,000)."""
+
+    __slots__ = ("_stat", "made", "make", "part", "value")
+
+    def __init__(self, value: Any, make: FileMaker, part: str) -> None:
+        self.value, self.make, self.part = value, make, part
+        self.made: FileEntry | None = None
+        self._stat: int | None = None
+
+    def entry(self, name: str) -> FileEntry:
+        if self.made is None:
+            self.made = self.make(name, self.value)
+        return self.made
+
+    @property
+    def stat(self) -> int:
+        if self._stat is None:
+            size, mtime_ns, inode = self.value["stat"]
+            self._stat = pack_stat(int(size), int(mtime_ns), int(inode))
+        return self._stat
+
+
+class FileTable(MutableMapping[str, FileEntry]):
+    """Every content file's entry, by name, in the order names were added.
+
+    A file kept as the state stored it stays a `StoredFile` (the very object
+    read, whether or not its entry was made since), so saving sees which
+    partitions a build changed by identity, as for numbers."""
+
+    def __init__(self, values: dict[str, FileEntry | StoredFile] | None = None) -> None:
+        self._values: dict[str, FileEntry | StoredFile] = values if values is not None else {}
+
+    def __getitem__(self, name: str) -> FileEntry:
+        value = self._values[name]
+        return value.entry(name) if isinstance(value, StoredFile) else value
+
+    def __setitem__(self, name: str, entry: FileEntry) -> None:
+        self._values[name] = entry
+
+    def __delitem__(self, name: str) -> None:
+        del self._values[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._values
+
+    def copy(self) -> FileTable:
+        return FileTable(dict(self._values))
+
+    def stored(self, name: str) -> FileEntry | StoredFile:
+        """What the table holds for `name`, made or not (for `keep` and saving)."""
+        return self._values[name]
+
+    def keep(self, name: str, other: FileTable) -> None:
+        """`name`'s entry as `other` holds it, not made if not made there."""
+        self._values[name] = other._values[name]
+
+    def stat(self, name: str) -> int:
+        return self._values[name].stat
+
+    def raw_sha256(self, name: str) -> str:
+        value = self._values[name]
+        return str(value.value["raw_sha256"]) if isinstance(value, StoredFile) else value.raw_sha256
+
+    def pith_number(self, name: str) -> str | None:
+        value = self._values[name]
+        if isinstance(value, StoredFile):
+            number = value.value["pith_number"]
+            return None if number is None else str(number)
+        return value.pith_number
+
+    def partition(self, name: str) -> str:
+        """The partition `name`'s entry belongs to (see `partition_of`)."""
+        value = self._values[name]
+        return value.part if isinstance(value, StoredFile) else partition_of(value.pith_number)
+
+    def refused(self, name: str) -> bool:
+        value = self._values[name]
+        return bool(value.value["rejections"] if isinstance(value, StoredFile) else value.rejections)
+
+    def sort(self) -> None:
+        """Put the names in order (the build walks content in name order)."""
+        if any(a > b for a, b in pairwise(self._values)):
+            self._values = dict(sorted(self._values.items()))

@@ -15,6 +15,7 @@ import base64
 import json
 import operator
 import sys
+from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any
 
@@ -112,7 +113,7 @@ def file_entry(name: str, d: dict[str, Any]) -> FileEntry:
     )
 
 
-def number_json(e: NumberEntry, files: dict[str, FileEntry]) -> dict[str, Any]:
+def number_json(e: NumberEntry, files: Mapping[str, FileEntry]) -> dict[str, Any]:
     return {
         "record": _document_json(e.record, files),
         "bundle": _document_json(e.bundle, files),
@@ -126,7 +127,7 @@ def number_json(e: NumberEntry, files: dict[str, FileEntry]) -> dict[str, Any]:
     }
 
 
-def _document_json(c: Candidate | None, files: dict[str, FileEntry]) -> str | dict[str, Any] | None:
+def _document_json(c: Candidate | None, files: Mapping[str, FileEntry]) -> str | dict[str, Any] | None:
     """A number's document: the name of the content file it is, when it is one
     (nearly always; its entry holds the rest), else all of it (a document read
     back from the site)."""
@@ -165,7 +166,7 @@ _SUMMARY_FIELDS = tuple(f.name for f in fields(Summary))
 _summary_values = operator.attrgetter(*_SUMMARY_FIELDS)
 
 
-def number_entry(number: str, d: dict[str, Any], files: dict[str, FileEntry]) -> NumberEntry:
+def number_entry(number: str, d: dict[str, Any], files: Mapping[str, FileEntry]) -> NumberEntry:
     s = d["summary"]
     if s["pith_number"] != number:
         raise ValueError(f"the entry of {number} is another number's")
@@ -186,7 +187,7 @@ def number_entry(number: str, d: dict[str, Any], files: dict[str, FileEntry]) ->
 
 
 def _document(
-    data: str | dict[str, Any] | None, files: dict[str, FileEntry], kind: str, number: str
+    data: str | dict[str, Any] | None, files: Mapping[str, FileEntry], kind: str, number: str
 ) -> Candidate | None:
     """The candidate `_document_json` wrote: a content file's, read just before
     (a number's documents are held once), or one made from `data`; either way

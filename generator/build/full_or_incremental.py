@@ -57,9 +57,9 @@ def full_is_faster(
     names = {name for _path, name, _stat in listed}
     changed = len(names - known.keys()) + len(known.keys() - names)
     maybe = [
-        (path, known[name].raw_sha256)
+        (path, known.raw_sha256(name))
         for path, name, stat in listed
-        if name in known and known[name].stat != stat
+        if name in known and known.stat(name) != stat
     ]
     if changed + len(maybe) <= allowed:
         return False, listed

@@ -37,7 +37,6 @@ from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import replace
-from itertools import pairwise
 from pathlib import Path
 
 from ..site import layout
@@ -62,6 +61,7 @@ from .sitewide_write import PaperPages, SitewideStage
 from .state import (
     BuildState,
     FileEntry,
+    FileTable,
     NumberEntry,
     NumberTable,
     StateDamaged,
@@ -319,9 +319,8 @@ def unnoticed_changes(config: SiteConfig, warm: WarmCache) -> list[str]:
                 found.append(name)
             continue
         seen.add(name)
-        old = known.get(name)
         try:
-            if old is None or stat_key(path) != old.stat:
+            if name not in known or stat_key(path) != known.stat(name):
                 found.append(name)
         except OSError:
             found.append(name)
@@ -457,13 +456,11 @@ class _Build:
     def execute(self, started: float) -> BuildReport:
         entries, fresh, changed = self.examine_content()
         rejections: list[Rejection] = []
-        candidates: list[Candidate] = []
         refused_numbers: set[str] = set()
         unidentified = False
-        for entry in entries.values():
-            if entry.candidate is not None:
-                candidates.append(entry.candidate)
-            if entry.rejections:
+        for name in entries:
+            if entries.refused(name):
+                entry = entries[name]
                 rejections += entry.rejections
                 if entry.pith_number and not any(r.code in _UNATTRIBUTED for r in entry.rejections):
                     refused_numbers.add(entry.pith_number)
@@ -472,6 +469,13 @@ class _Build:
         paths = _ContentPaths(str(self.config.content.parent), self.site, entries)
 
         touched = self.touched_numbers(entries, changed, refused_numbers, unidentified)
+        # (an incremental build makes the entries of the files whose numbers it decides again)
+        candidates = [
+            candidate
+            for name in entries
+            if touched is None or entries.pith_number(name) in touched
+            if (candidate := entries[name].candidate) is not None
+        ]
         published = self.published_documents(candidates, touched)
         if touched is not None:
             candidates = [c for c in candidates if c.pith_number in touched]
@@ -534,16 +538,16 @@ class _Build:
         )
 
     # Stage 1-3: every content file, reusing the cache for unchanged ones.
-    def examine_content(self) -> tuple[dict[str, FileEntry], dict[str, Examined], list[str]]:
+    def examine_content(self) -> tuple[FileTable, dict[str, Examined], list[str]]:
         content = self.config.content
-        previous = self.cache.files if self.cache else {}
+        previous = self.cache.files if self.cache else FileTable()
         top = content_top(content)
         listed: Iterable[tuple[str, str, int | None]]
         if self.hints is not None:  # every name not hinted at is as it was
-            entries = dict(previous)
+            entries = previous.copy()
             listed = ((path, name, None) for path, name in self.hinted(entries, top))
         else:
-            entries = {}
+            entries = FileTable()
             if self.listed is not None:
                 listed, self.listed = self.listed, None
             else:
@@ -555,15 +559,14 @@ class _Build:
                 shown = shown_name(name)
                 entries[shown] = FileEntry(0, "", None, (_unnameable(shown),), None)
                 continue
-            old = previous.get(name)
-            if old is not None:
+            if name in previous:
                 try:
                     stat = stat_key(path) if known is None else known
-                    if stat == old.stat:
-                        entries[name] = old
+                    if stat == previous.stat(name):
+                        entries.keep(name, previous)  # (as stored: not made into an entry)
                         continue
-                    if file_sha256(Path(path)) == old.raw_sha256:
-                        entries[name] = replace(old, stat=stat)
+                    if file_sha256(Path(path)) == previous.raw_sha256(name):
+                        entries[name] = replace(previous[name], stat=stat)
                         continue
                 except OSError:
                     pass
@@ -579,14 +582,13 @@ class _Build:
             self.written += result.written
             if result.summary is not None:
                 fresh[name] = result
-        added = self.hints is None or any(name not in previous for name in self.hints)
-        if added and any(a > b for a, b in pairwise(entries)):
-            entries = dict(sorted(entries.items()))
+        if self.hints is None or any(name not in previous for name in self.hints):
+            entries.sort()
         gone = previous.keys() - entries.keys() if self.hints is None else set(self.hints) - entries.keys()
         changed = sorted({t.name for t in tasks} | {n for n in gone if n in previous})
         return entries, fresh, changed
 
-    def hinted(self, entries: dict[str, FileEntry], top: str) -> Iterator[tuple[str, str]]:
+    def hinted(self, entries: FileTable, top: str) -> Iterator[tuple[str, str]]:
         """(path, name) of each hinted name that is a document now; the others
         leave `entries` (a file deleted, or one no build would read)."""
         assert self.hints is not None
@@ -600,7 +602,7 @@ class _Build:
 
     def touched_numbers(
         self,
-        entries: dict[str, FileEntry],
+        entries: FileTable,
         changed: list[str],
         refused_numbers: set[str],
         unidentified: bool,
@@ -616,9 +618,10 @@ class _Build:
             return None
         touched = refused_numbers | self.cache.contested
         for name in changed:
-            for entry in (entries.get(name), self.cache.files.get(name)):
-                if entry is not None and entry.pith_number:
-                    touched.add(entry.pith_number)
+            for files in (entries, self.cache.files):
+                number = files.pith_number(name) if name in files else None
+                if number:
+                    touched.add(number)
         return touched
 
     # What the site already publishes, to refuse rollbacks and keep what stays.
@@ -797,7 +800,7 @@ class _ContentPaths:
     demand (a build that changed one file needs one path, not 20,000), and a
     published document no content file holds any more is the site's own copy."""
 
-    def __init__(self, parent: str, site: Path, entries: dict[str, FileEntry]) -> None:
+    def __init__(self, parent: str, site: Path, entries: FileTable) -> None:
         self.parent, self.site, self.entries = parent, site, entries
 
     def locate(self, candidate: Candidate) -> str:

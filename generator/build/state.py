@@ -56,10 +56,12 @@ from .entries import (
     NO_NUMBER,
     PREFIX_CHARS,
     FileEntry,
+    FileTable,
     NumberEntry,
     NumberTable,
     StateDamaged,
     Stored,
+    StoredFile,
     partition_of,
 )
 from .entry_json import (
@@ -73,7 +75,7 @@ from .entry_json import (
     row_json,
 )
 
-__all__ = ["FileEntry", "NumberEntry", "NumberTable", "StateDamaged", "partition_of"]
+__all__ = ["FileEntry", "FileTable", "NumberEntry", "NumberTable", "StateDamaged", "partition_of"]
 
 CACHE_FILE = "build-cache.json"
 PARTS_FOLDER = "build-cache"
@@ -85,7 +87,7 @@ _PART_NAME = re.compile(f"[A-Z2-7]{{{PREFIX_CHARS}}}|{NO_NUMBER}")
 class BuildState:
     key: str
     manifest_sha256: str = ""
-    files: dict[str, FileEntry] = field(default_factory=dict)
+    files: FileTable = field(default_factory=FileTable)
     numbers: NumberTable = field(default_factory=NumberTable)
     sitewide: dict[str, tuple[str, str]] = field(default_factory=dict)
     """path -> (input fingerprint, sha256 of bytes) of every site-wide file in SITE."""
@@ -113,7 +115,7 @@ class SavedPart:
     index_sha256: str
     entries_sha256: str
     entries_stat: int
-    files: dict[str, FileEntry]
+    files: dict[str, FileEntry | StoredFile]
     rows: dict[str, NumberRow]
     entries: Stored | None
     """The stored partition its entries are read from (or were written from)."""
@@ -146,22 +148,24 @@ def load_cache(directory: Path, key: str, site: Path) -> BuildState | None:
             notes=tuple(str(n) for n in head["notes"]),
         )
         folder = directory / PARTS_FOLDER
+        files: dict[str, FileEntry | StoredFile] = {}
         rows: dict[str, NumberRow] = {}
         readers: dict[str, Callable[[], dict[str, NumberEntry]]] = {}
         parts: dict[str, Any] = head["parts"]
-        found: dict[str, tuple[str, str, int, dict[str, FileEntry], dict[str, NumberRow]]] = {}
+        found: dict[str, tuple[str, str, int, dict[str, FileEntry | StoredFile], dict[str, NumberRow]]] = {}
         for part in sorted(parts):
             index_sha256, entries_sha256, entries_stat = parts[part]
             if not _PART_NAME.fullmatch(part) or stat_key(folder / f"{part}{_ENTRIES}") != int(entries_stat):
                 return None
             part_files, part_rows = _read_index(folder / f"{part}{_INDEX}", part, index_sha256)
-            cache.files.update(part_files)
+            files.update(part_files)
             rows.update(part_rows)
             entries = folder / f"{part}{_ENTRIES}"
-            readers[part] = partial(_read_entries, entries, entries_sha256, part_files, part_rows)
+            own = FileTable(part_files)  # (a number's documents are its partition's files)
+            readers[part] = partial(_read_entries, entries, entries_sha256, own, part_rows)
             found[part] = (index_sha256, entries_sha256, int(entries_stat), part_files, part_rows)
-        if any(a > b for a, b in pairwise(cache.files)):  # (the build walks content in name order)
-            cache.files = dict(sorted(cache.files.items()))
+        cache.files = FileTable(files)
+        cache.files.sort()
         if any(a > b for a, b in pairwise(rows)):
             rows = dict(sorted(rows.items()))
         table = cache.numbers = NumberTable.read_later(rows, readers)
@@ -188,14 +192,18 @@ def _read_checked(path: Path, sha256: str) -> bytes:
     return raw
 
 
-def _read_index(path: Path, part: str, sha256: str) -> tuple[dict[str, FileEntry], dict[str, NumberRow]]:
-    files: dict[str, FileEntry] = {}
+def _read_index(
+    path: Path, part: str, sha256: str
+) -> tuple[dict[str, FileEntry | StoredFile], dict[str, NumberRow]]:
+    files: dict[str, FileEntry | StoredFile] = {}
     rows: dict[str, NumberRow] = {}
     for line in _read_checked(path, sha256).splitlines():
         kind, name, value = loads_line(line)
         if kind == "f":
-            entry = files[name] = file_entry(name, value)
-            if partition_of(entry.pith_number) != part:
+            if type(name) is not str or type(value) is not dict:
+                raise ValueError("a file's entry")
+            files[name] = StoredFile(value, file_entry, part)  # (made when the build asks: see FileTable)
+            if partition_of(value["pith_number"]) != part:
                 raise ValueError("a file of another partition")
         elif kind == "r":
             row = rows[name] = number_row(value)
@@ -207,7 +215,7 @@ def _read_index(path: Path, part: str, sha256: str) -> tuple[dict[str, FileEntry
 
 
 def _read_entries(
-    path: Path, sha256: str, files: dict[str, FileEntry], rows: dict[str, NumberRow]
+    path: Path, sha256: str, files: FileTable, rows: dict[str, NumberRow]
 ) -> dict[str, NumberEntry]:
     """A partition's number entries, each checked against its row (StateDamaged if
     the file is not the one the head names, or does not read back whole)."""
@@ -235,7 +243,7 @@ def save_after_build(directory: Path, cache: BuildState, extra: str, report: Unc
     except StateDamaged as exc:  # (a partition to write again could not be read)
         forget_saved(directory)
         raise OSError(errno.EIO, f"a partition of the last state is damaged ({exc})") from None
-    stats = {name: entry.stat for name, entry in cache.files.items()}
+    stats = {name: cache.files.stat(name) for name in cache.files}
     save_unchanged(directory, cache.key, extra, cache.manifest_sha256, stats, report)
 
 
@@ -246,10 +254,10 @@ def save_cache(directory: Path, cache: BuildState) -> None:
     folder = directory / PARTS_FOLDER
     folder.mkdir(parents=True, exist_ok=True)
     _remove_stale(directory)
-    files: dict[str, dict[str, FileEntry]] = {}
+    files: dict[str, dict[str, FileEntry | StoredFile]] = {}
     rows: dict[str, dict[str, NumberRow]] = {}
-    for name, entry in cache.files.items():
-        files.setdefault(partition_of(entry.pith_number), {})[name] = entry
+    for name in cache.files:
+        files.setdefault(cache.files.partition(name), {})[name] = cache.files.stored(name)
     table = cache.numbers
     for number, row in table.rows.items():
         rows.setdefault(partition_of(number), {})[number] = row
@@ -267,11 +275,12 @@ def save_cache(directory: Path, cache: BuildState) -> None:
             saved[part] = old  # (its entries the very ones saved, whether or not read)
             continue
         entries = {n: table[n] for n in sorted(part_rows)}
+        made = {name: cache.files[name] for name in sorted(part_files)}
         index = b"".join(
-            [dumps_line(["f", name, file_json(name, part_files[name])]) for name in sorted(part_files)]
+            [dumps_line(["f", name, file_json(name, entry)]) for name, entry in made.items()]
             + [dumps_line(["r", n, row_json(part_rows[n])]) for n in entries]
         )
-        data = b"".join(dumps_line(["n", n, number_json(e, part_files)]) for n, e in entries.items())
+        data = b"".join(dumps_line(["n", n, number_json(e, made)]) for n, e in entries.items())
         write_atomic(folder / f"{part}{_INDEX}", index)
         write_atomic(folder / f"{part}{_ENTRIES}", data)
         saved[part] = SavedPart(

@@ -29,6 +29,7 @@ from generator.build.state import (
     PARTS_FOLDER,
     BuildState,
     FileEntry,
+    FileTable,
     NumberEntry,
     WarmCache,
     load_cache,
@@ -457,7 +458,7 @@ def test_the_cache_reads_back_every_entry_as_it_was_written(
         root = Path(folder)
         (root / "site" / MANIFEST_PATH).parent.mkdir(parents=True)
         (root / "site" / MANIFEST_PATH).write_bytes(b"{}")
-        cache = BuildState("key", hashlib.sha256(b"{}").hexdigest(), files)
+        cache = BuildState("key", hashlib.sha256(b"{}").hexdigest(), FileTable(dict(files)))
         cache.numbers[number] = NumberEntry(record, bundle, summary)
         save_cache(root / "cache", cache)
         read = load_cache(root / "cache", "key", root / "site")
