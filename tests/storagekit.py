@@ -4,7 +4,8 @@ of it that counts requests and answers some of them with a failure.
 moto has no way to make its S3 fail on demand (its `/moto-api/` resets, seeds and
 records, nothing more), so `FaultyProxy` forwards each request to moto unchanged
 and instead answers the first `fail_next` requests that `fail_when` picks with
-503 SlowDown (or another status): what S3 sends when a prefix is throttled.
+503 SlowDown (or another status): what S3 sends when a prefix is throttled. With
+`after_forwarding`, moto does the request first and only its answer is lost.
 Every request it saw is kept in `seen` (method, path), to count PUTs.
 """
 
@@ -33,6 +34,8 @@ class FaultyProxy:
     """How many of the coming requests that `fail_when` picks to answer with `status`."""
     status: int = 503
     fail_when: Callable[[str, str], bool] = lambda method, path: True
+    after_forwarding: bool = False
+    """Fail only once moto has done the request: the store did it, the answer was lost."""
     seen: list[tuple[str, str]] = field(default_factory=list)
     failed: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -46,12 +49,13 @@ class FaultyProxy:
                 return True
             return False
 
-    def reset(self, fail_next: int = 0, status: int = 503) -> None:
+    def reset(self, fail_next: int = 0, status: int = 503, after_forwarding: bool = False) -> None:
         with self._lock:
             self.seen.clear()
             self.failed = 0
             self.fail_next = fail_next
             self.status = status
+            self.after_forwarding = after_forwarding
             self.fail_when = lambda method, path: True
 
     def puts(self) -> list[str]:
@@ -69,12 +73,9 @@ def _handler(proxy: FaultyProxy) -> type[BaseHTTPRequestHandler]:
         def _forward(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
-            if proxy.take_failure(self.command, self.path):
-                self.send_response(proxy.status)
-                self.send_header("Content-Type", "application/xml")
-                self.send_header("Content-Length", str(len(SLOW_DOWN)))
-                self.end_headers()
-                self.wfile.write(SLOW_DOWN)
+            fail = proxy.take_failure(self.command, self.path)
+            if fail and not proxy.after_forwarding:
+                self._fail()
                 return
             upstream = http.client.HTTPConnection(proxy.upstream, timeout=30)
             try:
@@ -85,6 +86,9 @@ def _handler(proxy: FaultyProxy) -> type[BaseHTTPRequestHandler]:
                 upstream.endheaders(body)
                 answer = upstream.getresponse()
                 data = answer.read()
+                if fail:
+                    self._fail()
+                    return
                 self.send_response(answer.status, answer.reason)
                 for name, value in answer.getheaders():
                     if name.lower() not in _HOP_BY_HOP and name.lower() != "content-length":
@@ -95,6 +99,13 @@ def _handler(proxy: FaultyProxy) -> type[BaseHTTPRequestHandler]:
                     self.wfile.write(data)
             finally:
                 upstream.close()
+
+        def _fail(self) -> None:
+            self.send_response(proxy.status)
+            self.send_header("Content-Type", "application/xml")
+            self.send_header("Content-Length", str(len(SLOW_DOWN)))
+            self.end_headers()
+            self.wfile.write(SLOW_DOWN)
 
         do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _forward
 

@@ -31,6 +31,7 @@ Rules:
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -41,7 +42,7 @@ from ..site.layout import MANIFEST_PATH, SIGNATURE_PATH, SUMS_PATH
 from ..trust.errors import BuildError, ConfigError
 from ..trust.files import read_regular
 from .integrity import SITE_FILE_LIMIT, site_files
-from .storage import RESERVED, SITE_LEASE, LeaseKeeper, Storage, StoredObject
+from .storage import RESERVED, SITE_LEASE, LeaseKeeper, Storage, StorageError, StoredObject
 
 NOT_UPLOADED = frozenset({"_headers"})
 """Files of the folder that are a host's, not the site's: never written, never deleted."""
@@ -108,35 +109,53 @@ def upload_site(
     keys = [key for key in site_files(site) if _ours(key)]
     keeper = LeaseKeeper(storage, storage.acquire_lease(SITE_LEASE, lease_ttl), lease_ttl)
     try:
-        stored = {entry.key: entry for entry in storage.list() if _ours(entry.key)}
-        present = set(keys)
-        stale = [key for key in stored if key not in present]
-        deleted: list[str] = []
-        if SIGNATURE_PATH in stale:
-            storage.delete([SIGNATURE_PATH])
-            deleted.append(SIGNATURE_PATH)
-            stale.remove(SIGNATURE_PATH)
-        done: list[str] = []
-        unchanged = 0
-        with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="upload") as pool:
-            for wave in publication_waves(keys):
-                futures = {pool.submit(_put, site, storage, key, stored.get(key), force): key for key in wave}
-                changed = _finish_wave(futures, keeper)
-                for key in wave:  # (reported in the wave's order, whatever order the threads took)
-                    if key in changed:
-                        done.append(key)
-                        if written is not None:
-                            written(key)
-                    else:
-                        unchanged += 1
-        if delete:
-            for wave in reversed(publication_waves(stale)):
-                keeper.keep()
-                storage.delete(wave)
-                deleted.extend(wave)
-        return UploadReport(tuple(done), unchanged, tuple(deleted))
-    finally:
-        keeper.release()
+        report = _publish(site, keys, storage, keeper, workers, delete, force, written)
+    except BaseException:
+        with contextlib.suppress(StorageError):  # (a store that is down: report the first failure)
+            keeper.release()
+        raise
+    keeper.release()
+    return report
+
+
+def _publish(
+    site: Path,
+    keys: list[str],
+    storage: Storage,
+    keeper: LeaseKeeper,
+    workers: int,
+    delete: bool,
+    force: bool,
+    written: Callable[[str], None] | None,
+) -> UploadReport:
+    """The upload itself, with the lease held."""
+    stored = {entry.key: entry for entry in storage.list() if _ours(entry.key)}
+    present = set(keys)
+    stale = [key for key in stored if key not in present]
+    deleted: list[str] = []
+    if SIGNATURE_PATH in stale:
+        storage.delete([SIGNATURE_PATH])
+        deleted.append(SIGNATURE_PATH)
+        stale.remove(SIGNATURE_PATH)
+    done: list[str] = []
+    unchanged = 0
+    with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="upload") as pool:
+        for wave in publication_waves(keys):
+            futures = {pool.submit(_put, site, storage, key, stored.get(key), force): key for key in wave}
+            changed = _finish_wave(futures, keeper)
+            for key in wave:  # (reported in the wave's order, whatever order the threads took)
+                if key in changed:
+                    done.append(key)
+                    if written is not None:
+                        written(key)
+                else:
+                    unchanged += 1
+    if delete:
+        for wave in reversed(publication_waves(stale)):
+            keeper.keep()
+            storage.delete(wave)
+            deleted.extend(wave)
+    return UploadReport(tuple(done), unchanged, tuple(deleted))
 
 
 def _finish_wave(futures: dict[Future[bool], str], keeper: LeaseKeeper) -> set[str]:

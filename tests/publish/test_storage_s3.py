@@ -102,6 +102,16 @@ def test_two_takers_of_an_expired_lease_cannot_both_win(s3_storage: Storage) -> 
     assert first is not None and second is None
 
 
+def test_a_lease_whose_answer_was_lost_is_still_ours(s3: storagekit.S3StandIn, s3_storage: Storage) -> None:
+    """The create succeeded but its answer never came: the retried create meets the lease it
+    wrote (412), and reads it back as this writer's own rather than refuse itself."""
+    s3.proxy.reset(fail_next=1, after_forwarding=True)
+    lease = s3_storage.acquire_lease(SITE_LEASE, ttl=60, holder="host:1:abc")
+    assert s3.proxy.failed == 1 and [m for m, _ in s3.proxy.seen][:2] == ["PUT", "PUT"]
+    assert lease.holder == "host:1:abc"
+    assert s3_storage.release_lease(lease)
+
+
 def test_throttling_is_retried(s3: storagekit.S3StandIn, s3_storage: Storage) -> None:
     s3.proxy.reset(fail_next=2)  # 503 SlowDown twice, then moto answers
     s3_storage.write("pith/X.json", b"{}", JSON, MEDIUM)

@@ -213,6 +213,20 @@ def test_a_failed_upload_stops_before_the_manifest(
     assert s3_storage.exists(SIGNATURE_PATH)
 
 
+def test_a_store_that_goes_down_reports_its_first_failure(
+    s3: storagekit.S3StandIn, s3_storage: Storage, signed_site: Path
+) -> None:
+    """Down right after the lease is taken: the listing's failure is reported, not the
+    failure to give the lease back that follows it."""
+    s3.proxy.reset(fail_next=1000)
+    s3.proxy.fail_when = lambda method, path: len(s3.proxy.seen) > 1  # (all but the lease's create)
+    with pytest.raises(StorageError) as caught:
+        upload_site(signed_site, s3_storage)
+    assert caught.value.reason.startswith("could not list these objects: the store answered 503")
+    assert any(m == "PUT" and "lease" in p for m, p in s3.proxy.seen[1:]), "it did try to give it back"
+    s3.proxy.reset()
+
+
 def test_only_a_site_pith_mirror_built_is_uploaded(tmp_path: Path) -> None:
     (tmp_path / "folder").mkdir()
     (tmp_path / "folder" / "index.html").write_text("hello")
