@@ -40,7 +40,7 @@ from ..trust.errors import ConfigError
 from .storage_interface import MissingObject, RetryPolicy, Storage, StorageError, StoredObject, check_key
 
 if TYPE_CHECKING:
-    from obstore import UpdateVersion
+    from obstore import Attributes, UpdateVersion
     from obstore.store import ClientConfig, ObjectStore, RetryConfig
 
 _STATUS = re.compile(r"status code: (\d{3}) ([^:\n]*)")
@@ -117,7 +117,7 @@ class ObjectStorage(Storage):
             raise self._failed(key, "read this object", exc) from None
 
     def write(self, key: str, data: bytes, content_type: str, cache_control: str) -> None:
-        attributes: Any = {"Content-Type": content_type, "Cache-Control": cache_control}
+        attributes: Attributes = {"Content-Type": content_type, "Cache-Control": cache_control}
         try:
             obstore.put(self.store, check_key(key), data, attributes=attributes, use_multipart=False)
         except (BaseError, OSError) as exc:
