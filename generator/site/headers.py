@@ -24,9 +24,18 @@
     never a wrong one.
 - Every JSON file is sent as `application/json; charset=utf-8` with
   `Access-Control-Allow-Origin: *` (mirrors are read by other clients).
+- An object store has no `_headers`: each object keeps the Content-Type and
+  Cache-Control it was uploaded with. `object_headers` reads them off the same
+  rules (matched against the file's own path), so a bucket and a host agree.
 """
 
 from __future__ import annotations
+
+import functools
+import mimetypes
+import re
+from dataclasses import dataclass
+from pathlib import PurePosixPath
 
 from .layout import MANIFEST_PATH, SIGNATURE_PATH, SUMS_PATH
 
@@ -50,22 +59,25 @@ def _served(content_type: str, cache: str) -> Headers:
     )
 
 
+INTEGRITY_SET = (MANIFEST_PATH, SIGNATURE_PATH, SUMS_PATH, "pith-mirrors.json", "pith-signing-key.json")
+"""The files a client checks against one another: always revalidated."""
+PER_RECORD_JSON = (
+    "pith/*.json",
+    ".well-known/pith/*/bundle.json",
+    "api/pith-number/:body/graph.json",
+    "api/pith-number/:body/events.json",
+)
+"""Patterns of every record's own JSON: record, bundle, state and integrity files
+under /pith/ (the splat crosses "/"), the well-known bundle copy, graph and events.
+A stale copy is an older, still validly signed version: cached for an hour."""
+
 # (pattern below the base path, headers). Patterns never overlap for a header
 # name (tests/publish checks this on a real build with both hosts' matchers).
 _RULES: tuple[tuple[str, Headers], ...] = (
     ("*", (("X-Content-Type-Options", "nosniff"),)),
     # the integrity set: always revalidated
-    (MANIFEST_PATH, _served(JSON_TYPE, REVALIDATE)),
-    (SIGNATURE_PATH, _served(JSON_TYPE, REVALIDATE)),
-    (SUMS_PATH, _served(TEXT_TYPE, REVALIDATE)),
-    ("pith-mirrors.json", _served(JSON_TYPE, REVALIDATE)),
-    ("pith-signing-key.json", _served(JSON_TYPE, REVALIDATE)),
-    # per-record JSON: record, bundle, state and integrity files under /pith/
-    # (the splat crosses "/"), the well-known bundle copy, graph and events
-    ("pith/*.json", _served(JSON_TYPE, MEDIUM)),
-    (".well-known/pith/*/bundle.json", _served(JSON_TYPE, MEDIUM)),
-    ("api/pith-number/:body/graph.json", _served(JSON_TYPE, MEDIUM)),
-    ("api/pith-number/:body/events.json", _served(JSON_TYPE, MEDIUM)),
+    *((path, _served(TEXT_TYPE if path == SUMS_PATH else JSON_TYPE, REVALIDATE)) for path in INTEGRITY_SET),
+    *((pattern, _served(JSON_TYPE, MEDIUM)) for pattern in PER_RECORD_JSON),
     # site-wide files: a few minutes (the resolve page itself is HTML: only *.json here)
     ("api/pith-number/resolve/*.json", _served(JSON_TYPE, SHORT)),
     ("search/*.json", _served(JSON_TYPE, SHORT)),
@@ -94,3 +106,82 @@ def headers_file(base_path: str) -> bytes:
         lines.extend(f"  {name}: {value}\n" for name, value in headers)
         lines.append("\n")
     return "".join(lines).rstrip("\n").encode("utf-8") + b"\n"
+
+
+# ---------------------------------------------------------------- headers of one file
+
+
+@functools.cache
+def _pattern(rule: str) -> re.Pattern[str]:
+    """A rule's path as both hosts match it, here against a file's own path: `*` is
+    any characters, "/" included; `:name` is one path segment; the rest is literal."""
+    parts = re.split(r"(\*|:[A-Za-z]\w*)", rule)
+    body = "".join(".*" if p == "*" else "[^/]+" if p.startswith(":") else re.escape(p) for p in parts)
+    return re.compile(f"{body}\\Z")
+
+
+def matches(rule: str, path: str) -> bool:
+    """Whether the file at `path` (below the site's root, no leading "/") matches a rule's pattern."""
+    return _pattern(rule).match(path) is not None
+
+
+def file_headers(path: str) -> dict[str, str]:
+    """Every header `_headers` gives the file at `path` (below the site's root), by name."""
+    found: dict[str, str] = {}
+    for rule, headers in _RULES:
+        if matches(rule, path):
+            found.update(headers)
+    return found
+
+
+HOST_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".json": JSON_TYPE,
+    ".xml": "application/xml",
+    ".svg": "image/svg+xml",
+    ".ico": "image/x-icon",
+    ".css": "text/css; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".mjs": "text/javascript; charset=utf-8",
+    ".txt": "text/plain; charset=utf-8",
+    ".md": "text/markdown; charset=utf-8",
+    ".webmanifest": "application/manifest+json",
+}
+HOST_NAMED_TYPES = {"CNAME": TEXT_TYPE}
+"""The type a static host sends by a file's suffix (or, for these, its name) when no
+rule names one: pages, assets, the sitemap. The preview server's tables
+(`commands.serve.CONTENT_TYPES`) say the same; tests/publish/test_storage_upload.py
+checks that the two agree on every file of a built site."""
+
+
+@dataclass(frozen=True)
+class ObjectHeaders:
+    """What an object store must be told on upload, as it has no `_headers` file:
+    it sends back only what is stored with each object."""
+
+    content_type: str
+    cache_control: str
+
+
+def object_headers(path: str) -> ObjectHeaders:
+    """Content-Type and Cache-Control for the file at `path` stored as an object.
+
+    The `_headers` rules first, so a bucket sends what Netlify and Cloudflare
+    send. A file no rule gives a type gets its suffix's type (a store would
+    otherwise answer `binary/octet-stream`, and a browser download the page);
+    one no rule gives a cache policy gets the hosts' own default for pages,
+    revalidated on every use. (Access-Control-Allow-Origin and
+    X-Content-Type-Options are not per object: they are set on the bucket or the
+    CDN, see docs/publishing.md.)"""
+    headers = file_headers(path)
+    file = PurePosixPath(path)
+    guessed = (
+        HOST_NAMED_TYPES.get(file.name)
+        or HOST_TYPES.get(file.suffix.lower())
+        or mimetypes.guess_type(file.name)[0]
+        or "application/octet-stream"
+    )
+    return ObjectHeaders(
+        content_type=headers.get("Content-Type", guessed),
+        cache_control=headers.get("Cache-Control", REVALIDATE),
+    )

@@ -4,6 +4,9 @@ Builds run the real CLI (`python -m generator build CONTENT SITE --jobs 1`) in
 a subprocess, once per session for the plain build; a test that changes a
 site works on its own copy (`site_copy`).
 
+`s3` is an S3 stand-in on loopback for the storage tests (tests/storagekit.py),
+started once per session; `s3_storage` opens a fresh bucket of it.
+
 `publish_cli` runs a subcommand of `generator.commands.publish_commands` through a
 small parser of its own, the way `cli.main` dispatches (handler, then
 ConfigError/BuildError -> exit 2), so these tests do not depend on the wiring
@@ -19,13 +22,15 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import storagekit
 
 from generator.commands.publish_commands import add_publish_commands
+from generator.publish.storage import RetryPolicy, Storage, open_storage
 from generator.trust.errors import BuildError, ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -105,3 +110,22 @@ def content_copy(tmp_path: Path) -> Path:
     target = tmp_path / "content"
     shutil.copytree(CONTENT, target)
     return target
+
+
+@pytest.fixture(scope="session")
+def s3() -> Iterator[storagekit.S3StandIn]:
+    """An S3 stand-in (moto's server behind a proxy that counts and fails requests) on
+    loopback, once per session: never a real cloud."""
+    with storagekit.s3_stand_in() as stand_in:
+        yield stand_in
+
+
+FAST_RETRY = RetryPolicy(retries=3, first_wait=0.01, longest_wait=0.05, give_up_after=10)
+"""Retries as in production, but waits of milliseconds: a test of failures stays fast."""
+
+
+@pytest.fixture
+def s3_storage(s3: storagekit.S3StandIn) -> Storage:
+    """A fresh bucket on the stand-in, opened with the site under the prefix `site/`."""
+    bucket = s3.new_bucket()
+    return open_storage(f"s3://{bucket}/site/", options=s3.options(), retry=FAST_RETRY)

@@ -1,0 +1,277 @@
+"""The storage interface every backend offers, its errors, and leases built on it.
+
+`publish.storage` opens a backend for a location and is where callers import these
+names from; the backends (`storage_local`, `storage_object`) import them from here.
+
+Rules:
+- One small interface, `Storage`: read, write, delete, list and exists an object
+  by its key, and a lease. A build or an upload needs nothing more, so every
+  backend can offer all of it, and a test can stand in for any of them.
+- A key is the file's path below the site's root ("pith/X.json"): relative,
+  "/"-separated, no empty, "." or ".." segment. Keys under `RESERVED` are the
+  storage's own (leases), never a site's file.
+- A write replaces an object whole: no reader sees half of one. The folder
+  backend writes a temporary file and renames it (`trust.files.write_atomic`);
+  an object store's PUT is atomic. Object stores have no rename, so a
+  publication of many files is *ordered* instead (`publish.upload`).
+- A failure is a `StorageError` (a `BuildError`: the CLI exits 2) naming the
+  object's URL and saying what went wrong in a sentence. An object store's
+  transient answers (503 SlowDown, other 5xx, 429, a dropped connection) are
+  retried first, with exponential backoff and jitter, bounded by `RetryPolicy`.
+- A lease keeps two writers off one site: an object holding its holder and its
+  expiry time, created only if absent (If-None-Match) and replaced only by a
+  compare-and-swap on the version its writer saw (If-Match). An expired lease
+  (its holder died) is taken over by that same swap, so two takers cannot both
+  win. Expiry is read off each writer's clock: keep the clocks in sync, and the
+  TTL far above their skew.
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+import os
+import re
+import secrets
+import socket
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from ..trust.errors import BuildError, SiteBusy
+
+RESERVED = ".pith-mirror/"
+"""Keys below this belong to the storage (leases), never to a site: an upload
+neither writes nor deletes them."""
+SITE_LEASE = "site"
+"""The lease every writer of a site takes (an upload; later a build writing to storage)."""
+LEASE_TYPE = "pith_mirror_lease"
+_LEASE_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
+
+
+class StorageError(BuildError):
+    """A storage operation failed for good (after its retries): the object's URL, its
+    key and a sentence. A `BuildError`, so the CLI reports it and exits 2."""
+
+    def __init__(self, url: str, key: str, reason: str) -> None:
+        super().__init__(url, reason)
+        self.url = url
+        self.key = key
+
+    def __reduce__(self) -> tuple[type[StorageError], tuple[str, str, str]]:  # type: ignore[override]
+        return (type(self), (self.url, self.key, self.reason))
+
+
+class MissingObject(StorageError):
+    """The object does not exist (a read of a key nothing was written to)."""
+
+
+class LeaseHeld(StorageError, SiteBusy):
+    """Another writer holds the site's lease and it has not expired: refused, as a
+    second build on one folder is (`SiteBusy`)."""
+
+
+class LeaseLost(StorageError):
+    """The lease expired and another writer took it over: this writer must stop."""
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How long an object store's transient failures are retried before they become
+    a `StorageError`: waits grow from `first_wait` by a factor of two (with jitter)
+    up to `longest_wait`, at most `retries` times and `give_up_after` seconds in all.
+    Bounded, so that a store that stays down fails the run instead of hanging it."""
+
+    retries: int = 6
+    first_wait: float = 0.1
+    longest_wait: float = 10.0
+    give_up_after: float = 120.0
+
+
+@dataclass(frozen=True)
+class StoredObject:
+    """One listed object. `tag` is what `Storage.content_tag` gives for the same
+    bytes (an MD5 where the store reports one), or the store's opaque ETag."""
+
+    key: str
+    size: int
+    tag: str
+
+
+@dataclass(frozen=True)
+class Lease:
+    """A lease this writer holds. `version` is the store's version of the lease
+    object as this writer wrote it: renewing or releasing swaps it only if no one
+    else has written it since."""
+
+    name: str
+    holder: str
+    expires_at: float
+    version: str
+
+
+def check_key(key: str) -> str:
+    """`key` if it is a valid object key; ValueError (a caller's mistake) if not."""
+    parts = key.split("/")
+    if not key or "\\" in key or "\0" in key or any(p in ("", ".", "..") for p in parts):
+        raise ValueError(f"not an object key: {key!r}")
+    return key
+
+
+def new_holder() -> str:
+    """Who takes a lease: host and process, for a person reading it, and a random
+    part, so that two writers never mistake each other's lease for their own."""
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(8)}"
+
+
+class Storage(abc.ABC):
+    """A site's storage: objects by key, and leases. See the module's rules."""
+
+    @abc.abstractmethod
+    def url(self, key: str = "") -> str:
+        """Where `key` is, for a person ("s3://bucket/prefix/pith/X.json")."""
+
+    @abc.abstractmethod
+    def read(self, key: str) -> bytes:
+        """The object's bytes; `MissingObject` if there is none."""
+
+    @abc.abstractmethod
+    def write(self, key: str, data: bytes, content_type: str, cache_control: str) -> None:
+        """Store `data` as `key`, replacing it whole, with the headers it is to be served with."""
+
+    @abc.abstractmethod
+    def delete(self, keys: Iterable[str]) -> None:
+        """Remove these objects; one already absent is no error."""
+
+    @abc.abstractmethod
+    def list(self, prefix: str = "") -> Iterator[StoredObject]:
+        """Every object below the folder `prefix` ("" for all), in no set order."""
+
+    @abc.abstractmethod
+    def exists(self, key: str) -> bool:
+        """Whether the object exists."""
+
+    @abc.abstractmethod
+    def content_tag(self, data: bytes) -> str | None:
+        """The tag `list` would report for an object holding `data`, or None where the
+        store's tag does not follow from the bytes (then every object counts as changed)."""
+
+    # -- the three conditional operations a lease is made of
+
+    @staticmethod
+    def _lease_key(name: str) -> str:
+        return f"{RESERVED}lease-{name}.json"
+
+    def _lease_url(self, name: str) -> str:
+        return self.url(self._lease_key(name))
+
+    @abc.abstractmethod
+    def _lease_read(self, name: str) -> tuple[bytes, str] | None:
+        """The lease object's bytes and version, read together; None if absent."""
+
+    @abc.abstractmethod
+    def _lease_create(self, name: str, data: bytes) -> str | None:
+        """Write the lease object only if absent: its new version, or None."""
+
+    @abc.abstractmethod
+    def _lease_swap(self, name: str, data: bytes, version: str) -> str | None:
+        """Replace the lease object only if it is still at `version`: the new version, or None."""
+
+    # -- leases, the same on every backend
+
+    def acquire_lease(self, name: str, ttl: float, holder: str | None = None) -> Lease:
+        """Take the lease `name` for `ttl` seconds: create it, or take over one that
+        has expired. `LeaseHeld` (naming the holder and when it expires) otherwise."""
+        if not _LEASE_NAME.fullmatch(name):
+            raise ValueError(f"not a lease name: {name!r}")
+        holder = holder or new_holder()
+        expires_at = time.time() + ttl
+        body = _lease_body(name, holder, expires_at)
+        version = self._lease_create(name, body)
+        if version is not None:
+            return Lease(name, holder, expires_at, version)
+        current = self._lease_read(name)
+        if current is None:  # (released and removed in between: try once more)
+            version = self._lease_create(name, body)
+            if version is not None:
+                return Lease(name, holder, expires_at, version)
+            current = self._lease_read(name)
+        if current is not None:
+            held = _lease_state(current[0])
+            if held == (holder, expires_at):
+                # (our own create, answered late: a retried request met what it had written)
+                return Lease(name, holder, expires_at, current[1])
+            if held[1] <= time.time():
+                version = self._lease_swap(name, body, current[1])
+                if version is not None:
+                    return Lease(name, holder, expires_at, version)
+            current = self._lease_read(name) or current
+        other, until = _lease_state(current[0]) if current else ("another writer", expires_at)
+        raise LeaseHeld(
+            self._lease_url(name),
+            self._lease_key(name),
+            f"another writer ({other}) holds this site's lease until "
+            f"{time.strftime('%Y-%m-%d %H:%M:%S %Z', time.localtime(until))}; "
+            "run again once it has finished, or once its lease has expired",
+        )
+
+    def renew_lease(self, lease: Lease, ttl: float) -> Lease:
+        """The same lease for `ttl` more seconds from now; `LeaseLost` if it expired and
+        another writer took it over (this writer's work is no longer alone)."""
+        expires_at = time.time() + ttl
+        version = self._lease_swap(
+            lease.name, _lease_body(lease.name, lease.holder, expires_at), lease.version
+        )
+        if version is None:
+            raise LeaseLost(
+                self._lease_url(lease.name),
+                self._lease_key(lease.name),
+                "this writer's lease expired and another writer took it over; stopped, "
+                "so that two writers do not change the site at once",
+            )
+        return Lease(lease.name, lease.holder, expires_at, version)
+
+    def release_lease(self, lease: Lease) -> bool:
+        """Give the lease up (it is written as expired, so the next writer takes it at
+        once). False if it was no longer this writer's: nothing to give up. Never
+        raises for that, as it runs while another error may be on its way out."""
+        body = _lease_body(lease.name, lease.holder, 0.0)
+        return self._lease_swap(lease.name, body, lease.version) is not None
+
+
+def _lease_body(name: str, holder: str, expires_at: float) -> bytes:
+    return json.dumps(
+        {"type": LEASE_TYPE, "name": name, "holder": holder, "expires_at": expires_at},
+        sort_keys=True,
+    ).encode("utf-8")
+
+
+def _lease_state(data: bytes) -> tuple[str, float]:
+    """(holder, expires_at) of a lease object. One that cannot be read is taken as
+    held by no one and long expired: a writer that died while writing it (the
+    folder backend) must not lock the site forever."""
+    try:
+        value = json.loads(data)
+        holder, expires_at = value["holder"], value["expires_at"]
+        if isinstance(holder, str) and isinstance(expires_at, int | float):
+            return holder, float(expires_at)
+    except (ValueError, TypeError, KeyError):
+        pass
+    return "an unreadable lease", 0.0
+
+
+class LeaseKeeper:
+    """Holds a lease while a long job runs: `keep()` between steps renews it once half
+    its time has passed, so that a live writer never loses it to expiry."""
+
+    def __init__(self, storage: Storage, lease: Lease, ttl: float) -> None:
+        self.storage = storage
+        self.lease = lease
+        self.ttl = ttl
+
+    def keep(self) -> None:
+        if self.lease.expires_at - time.time() < self.ttl / 2:
+            self.lease = self.storage.renew_lease(self.lease, self.ttl)
+
+    def release(self) -> bool:
+        return self.storage.release_lease(self.lease)

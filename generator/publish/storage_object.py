@@ -1,0 +1,199 @@
+"""A site's storage in an object store: S3 and S3-compatible services, GCS, Azure.
+
+Rules:
+- Built on obstore (one wheel, no botocore): chosen by measurement, see
+  docs/publishing.md. This module is imported only for an `s3://`, `gs://` or
+  `az://` location, so a build to a folder never loads the library.
+- Every object is one PUT (no multipart upload): atomic, and on S3 its ETag is
+  then the MD5 of its bytes, which `content_tag` computes for an upload to
+  compare with a listing. (GCS and Azure tags are not an MD5 of the bytes there:
+  every object counts as changed.)
+- Retries are the library's own (5xx, 429, a dropped connection or a timeout,
+  with exponential backoff and jitter), bounded by a `RetryPolicy`; whatever
+  still fails becomes a `StorageError` with the object's URL and the store's
+  answer in a sentence ("the store answered 503 Service Unavailable (SlowDown)
+  after 6 retries").
+- The lease's conditional writes are the store's own: create with
+  If-None-Match: *, swap with If-Match on the ETag (and the generation on GCS).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+import obstore
+from obstore.exceptions import (
+    AlreadyExistsError,
+    BaseError,
+    PermissionDeniedError,
+    PreconditionError,
+    UnauthenticatedError,
+)
+from obstore.store import from_url
+
+from ..trust.errors import ConfigError
+from .storage_interface import MissingObject, RetryPolicy, Storage, StorageError, StoredObject, check_key
+
+if TYPE_CHECKING:
+    from obstore import Attributes, UpdateVersion
+    from obstore.store import ClientConfig, ObjectStore, RetryConfig
+
+_STATUS = re.compile(r"status code: (\d{3}) ([^:\n]*)")
+_CODE = re.compile(r"<Code>([^<]{1,64})</Code>")
+_RETRIES = re.compile(r"after (\d+) retries")
+
+
+def _retry_config(policy: RetryPolicy) -> RetryConfig:
+    return {
+        "max_retries": policy.retries,
+        "backoff": {
+            "init_backoff": timedelta(seconds=policy.first_wait),
+            "max_backoff": timedelta(seconds=policy.longest_wait),
+            "base": 2,
+        },
+        "retry_timeout": timedelta(seconds=policy.give_up_after),
+    }
+
+
+def _answer(exc: Exception) -> str:
+    """The store's answer in a few words, out of the library's long message."""
+    text = str(exc)
+    status, code, retries = _STATUS.search(text), _CODE.search(text), _RETRIES.search(text)
+    if status:
+        said = f"the store answered {status.group(1)} {status.group(2).strip()}"
+        said += f" ({code.group(1)})" if code else ""
+    else:
+        said = text.split("\n", 1)[0].strip()[:300] or type(exc).__name__
+    if retries and int(retries.group(1)):
+        said += f" after {retries.group(1)} retries"
+    return said
+
+
+@dataclass(frozen=True)
+class ObjectStorage(Storage):
+    """The objects below `location` ("s3://bucket/prefix/") in `store`."""
+
+    location: str
+    store: ObjectStore
+    md5_tags: bool
+
+    @classmethod
+    def open(
+        cls, location: str, *, setting: str, options: Mapping[str, str], retry: RetryPolicy
+    ) -> ObjectStorage:
+        """The store at `location`, with `options` over the environment's settings."""
+        client: ClientConfig = {}
+        if str(options.get("endpoint", "")).startswith("http://"):
+            client["allow_http"] = True  # (an endpoint given as http:// is meant: a local stand-in)
+        config: Any = dict(options)  # (the library's settings by name; it checks them)
+        try:
+            store = from_url(
+                location, config=config, client_options=client, retry_config=_retry_config(retry)
+            )
+        except (BaseError, ValueError) as exc:
+            raise ConfigError(setting, f"{location}: {_answer(exc)}") from None
+        scheme = location.partition("://")[0].lower()
+        return cls(location.rstrip("/") + "/", store, md5_tags=scheme == "s3")
+
+    def url(self, key: str = "") -> str:
+        return self.location + key
+
+    def _failed(self, key: str, what: str, exc: Exception) -> StorageError:
+        if isinstance(exc, PermissionDeniedError | UnauthenticatedError):
+            return StorageError(self.url(key), key, f"could not {what}: the store refused these credentials")
+        return StorageError(self.url(key), key, f"could not {what}: {_answer(exc)}")
+
+    def read(self, key: str) -> bytes:
+        try:
+            return bytes(obstore.get(self.store, check_key(key)).bytes())
+        except FileNotFoundError:
+            raise MissingObject(self.url(key), key, "no such object") from None
+        except (BaseError, OSError) as exc:
+            raise self._failed(key, "read this object", exc) from None
+
+    def write(self, key: str, data: bytes, content_type: str, cache_control: str) -> None:
+        attributes: Attributes = {"Content-Type": content_type, "Cache-Control": cache_control}
+        try:
+            obstore.put(self.store, check_key(key), data, attributes=attributes, use_multipart=False)
+        except (BaseError, OSError) as exc:
+            raise self._failed(key, "write this object", exc) from None
+
+    def delete(self, keys: Iterable[str]) -> None:
+        batch = [check_key(key) for key in keys]
+        if not batch:
+            return
+        try:
+            obstore.delete(self.store, batch)
+        except FileNotFoundError:
+            pass
+        except (BaseError, OSError) as exc:
+            raise self._failed(batch[0], f"delete {len(batch)} object(s)", exc) from None
+
+    def list(self, prefix: str = "") -> Iterator[StoredObject]:
+        folder = prefix.strip("/")
+        try:
+            for batch in obstore.list(self.store, check_key(folder) if folder else None):
+                for meta in batch:
+                    yield StoredObject(meta["path"], meta["size"], (meta["e_tag"] or "").strip('"'))
+        except (BaseError, OSError) as exc:
+            raise self._failed(folder, "list these objects", exc) from None
+
+    def exists(self, key: str) -> bool:
+        try:
+            obstore.head(self.store, check_key(key))
+        except FileNotFoundError:
+            return False
+        except (BaseError, OSError) as exc:
+            raise self._failed(key, "look this object up", exc) from None
+        return True
+
+    def content_tag(self, data: bytes) -> str | None:
+        return hashlib.md5(data, usedforsecurity=False).hexdigest() if self.md5_tags else None
+
+    # -- leases: the store's conditional PUT
+
+    def _lease_read(self, name: str) -> tuple[bytes, str] | None:
+        key = self._lease_key(name)
+        try:
+            got = obstore.get(self.store, key)
+            data = bytes(got.bytes())
+        except FileNotFoundError:
+            return None
+        except (BaseError, OSError) as exc:
+            raise self._failed(key, "read the lease", exc) from None
+        return data, _version(got.meta["e_tag"], got.meta["version"])
+
+    def _lease_create(self, name: str, data: bytes) -> str | None:
+        key = self._lease_key(name)
+        try:
+            done = obstore.put(self.store, key, data, mode="create", use_multipart=False)
+        except (AlreadyExistsError, PreconditionError):
+            return None
+        except (BaseError, OSError) as exc:
+            raise self._failed(key, "create the lease", exc) from None
+        return _version(done["e_tag"], done["version"])
+
+    def _lease_swap(self, name: str, data: bytes, version: str) -> str | None:
+        key = self._lease_key(name)
+        e_tag, _, generation = version.partition(" ")
+        mode: UpdateVersion = {"e_tag": e_tag}
+        if generation:
+            mode["version"] = generation
+        try:
+            done = obstore.put(self.store, key, data, mode=mode, use_multipart=False)
+        except (PreconditionError, AlreadyExistsError, FileNotFoundError):
+            return None
+        except (BaseError, OSError) as exc:
+            raise self._failed(key, "replace the lease", exc) from None
+        return _version(done["e_tag"], done["version"])
+
+
+def _version(e_tag: str | None, generation: str | None) -> str:
+    """The lease object's version as one string: its ETag, and its generation where
+    the store has one (GCS swaps on the generation)."""
+    return f"{e_tag or ''} {generation or ''}".rstrip()
