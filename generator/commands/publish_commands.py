@@ -1,7 +1,7 @@
-"""The publishing subcommands (`keygen`, `compare`, `checksums`, `verify-site`): options and output.
+"""The publishing subcommands (`keygen`, `compare`, `checksums`, `verify-site`, `upload`): options and output.
 
-Presentation only, like `cli.py`: the work is done by `integrity.py` and
-`compare.py`; these handlers print and return the exit code (0 good, 1 the
+Presentation only, like `cli.py`: the work is done by `integrity.py`,
+`compare.py` and `upload.py`; these handlers print and return the exit code (0 good, 1 the
 sites differ or the site does not verify). A ConfigError or BuildError is left
 to `cli.main`, which prints it and exits 2.
 """
@@ -67,6 +67,28 @@ def add_publish_commands(commands: Any) -> None:
         help="the mirror key to require: its key file, or its public entry (a JSON object or list)",
     )
     verify_site.set_defaults(handler=run_verify_site)
+
+    upload = commands.add_parser(
+        "upload",
+        help="publish a built SITE to object storage (s3://, gs://, az://) or a folder: changed files only,"
+        " in an order no reader sees half of",
+    )
+    upload.add_argument("site", type=Path, metavar="SITE", help="a built site folder")
+    upload.add_argument(
+        "target", metavar="URL", help="s3://BUCKET/PREFIX/, gs://..., az://..., file://... or a folder"
+    )
+    upload.add_argument(
+        "--jobs", type=int, default=8, metavar="N", help="objects written at once (default 8)"
+    )
+    upload.add_argument(
+        "--keep-removed",
+        action="store_true",
+        help="leave objects the site no longer has (default: delete them last)",
+    )
+    upload.add_argument(
+        "--force", action="store_true", help="write every object, also those already there byte for byte"
+    )
+    upload.set_defaults(handler=run_upload)
 
 
 # ---------------------------------------------------------------- keygen
@@ -260,3 +282,38 @@ def manifest_problems(site: Path) -> list[str]:
             " others old): build it again first"
         )
     return problems + files_disagree(site)
+
+
+# ---------------------------------------------------------------- upload
+
+
+def run_upload(args: argparse.Namespace) -> int:
+    """Upload a built site as `publish/upload.py` orders it. Refused (exit 1, nothing
+    written) for a site whose build did not finish or whose files disagree with its
+    manifest, as `checksums` refuses: a mirror must not publish half a build."""
+    from ..publish.storage import open_storage
+    from ..publish.upload import upload_site
+
+    site: Path = args.site
+    if args.jobs < 1:
+        raise ConfigError("--jobs", "must be at least 1")
+    if not site.is_dir():
+        raise ConfigError("site", f"no such folder: {site}")
+    if not is_built_site(site):
+        raise ConfigError("site", f"{site} has no manifest that pith-mirror wrote: build it first")
+    problems = manifest_problems(site)
+    if problems:
+        for problem in problems:
+            print(f"FAILED: {problem}", file=sys.stderr)
+        print(
+            f"{site}: refusing to upload: its files disagree with its manifest ({len(problems)} problem(s))"
+        )
+        return EXIT_DIFFERENT
+    storage = open_storage(args.target, setting="upload target")
+    started = time.monotonic()
+    report = upload_site(site, storage, workers=args.jobs, delete=not args.keep_removed, force=args.force)
+    print(
+        f"uploaded {len(report.written):,} object(s), {report.unchanged:,} already there,"
+        f" {len(report.deleted):,} deleted in {time.monotonic() - started:.2f}s -> {args.target}"
+    )
+    return EXIT_OK

@@ -20,6 +20,7 @@ Rules:
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -88,7 +89,10 @@ class ObjectStorage(Storage):
     ) -> ObjectStorage:
         """The store at `location`, with `options` over the environment's settings."""
         client: ClientConfig = {}
-        if str(options.get("endpoint", "")).startswith("http://"):
+        endpoint = (
+            options.get("endpoint") or os.environ.get("AWS_ENDPOINT_URL") or os.environ.get("AWS_ENDPOINT")
+        )
+        if str(endpoint or "").startswith("http://"):
             client["allow_http"] = True  # (an endpoint given as http:// is meant: a local stand-in)
         config: Any = dict(options)  # (the library's settings by name; it checks them)
         try:

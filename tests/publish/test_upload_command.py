@@ -1,0 +1,95 @@
+"""`pith-mirror upload SITE URL`: the real command, in a process of its own, into the
+S3 stand-in (its settings from the environment, as an operator's would be)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import storagekit
+
+from generator.build.journal import undo_path
+from generator.site.layout import MANIFEST_PATH
+
+from .conftest import RECORD_BODY, REPO
+
+
+def upload(s3: storagekit.S3StandIn, *argv: str | Path) -> subprocess.CompletedProcess[str]:
+    options = s3.options()
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "AWS_ENDPOINT_URL": options["endpoint"],
+        "AWS_REGION": options["region"],
+        "AWS_ACCESS_KEY_ID": options["access_key_id"],
+        "AWS_SECRET_ACCESS_KEY": options["secret_access_key"],
+        "AWS_VIRTUAL_HOSTED_STYLE_REQUEST": "false",
+    }
+    command = [sys.executable, "-m", "generator", "upload", *map(str, argv)]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_a_site_goes_up_then_only_what_changed(
+    s3: storagekit.S3StandIn, site_copy: Callable[[str], Path]
+) -> None:
+    site = site_copy("site")
+    bucket = s3.new_bucket()
+    first = upload(s3, site, f"s3://{bucket}/mirror/")
+    assert first.returncode == 0, first.stderr
+    count = int(re.search(r"uploaded ([\d,]+) object", first.stdout).group(1).replace(",", ""))  # type: ignore[union-attr]
+    assert count > 100 and " 0 already there, 0 deleted" in first.stdout
+    status, headers = s3.head(f"/{bucket}/mirror/pith/{RECORD_BODY}.html")
+    assert status == 200 and headers["content-type"].startswith("text/html")
+
+    s3.proxy.reset()
+    again = upload(s3, site, f"s3://{bucket}/mirror/")
+    assert again.returncode == 0, again.stderr
+    assert "uploaded 0 object(s)" in again.stdout and f"{count:,} already there" in again.stdout
+    assert [p for p in s3.proxy.puts() if "/.pith-mirror/" not in p] == []
+
+
+def test_a_site_whose_build_did_not_finish_is_not_uploaded(
+    s3: storagekit.S3StandIn, site_copy: Callable[[str], Path]
+) -> None:
+    site = site_copy("site")
+    undo_path(site).mkdir()  # (the journal a build stopped while changing SITE leaves)
+    bucket = s3.new_bucket()
+    s3.proxy.reset()
+    result = upload(s3, site, f"s3://{bucket}/mirror/")
+    assert result.returncode == 1 and "refusing to upload" in result.stdout
+    assert s3.proxy.puts() == []
+
+
+def test_an_edited_site_is_not_uploaded(s3: storagekit.S3StandIn, site_copy: Callable[[str], Path]) -> None:
+    site = site_copy("site")
+    page = site / "pith" / f"{RECORD_BODY}.json"
+    page.write_bytes(page.read_bytes().replace(b"{", b"{ ", 1))
+    bucket = s3.new_bucket()
+    s3.proxy.reset()
+    result = upload(s3, site, f"s3://{bucket}/mirror/")
+    assert result.returncode == 1 and "disagree with its manifest" in result.stdout
+    assert s3.proxy.puts() == []
+
+
+def test_a_folder_that_is_no_built_site_and_an_unknown_scheme_are_refused(
+    s3: storagekit.S3StandIn, tmp_path: Path, built_site: Path
+) -> None:
+    (tmp_path / "notes").mkdir()
+    result = upload(s3, tmp_path / "notes", "s3://bucket/x/")
+    assert result.returncode == 2 and "build it first" in result.stderr and "Traceback" not in result.stderr
+    result = upload(s3, built_site, "ftp://host/x/")
+    assert result.returncode == 2 and "not a folder nor a storage URL" in result.stderr
+    assert (built_site / MANIFEST_PATH).is_file()
+
+
+def test_an_upload_to_a_folder(
+    site_copy: Callable[[str], Path], tmp_path: Path, s3: storagekit.S3StandIn
+) -> None:
+    site = site_copy("site")
+    result = upload(s3, site, tmp_path / "copy")
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "copy" / MANIFEST_PATH).read_bytes() == (site / MANIFEST_PATH).read_bytes()
