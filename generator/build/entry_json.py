@@ -213,8 +213,15 @@ def row_json(row: NumberRow) -> list[Any]:
 
 def number_row(data: Any) -> NumberRow:
     number, digest, updated_at, title, authors, paper_signed, integrity_path, forks = data
-    if not all(isinstance(v, str) for v in (number, digest, updated_at, title, authors)):
-        raise ValueError("a number's row")
-    if type(paper_signed) is not bool or type(forks) is not int or not isinstance(integrity_path, str | None):
+    if (
+        type(number) is not str
+        or type(digest) is not str
+        or type(updated_at) is not str
+        or type(title) is not str
+        or type(authors) is not str
+        or type(paper_signed) is not bool
+        or type(forks) is not int
+        or (integrity_path is not None and type(integrity_path) is not str)
+    ):
         raise ValueError("a number's row")
     return NumberRow(number, digest, updated_at, title, authors, paper_signed, integrity_path, forks)

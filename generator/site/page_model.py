@@ -588,8 +588,7 @@ def forks(pub: Publication) -> list[Fork]:
     ]
 
 
-@dataclass(frozen=True, slots=True)
-class NumberRow:
+class NumberRow(NamedTuple):
     """What the site-wide stage needs of a number it did not render: enough for the
     fingerprint of the site-wide inputs, the feed, the fork notes and finding who
     claims an integrity report (the same attributes as a `Summary`'s)."""
