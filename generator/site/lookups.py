@@ -75,7 +75,10 @@ def lookup_inputs(summary: Summary) -> tuple[object, ...]:
     with the same leaves every shard as it was (a bundle that grew, say)."""
     return (
         summary.pith_number,
-        summary.alias_data,
+        # (the values, not `alias_data`: marshal spells an interned string otherwise
+        # than the same string read back from the build state, so equal aliases can
+        # pack to other bytes)
+        summary.alias_rows,
         summary.lookup_shards,
         summary.source_kind,
         summary.source_id,

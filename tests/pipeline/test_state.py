@@ -669,3 +669,49 @@ def test_a_build_stopped_before_its_stages_leaves_no_staging_folder(
     assert not staging_path(built.site).exists()
     monkeypatch.undo()
     assert built.build().published == 4
+
+
+def test_a_build_that_changed_one_record_reads_only_its_partition(
+    built: Project, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The point of the partitions: one changed document (here the same record in
+    other bytes) reads the entries of its own partition, not every number's, and
+    the site is still exactly a full build's."""
+    from generator.build import state
+
+    read: list[str] = []
+    real = state._read_entries
+
+    def counting(path: Path, *args: Any) -> Any:
+        read.append(partition(path))
+        return real(path, *args)
+
+    monkeypatch.setattr(state, "_read_entries", counting)
+    assert len(head_of(built)["parts"]) >= 3  # (the three numbers fall in several partitions)
+    document = built.content / "a.json"
+    document.write_text(json.dumps(json.loads(document.read_bytes()), indent=3))
+    report = built.build()
+    assert report.mode == "incremental" and report.changed == ("content/a.json",)
+    assert read == [partition(part_holding(built, b"Cached Record"))]
+    assert_same_as_fresh(built, tmp_path / "fresh")
+
+
+def test_a_partition_damaged_behind_an_unchanged_stat_makes_the_build_start_again_in_full(
+    built: Project, tmp_path: Path
+) -> None:
+    """The head keeps each entries file's stat, so a build trusts the file and reads it
+    only when needed; if its bytes then do not hash as the head says (damage that kept
+    size, time and inode), the build starts again as a full one, and says why."""
+    path = part_holding(built, b"Cached Record", ".numbers.jsonl")
+    before = path.stat()
+    data = bytearray(path.read_bytes())
+    at = data.index(b"Cached Record")
+    data[at] = ord("X")
+    with open(path, "r+b") as handle:  # (in place: the same inode and size)
+        handle.write(bytes(data))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    built.add("b.json", record_doc(source_id="2304.00055", title="Added"))
+    report = built.build()
+    assert report.mode == "full" and report.published == 4
+    assert any("the build state was damaged" in note for note in report.notes)
+    assert_same_as_fresh(built, tmp_path / "fresh")
