@@ -13,7 +13,7 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, MutableMapping
+from collections.abc import Callable, Iterator, KeysView, MutableMapping
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
@@ -266,6 +266,10 @@ class FileTable(MutableMapping[str, FileEntry]):
 
     def copy(self) -> FileTable:
         return FileTable(dict(self._values))
+
+    def names(self) -> KeysView[str]:
+        """The names, as a dict's view (set operations on it run in C)."""
+        return self._values.keys()
 
     def stored(self, name: str) -> FileEntry | StoredFile:
         """What the table holds for `name`, made or not (for `keep` and saving)."""

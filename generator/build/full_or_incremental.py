@@ -55,7 +55,7 @@ def full_is_faster(
         except OSError:  # (a file gone meanwhile: the build itself says what it finds)
             return False, None
     names = {name for _path, name, _stat in listed}
-    changed = len(names - known.keys()) + len(known.keys() - names)
+    changed = len(names - known.names()) + len(known.names() - names)
     maybe = [
         (path, known.raw_sha256(name))
         for path, name, stat in listed

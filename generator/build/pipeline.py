@@ -584,7 +584,7 @@ class _Build:
                 fresh[name] = result
         if self.hints is None or any(name not in previous for name in self.hints):
             entries.sort()
-        gone = previous.keys() - entries.keys() if self.hints is None else set(self.hints) - entries.keys()
+        gone = previous.names() - entries.names() if self.hints is None else set(self.hints) - entries.names()
         changed = sorted({t.name for t in tasks} | {n for n in gone if n in previous})
         return entries, fresh, changed
 

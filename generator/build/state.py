@@ -4,9 +4,9 @@ what changed.
 Rules:
 - It is split by partition: the first character of a Pith number's body (one
   of 32; files that name no number form a partition of their own). Partition
-  P is two files in `<cache dir>/build-cache/`: `P.index.jsonl`, the content
+  P is two files in `<cache dir>/build-cache/`: `P.index.json`, the content
   files whose documents name a number of P (the content index) and a small row
-  per number (entries.NumberRow), read by every build; and `P.numbers.jsonl`,
+  per number (page_model.NumberRow), read by every build; and `P.numbers.jsonl`,
   those numbers' entries (what was published for them and their summaries),
   read only when the build needs them.
 - `<cache dir>/build-cache.json`, written last, is the head: the key, what the
@@ -79,7 +79,7 @@ __all__ = ["FileEntry", "FileTable", "NumberEntry", "NumberTable", "StateDamaged
 
 CACHE_FILE = "build-cache.json"
 PARTS_FOLDER = "build-cache"
-_INDEX, _ENTRIES = ".index.jsonl", ".numbers.jsonl"
+_INDEX, _ENTRIES = ".index.json", ".numbers.jsonl"
 _PART_NAME = re.compile(f"[A-Z2-7]{{{PREFIX_CHARS}}}|{NO_NUMBER}")
 
 
@@ -195,22 +195,23 @@ def _read_checked(path: Path, sha256: str) -> bytes:
 def _read_index(
     path: Path, part: str, sha256: str
 ) -> tuple[dict[str, FileEntry | StoredFile], dict[str, NumberRow]]:
+    """A partition's index: one JSON document (read by every build, so decoded in
+    one call), `{"files": {name: entry}, "rows": [row, ...]}`."""
+    index = loads_line(_read_checked(path, sha256))
+    stored, listed = index["files"], index["rows"]
+    if type(stored) is not dict or type(listed) is not list:
+        raise ValueError("an index of another shape")
     files: dict[str, FileEntry | StoredFile] = {}
+    for name, value in stored.items():
+        if type(value) is not dict or partition_of(value["pith_number"]) != part:
+            raise ValueError("a file of another partition")
+        files[name] = StoredFile(value, file_entry, part)  # (made when the build asks: see FileTable)
     rows: dict[str, NumberRow] = {}
-    for line in _read_checked(path, sha256).splitlines():
-        kind, name, value = loads_line(line)
-        if kind == "f":
-            if type(name) is not str or type(value) is not dict:
-                raise ValueError("a file's entry")
-            files[name] = StoredFile(value, file_entry, part)  # (made when the build asks: see FileTable)
-            if partition_of(value["pith_number"]) != part:
-                raise ValueError("a file of another partition")
-        elif kind == "r":
-            row = rows[name] = number_row(value)
-            if row.pith_number != name or partition_of(name) != part:
-                raise ValueError("a number of another partition")
-        else:
-            raise ValueError("a line of no known kind")
+    for value in listed:
+        row = number_row(value)
+        if partition_of(row.pith_number) != part:
+            raise ValueError("a number of another partition")
+        rows[row.pith_number] = row
     return files, rows
 
 
@@ -276,9 +277,11 @@ def save_cache(directory: Path, cache: BuildState) -> None:
             continue
         entries = {n: table[n] for n in sorted(part_rows)}
         made = {name: cache.files[name] for name in sorted(part_files)}
-        index = b"".join(
-            [dumps_line(["f", name, file_json(name, entry)]) for name, entry in made.items()]
-            + [dumps_line(["r", n, row_json(part_rows[n])]) for n in entries]
+        index = dumps_line(
+            {
+                "files": {name: file_json(name, entry) for name, entry in made.items()},
+                "rows": [row_json(part_rows[n]) for n in entries],
+            }
         )
         data = b"".join(dumps_line(["n", n, number_json(e, made)]) for n, e in entries.items())
         write_atomic(folder / f"{part}{_INDEX}", index)

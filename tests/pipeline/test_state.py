@@ -57,7 +57,7 @@ def part_files(project: Project) -> list[Path]:
     return sorted((project.config().cache_dir / PARTS_FOLDER).iterdir())
 
 
-def part_holding(project: Project, text: bytes, kind: str = ".index.jsonl") -> Path:
+def part_holding(project: Project, text: bytes, kind: str = ".index.json") -> Path:
     return next(
         path for path in part_files(project) if path.name.endswith(kind) and text in path.read_bytes()
     )
@@ -76,7 +76,7 @@ def rewrite_head(project: Project, *changed: Path) -> None:
     head = head_of(project)
     folder = project.config().cache_dir / PARTS_FOLDER
     for part in {partition(path) for path in changed}:
-        index, numbers = folder / f"{part}.index.jsonl", folder / f"{part}.numbers.jsonl"
+        index, numbers = folder / f"{part}.index.json", folder / f"{part}.numbers.jsonl"
         head["parts"][part] = [
             hashlib.sha256(index.read_bytes()).hexdigest(),
             hashlib.sha256(numbers.read_bytes()).hexdigest(),
@@ -144,8 +144,12 @@ def cut_midway(data: bytes) -> bytes:
 
 
 def drop_an_entry(data: bytes) -> bytes:
+    if data.startswith(b"{"):  # an index: one document
+        index = json.loads(data)
+        index["rows"].pop(0)
+        return json.dumps(index, separators=(",", ":")).encode() + b"\n"
     lines = data.splitlines(keepends=True)
-    first = next(i for i, line in enumerate(lines) if line.startswith((b'["n",', b'["r",')))
+    first = next(i for i, line in enumerate(lines) if line.startswith(b'["n",'))
     return b"".join(lines[:first] + lines[first + 1 :])
 
 
@@ -197,7 +201,7 @@ def test_a_damaged_cache_means_a_full_build(
         path = cache_file(built)
     else:
         path = part_holding(
-            built, b"Cached Record", ".index.jsonl" if where == "partition" else ".numbers.jsonl"
+            built, b"Cached Record", ".index.json" if where == "partition" else ".numbers.jsonl"
         )
     if damage is None:
         path.unlink()
@@ -215,7 +219,7 @@ def test_a_partition_under_another_name_is_not_trusted(built: Project) -> None:
     taken = {partition(p) for p in part_files(built)}
     other = next(c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567" if c not in taken)
     copies = []
-    for kind in (".index.jsonl", ".numbers.jsonl"):
+    for kind in (".index.json", ".numbers.jsonl"):
         copy = source.parent / f"{other}{kind}"
         copy.write_bytes((source.parent / f"{partition(source)}{kind}").read_bytes())
         copies.append(copy)
@@ -484,11 +488,14 @@ def test_the_cache_reads_back_every_entry_as_it_was_written(
 
 
 def _files(lines: list[Any]) -> list[Any]:
-    return [line[2] for line in lines if line[0] == "f" and isinstance(line[2]["candidate"], list)]
+    """The file entries of the partitions' indexes (one JSON document each) that hold
+    their own document."""
+    entries = [e for line in lines if isinstance(line, dict) for e in line["files"].values()]
+    return [e for e in entries if isinstance(e["candidate"], list)]
 
 
 def _numbers(lines: list[Any]) -> list[Any]:
-    return [line[2] for line in lines if line[0] == "n"]
+    return [line[2] for line in lines if isinstance(line, list) and line[0] == "n"]
 
 
 def _longer_event_ids(lines: list[Any]) -> None:
