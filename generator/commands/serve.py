@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
-from ..site.headers import ATOM_TYPE, JSON_TYPE, TEXT_TYPE
+from ..site.headers import ATOM_TYPE, HOST_NAMED_TYPES, HOST_TYPES, TEXT_TYPE
 from ..site.layout import SUMS_PATH
 from ..trust.errors import ConfigError
 from .watch import Counter
@@ -62,20 +62,9 @@ LIVE_RELOAD_JS = b"""// pith-mirror preview: reload the page after each rebuild 
 })();
 """
 
-CONTENT_TYPES = {
-    ".html": "text/html; charset=utf-8",
-    ".json": JSON_TYPE,
-    ".xml": "application/xml",
-    ".svg": "image/svg+xml",
-    ".ico": "image/x-icon",
-    ".css": "text/css; charset=utf-8",
-    ".js": "text/javascript; charset=utf-8",
-    ".mjs": "text/javascript; charset=utf-8",
-    ".txt": "text/plain; charset=utf-8",
-    ".md": "text/markdown; charset=utf-8",
-    ".webmanifest": "application/manifest+json",
-}
-SPECIAL_TYPES = {"feed.xml": ATOM_TYPE, SUMS_PATH: TEXT_TYPE, "CNAME": TEXT_TYPE}
+CONTENT_TYPES = HOST_TYPES
+"""By suffix: the table a static host (and an object store's upload) uses, site/headers.py."""
+SPECIAL_TYPES = {"feed.xml": ATOM_TYPE, SUMS_PATH: TEXT_TYPE, **HOST_NAMED_TYPES}
 """Files whose type their name, not their suffix, decides: as the `_headers` file
 the build writes for hosts gives them (see site.headers._RULES)."""
 

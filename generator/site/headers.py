@@ -149,9 +149,9 @@ HOST_TYPES = {
 }
 HOST_NAMED_TYPES = {"CNAME": TEXT_TYPE}
 """The type a static host sends by a file's suffix (or, for these, its name) when no
-rule names one: pages, assets, the sitemap. The preview server's tables
-(`commands.serve.CONTENT_TYPES`) say the same; tests/publish/test_storage_upload.py
-checks that the two agree on every file of a built site."""
+rule names one: pages, assets, the sitemap. The preview server serves by the same
+tables (`commands.serve.content_type`); tests/publish/test_storage_upload.py checks
+that the two agree on every file of a built site."""
 
 
 @dataclass(frozen=True)
