@@ -34,7 +34,7 @@ import shutil
 import threading
 import time
 from collections.abc import Collection, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Executor, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import replace
 from itertools import pairwise
@@ -171,8 +171,17 @@ def _build(
         forget_saved(config.cache_dir)
     family = cache is None  # a full build: workers write what records share too
     init_worker(config, keyring, staging, family)  # small batches run in this process
-    pool = None
-    if config.jobs > 1:
+    pool: Executor | None = None
+    if config.scheduler is not None:  # (the workers of a Dask cluster: see cluster.py)
+        from .cluster import cluster_executor
+
+        try:
+            pool = cluster_executor(config, keyring, staging, family)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        config = replace(config, jobs=pool.workers)  # (site-wide work is cut into batches for each)
+    elif config.jobs > 1:
         # fork is fastest, but forking a process that runs threads (serve, --watch)
         # can deadlock a child; forkserver starts workers from a clean process.
         method = "fork" if threading.active_count() == 1 else "forkserver"
@@ -397,7 +406,7 @@ class _Build:
         config: SiteConfig,
         keyring: Keyring,
         staging: Path,
-        pool: ProcessPoolExecutor | None,
+        pool: Executor | None,
         progress: Progress | None,
         cache: BuildCache | None,
         key: str,
