@@ -43,10 +43,11 @@ import signal
 import threading
 import time
 import uuid
-import weakref
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import CancelledError, Executor, Future
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -73,9 +74,12 @@ each worker to have one: a Dask task costs about 3 ms of the scheduler's, the
 client's and the worker's time, about what one record costs (see bench/README.md),
 so a task of 250 records spends under 1 % of its time being one."""
 
-MAX_BATCH = 5000
-"""At most: a task's results (a cache entry and a summary a record, about 2 kB) are
-held by its worker until the build takes them."""
+MAX_BATCH = 1000
+"""At most: a task and its results travel as one message each (a record's result is
+about 1.4 kB pickled), and a worker that dies loses the work of its task so far."""
+
+IN_FLIGHT = 2
+"""Tasks on the cluster at once for each worker: the one it runs, and the next."""
 
 STOP_WAIT = 60.0
 """Seconds `shutdown` waits for stopped tasks to end before it gives up on them."""
@@ -194,50 +198,28 @@ class ClusterExecutor(Executor):
     """The build's tasks on a Dask cluster, in the pool's terms: `submit` and `map`.
 
     Results and exceptions come back as the worker function gave them; a failure
-    of the cluster itself is a `BuildError` (see `_failure`)."""
+    of the cluster itself is a `BuildError` (see `_failure`). Tasks go to the
+    cluster a few at a time (IN_FLIGHT for each worker, in the order they were
+    given), the rest wait here as the objects they are: sent at once, every
+    task's arguments would be held pickled by the scheduler until it ran (a full
+    build's listing pages and search rows: every record's summary again, in a
+    LocalCluster's scheduler in this very process)."""
 
     def __init__(self, client: Dask, cluster: Dask, setup: Setup, where: str, workers: int) -> None:
         self.client, self.cluster, self.setup, self.where = client, cluster, setup, where
         self.workers = workers
         """Worker processes when the build began: how many tasks a map is cut into."""
-        self._futures: weakref.WeakSet[Dask] = weakref.WeakSet()
+        self._lock = threading.Lock()
+        self._waiting: deque[_Task] = deque()
+        self._running: dict[str, Dask] = {}
+        """Dask's future of each task sent and not yet taken back, by key."""
         self._count = 0
         self._shut = False
-
-    def _key(self, fn: Callable[..., Any]) -> str:
-        """A task's key: the worker function's name, the build, a count (as the
-        dashboard shows it; unique, so no task is ever taken for another's result)."""
-        self._count += 1
-        return f"pith-{getattr(fn, '__name__', 'task')}-{self.setup.build[:12]}-{self._count}"
-
-    def _send(self, runner: Callable[..., Any], fn: Callable[..., Any], payload: Any) -> Dask:
-        if self._shut:
-            raise RuntimeError("cannot schedule new futures after shutdown")
-        future = self.client.submit(runner, self.setup, fn, payload, key=self._key(fn), pure=False)
-        self._futures.add(future)
-        return future
 
     def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
         if kwargs:
             raise TypeError("keyword arguments are not sent to cluster tasks")
-        task = self._send(_run_one, fn, args)
-        done: Future[T] = Future()
-
-        def cancel_task(outer: Future[T]) -> None:
-            if outer.cancelled():
-                task.cancel()
-
-        def hand_back(finished: Dask) -> None:  # (on Dask's callback thread)
-            if not done.set_running_or_notify_cancel():
-                return
-            try:
-                done.set_result(self._result(finished))
-            except BaseException as exc:
-                done.set_exception(exc)
-
-        done.add_done_callback(cancel_task)
-        task.add_done_callback(hand_back)
-        return done
+        return self._queue(_run_one, fn, args)
 
     def map(
         self,
@@ -251,30 +233,68 @@ class ClusterExecutor(Executor):
         local pool, only ever makes them larger); results in the items' order."""
         calls = list(zip(*iterables, strict=True))
         size = max(chunksize, batch_size(len(calls), self.workers))
-        tasks: list[Dask] = [
-            self._send(_run_batch, fn, calls[start : start + size]) for start in range(0, len(calls), size)
+        batches: list[Future[list[T]] | None] = [
+            self._queue(_run_batch, fn, calls[start : start + size]) for start in range(0, len(calls), size)
         ]
 
         def results() -> Iterator[T]:
             try:
-                for index, task in enumerate(tasks):
-                    assert task is not None
-                    batch = self._result(task, timeout)
-                    tasks[index] = None  # (its results are the build's now: the cluster may forget them)
-                    yield from batch
+                for index, batch in enumerate(batches):
+                    assert batch is not None
+                    done = batch.result(timeout)
+                    batches[index] = None  # (the build holds what it needs of them)
+                    yield from done
             finally:
-                left = [task for task in tasks if task is not None and not task.done()]
-                if left:
-                    with contextlib.suppress(Exception):
-                        self.client.cancel(left)
+                for left in batches:
+                    if left is not None:
+                        left.cancel()
 
         return results()
 
-    def _result(self, task: Dask, timeout: float | None = None) -> Any:
-        distributed = _distributed()
+    def _queue(self, runner: Callable[..., Any], fn: Callable[..., Any], payload: Any) -> Future[Any]:
+        """A task, sent now if few are on the cluster, else once one comes back."""
+        with self._lock:
+            if self._shut:
+                raise RuntimeError("cannot schedule new futures after shutdown")
+            self._count += 1
+            name = getattr(fn, "__name__", "task")
+            # (the key as the dashboard shows it: the worker function, the build, a count;
+            # unique, so no task is ever taken for another's result)
+            task = _Task(f"pith-{name}-{self.setup.build[:12]}-{self._count}", runner, fn, payload, Future())
+            self._waiting.append(task)
+        self._send_waiting()
+        return task.done
 
+    def _send_waiting(self) -> None:
+        while True:
+            with self._lock:
+                if self._shut or not self._waiting or len(self._running) >= IN_FLIGHT * self.workers:
+                    return
+                task = self._waiting.popleft()
+                if not task.done.set_running_or_notify_cancel():  # (cancelled while it waited)
+                    continue
+                sent = self.client.submit(
+                    task.runner, self.setup, task.fn, task.payload, key=task.key, pure=False
+                )
+                self._running[task.key] = sent
+            sent.add_done_callback(partial(self._take_back, task))
+
+    def _take_back(self, task: _Task, sent: Dask) -> None:
+        """(On Dask's callback thread.) The task's result or exception into its future,
+        then the next task in its place."""
         try:
-            return task.result(timeout)
+            task.done.set_result(self._result(sent))
+        except BaseException as exc:
+            task.done.set_exception(exc)
+        finally:
+            with self._lock:
+                self._running.pop(task.key, None)
+            self._send_waiting()
+
+    def _result(self, task: Dask) -> Any:
+        distributed = _distributed()
+        try:
+            return task.result()
         except distributed.scheduler.KilledWorker as exc:
             raise _failure(self.where, exc) from None
         except CancelledError as exc:
@@ -288,22 +308,37 @@ class ClusterExecutor(Executor):
         not finished are cancelled, and with `wait` every task of the build still
         running on a worker, cancelled already or not, is stopped and waited for
         (`_stop_running`); without, `wait` waits for every task to finish."""
-        if self._shut:
-            return
-        self._shut = True
-        distributed = _distributed()
-        try:
-            left = [task for task in list(self._futures) if not task.done()]
+        with self._lock:
+            if self._shut:
+                return
+            waiting = list(self._waiting) if cancel_futures else []
             if cancel_futures:
-                if left:
-                    self.client.cancel(left)
+                self._waiting.clear()
+                self._shut = True
+        for task in waiting:
+            task.done.cancel()
+        try:
+            if cancel_futures:
+                with self._lock:
+                    running = list(self._running.values())
+                if running:
+                    self.client.cancel(running)
                 if wait and self._count:
                     self._stop_running()
-            elif left and wait:
-                distributed.wait(left)
+            elif wait:
+                while True:  # (every task, those still waiting here included)
+                    with self._lock:
+                        left = [task.done for task in self._waiting]
+                        left += [sent for sent in self._running.values() if not sent.done()]
+                    if not left:
+                        break
+                    with contextlib.suppress(Exception):
+                        left[0].result()
         except Exception:  # (a cluster gone: nothing of it is left to wait for)
             pass
         finally:
+            with self._lock:
+                self._shut = True
             _close(self.client, self.cluster)
 
     def _stop_running(self) -> None:
@@ -316,6 +351,16 @@ class ClusterExecutor(Executor):
             if not any(running.values()):
                 return
             time.sleep(0.05)
+
+
+@dataclass(frozen=True, slots=True)
+class _Task:
+    key: str
+    runner: Callable[..., Any]
+    fn: Callable[..., Any]
+    payload: Any
+    done: Future[Any]
+    """What the build holds: its result once it has come back."""
 
 
 def _failure(where: str, exc: BaseException) -> BuildError:

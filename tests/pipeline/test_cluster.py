@@ -361,12 +361,14 @@ def test_batches_are_a_multiple_of_the_workers_and_hold_hundreds() -> None:
         size = cluster_module.batch_size(items, workers)
         return size, -(-items // size)
 
-    assert tasks(20_000, 2) == (2500, 8)  # (four tasks a worker)
+    assert tasks(4_000, 2) == (500, 8)  # (four tasks a worker)
     assert tasks(2_000, 2) == (250, 8)
     assert tasks(600, 2) == (300, 2)  # (fewer, to hold 250 each)
     assert tasks(60, 2) == (30, 2)  # (one a worker, however small)
     assert tasks(20_000, 64) == (313, 64)
-    assert tasks(100_000, 2) == (5000, 20)  # (no task over 5,000)
+    assert tasks(20_000, 2) == (1000, 20)  # (no task over 1,000)
+    assert tasks(100_000, 64) == (391, 256)
+    assert tasks(3_000_000, 64) == (998, 3_007)
     assert tasks(1, 8) == (1, 1)
 
 
