@@ -186,7 +186,7 @@ def test_a_partition_under_another_name_is_not_trusted(built: Project) -> None:
         source.parent / f"{c}.jsonl" for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567" if f"{c}.jsonl" not in taken
     )
     other.write_bytes(source.read_bytes())
-    checksum, _, head = cache_file(built).read_bytes().partition(b"\n")
+    _checksum, _, head = cache_file(built).read_bytes().partition(b"\n")
     value = json.loads(head)
     value["parts"][other.name.removesuffix(".jsonl")] = value["parts"][source.name.removesuffix(".jsonl")]
     cache_file(built).write_bytes(checksummed(value))
