@@ -34,7 +34,7 @@ import shutil
 import threading
 import time
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Executor, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import replace
 from pathlib import Path
@@ -170,7 +170,7 @@ def _build(
     deployed = manifest_numbers(config.deployed) if config.deployed else set()
     settle(site)  # (a publication stopped part-way is taken back first)
     staging = prepare_staging(site)
-    pool = None
+    pool: Executor | None = None
     try:  # (a build stopped from here on leaves no staging folder behind)
         if incremental and cache is None:
             cache = load_cache(config.cache_dir, key, site)
@@ -184,18 +184,25 @@ def _build(
             forget_saved(config.cache_dir)
         family = cache is None  # a full build: workers write what records share too
         init_worker(config, keyring, staging, family)  # small batches run in this process
-        if config.jobs > 1:
+        if config.scheduler is not None:  # (the workers of a Dask cluster: see cluster.py)
+            from .cluster import cluster_executor
+
+            cluster = cluster_executor(config, keyring, staging, family)
+            pool = cluster
+            config = replace(config, jobs=cluster.workers)  # (site-wide work is cut into batches for each)
+        elif config.jobs > 1:
             # fork is fastest, but forking a process that runs threads (serve, --watch)
             # can deadlock a child; forkserver starts workers from a clean process.
             method = "fork" if threading.active_count() == 1 else "forkserver"
-            pool = ProcessPoolExecutor(
+            processes = ProcessPoolExecutor(
                 config.jobs,
                 mp_context=multiprocessing.get_context(method),
                 initializer=init_worker,
                 initargs=(config, keyring, staging, family, True, os.getpid() if method == "fork" else None),
             )
+            pool = processes
             if method == "fork":  # start the workers now, from a small parent (see `_fork_now`)
-                _fork_now(pool)
+                _fork_now(processes)
     except BaseException as exc:
         _abandon(exc, pool, staging, False, site)
         raise
@@ -264,9 +271,7 @@ def _build(
     return replace(report, seconds=time.monotonic() - started)
 
 
-def _abandon(
-    exc: BaseException, pool: ProcessPoolExecutor | None, staging: Path, published: bool, site: Path
-) -> None:
+def _abandon(exc: BaseException, pool: Executor | None, staging: Path, published: bool, site: Path) -> None:
     """A build that stops: its workers and staging folder go (SITE is whole either way)."""
     if pool is not None:
         pool.shutdown(wait=True, cancel_futures=True)
@@ -418,7 +423,7 @@ class _Build:
         config: SiteConfig,
         keyring: Keyring,
         staging: Path,
-        pool: ProcessPoolExecutor | None,
+        pool: Executor | None,
         progress: Progress | None,
         cache: BuildState | None,
         key: str,

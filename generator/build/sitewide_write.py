@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -63,7 +63,7 @@ class SitewideStage:
     new_cache: BuildState
     """This build's cache, its numbers set: the stage records its files there."""
     staging: Path
-    pool: ProcessPoolExecutor | None
+    pool: Executor | None
     """Workers that make a full build's listing pages and search index meanwhile
     (None: this process makes them)."""
     keeps_manifest: bool

@@ -23,7 +23,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -272,9 +272,7 @@ _BATCH_RECORDS = 1000
 """Records listed by the pages of one batch handed to a worker (20 pages of 50)."""
 
 
-def hand_over_pages(
-    pool: ProcessPoolExecutor, lazies: list[Lazy], jobs: int, per_page: int
-) -> list[PageBatch]:
+def hand_over_pages(pool: Executor, lazies: list[Lazy], jobs: int, per_page: int) -> list[PageBatch]:
     """Have the workers make the pages among `lazies` that they can (`Lazy.job`):
     a full build's listing pages (1,200 at 20,000 records, a third of the
     site-wide stage's rendering), while the main process makes the rest. Each
@@ -353,7 +351,7 @@ class SearchHandOver:
     chunk is made (the main process asks whenever it could let the workers go
     on); `finish` waits for them all and removes the spilled postings."""
 
-    def __init__(self, pool: ProcessPoolExecutor, jobs: int, staging: Path, base: str) -> None:
+    def __init__(self, pool: Executor, jobs: int, staging: Path, base: str) -> None:
         self.pool, self.jobs, self.base = pool, jobs, base
         self.folder = staging / SPILL_FOLDER
         self.key = ""
@@ -408,11 +406,12 @@ class SearchHandOver:
 def run_tasks(
     fn: Callable[[T], R],
     items: Sequence[T],
-    pool: ProcessPoolExecutor | None,
+    pool: Executor | None,
     progress: Progress | None,
     label: str,
 ) -> Iterator[R]:
-    """Map in order, in the pool when there is one; report progress now and then."""
+    """Map in order, in the pool (a local process pool, or a Dask cluster's: see
+    cluster.py) when there is one; report progress now and then."""
     if pool is not None and len(items) > 1:
         workers = os.cpu_count() or 1
         results: Any = pool.map(fn, items, chunksize=max(1, min(64, len(items) // (4 * workers))))

@@ -37,6 +37,7 @@ def settings_from(args: argparse.Namespace) -> dict[str, Any]:
         "mirror_key": args.mirror_key,
         "allow_removals": args.allow_removals,
         "deployed": args.deployed,
+        "scheduler": getattr(args, "scheduler", None),  # (`build` only)
     }
 
 

@@ -134,7 +134,24 @@ def view_command(args: argparse.Namespace) -> str:
         with contextlib.suppress(ValueError, OSError):
             shown = program.absolute().relative_to(Path.cwd()).as_posix()
     words = list(getattr(args, "argv", None) or ["build"])
-    return shlex.join([shown, "serve", *words[1:]])
+    return shlex.join([shown, "serve", *_without_scheduler(words[1:])])
+
+
+def _without_scheduler(words: list[str]) -> list[str]:
+    """`words` less `--scheduler ADDRESS` (however abbreviated): a `build` option,
+    and a built site is viewed without a cluster."""
+    kept: list[str] = []
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+            continue
+        flag, equals, _ = word.partition("=")
+        if flag.startswith("--sc") and "--scheduler".startswith(flag):
+            skip = not equals
+            continue
+        kept.append(word)
+    return kept
 
 
 def _build(args: argparse.Namespace, config: SiteConfig, keyring: Keyring, seen: Look) -> BuildReport:
@@ -169,6 +186,12 @@ def add_site_commands(commands: Any) -> None:
     build = commands.add_parser("build", help="verify content/ and write the static site into site/")
     add_site_options(build)
     build.add_argument("--watch", action="store_true", help="then rebuild whenever an input changes")
+    build.add_argument(
+        "--scheduler",
+        metavar="ADDR",
+        help="run the workers' tasks on a Dask cluster: its scheduler's address (tcp://host:8786),"
+        " or 'local' for one of --jobs processes on this machine (needs pith-mirror[cluster])",
+    )
     build.set_defaults(handler=run_build_or_watch)
 
     serve = commands.add_parser("serve", help="build, preview the site locally and rebuild it on changes")

@@ -58,6 +58,10 @@ class SiteConfig:
     """Let a build unpublish any share of the mirror (see removal_guard.py)."""
     deployed: Path | None = None
     """The live site's mirror.json: its numbers count as published (see removal_guard.py)."""
+    scheduler: str | None = None
+    """Run the workers' tasks on a Dask cluster: "local" (a cluster of `jobs` worker
+    processes started on this machine) or a scheduler's address, "tcp://host:8786"
+    (see build/cluster.py). None: the local process pool."""
 
     @property
     def base_path(self) -> str:
@@ -100,6 +104,7 @@ _KEYS: dict[str, tuple[type, ...]] = {
     "relative": (bool,),
     "allow_removals": (bool,),
     "deployed": (str,),
+    "scheduler": (str,),
 }
 _TOML_TYPE_NAMES: dict[type, str] = {
     bool: "true or false",
@@ -272,6 +277,20 @@ def is_http_url_with_host(url: str) -> bool:
     )
 
 
+_SCHEDULER = re.compile(
+    r"(?:(?:tcp|tls|ws|wss|ucx)://)?(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?):([0-9]{1,5})"
+)
+
+
+def is_scheduler(value: str) -> bool:
+    """ "local", or a Dask scheduler's address: [PROTOCOL://]HOST:PORT, as `dask worker`
+    and `Client` take it (tcp:// when no protocol is named)."""
+    if value == "local":
+        return True
+    found = _SCHEDULER.fullmatch(value)
+    return found is not None and 1 <= int(found.group(1)) <= 65535
+
+
 MAX_BASE_URL = 2048
 """Longer is no address a reader types or a host serves; it also bounds how much of
 a site's manifest is read to tell that pith-mirror wrote it (change_check.py)."""
@@ -339,6 +358,12 @@ def validate(config: SiteConfig) -> None:
             f"must be from 1 to {max_jobs()} ({JOBS_PER_CORE} worker processes for each of {cores} core(s))",
         )
     check_max_bytes(config.max_bytes)
+    if config.scheduler is not None and not is_scheduler(config.scheduler):
+        raise ConfigError(
+            "scheduler",
+            f'{config.scheduler!r} is neither "local" nor a Dask scheduler\'s address such as'
+            " tcp://host:8786",
+        )
     if config.per_page < 1:
         raise ConfigError("per_page", "must be at least 1")
     if config.cname is not None and not is_host_name(config.cname):

@@ -1,0 +1,280 @@
+#!/usr/bin/env python3
+"""The cost of building on a Dask cluster: cold builds of N records with the local
+process pool and on a LocalCluster of as many workers, back to back.
+
+    python bench/cluster.py --records 20000 [--jobs J] [--rounds K] [--out results.json]
+
+Needs the project with its `cluster` extra (`pip install -e '.[cluster]'`).
+What one run does (see bench/README.md):
+1. writes N deterministic signed bundles (bench/corpus.py) and the bench key
+   into /dev/shm/pith-bench-<pid>/ (a temp dir if there is no /dev/shm);
+2. K rounds, each a cold `python -m generator build ... --quiet --jobs J` with
+   the local pool and one with `--scheduler local` (a LocalCluster of J worker
+   processes, started and closed by the build), in turn first and second from
+   round to round; output on tmpfs, start-up included, memory sampled as in
+   bench/run.py;
+3. checks that every build wrote the same files, byte for byte;
+4. prints each build, the medians and the cluster's overhead against the
+   pool (the issue's target: at most 15 %), writes them as JSON (default
+   bench/results/cluster.json) and removes its folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import re
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from multiprocessing import Pool
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench import corpus  # noqa: E402
+
+TARGET = 0.15
+"""The issue's: a build on a LocalCluster at most 15 % slower than with the pool."""
+
+
+SAMPLE_SECONDS = 0.05
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+SUMMARY = re.compile(r"files written in ([0-9.]+)s")
+CHILD_ENV = {  # (the builds import `generator` from this tree, as bench/run.py's do)
+    **os.environ,
+    "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+}
+
+
+@dataclass
+class Measured:
+    seconds: float
+    own_seconds: float
+    """The build's own clock, from its summary line (no interpreter start or exit)."""
+    cpu_seconds: float
+    peak_rss_bytes: int
+    """RSS summed over the build and every process under it (its workers, a LocalCluster's
+    nannies and workers), sampled every SAMPLE_SECONDS: as bench/run.py samples it."""
+    processes: int
+
+
+def _tree(root: int) -> list[int]:
+    """`root` and every process under it (Linux: /proc/PID/task/TID/children)."""
+    pids, queue = [], [root]
+    while queue:
+        pid = queue.pop()
+        pids.append(pid)
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/children") as handle:
+                    queue += [int(child) for child in handle.read().split()]
+            except OSError:
+                continue
+    return pids
+
+
+def _rss(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/statm") as handle:
+            return int(handle.read().split()[1]) * PAGE_SIZE
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def measure(command: list[str], cwd: Path) -> Measured:
+    """Run one build: wall time, CPU (of it and the processes it waited for), peak RSS."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_before = usage.ru_utime + usage.ru_stime
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        command, cwd=cwd, env=CHILD_ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    peak = {"rss": 0, "processes": 0}
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            pids = _tree(proc.pid)
+            peak["rss"] = max(peak["rss"], sum(_rss(pid) for pid in pids))
+            peak["processes"] = max(peak["processes"], len(pids))
+            done.wait(SAMPLE_SECONDS)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    stdout, stderr = proc.communicate()
+    seconds = time.perf_counter() - started
+    done.set()
+    sampler.join()
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    found = SUMMARY.search(stdout)
+    if proc.returncode != 0 or found is None:
+        raise SystemExit(f"bench: the build failed (exit {proc.returncode}):\n{stdout}{stderr}")
+    return Measured(
+        seconds,
+        float(found.group(1)),
+        usage.ru_utime + usage.ru_stime - cpu_before,
+        peak["rss"],
+        peak["processes"],
+    )
+
+
+def _write(args: tuple[Path, int]) -> None:
+    folder, index = args
+    body, data = corpus.make_bundle(index)
+    (folder / f"{body}.bundle.json").write_bytes(data)
+
+
+def loadavg() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def machine() -> dict[str, Any]:
+    model = ""
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            model = line.split(":", 1)[1].strip()
+            break
+    commit = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    return {"cpus": os.cpu_count(), "cpu": model, "python": platform.python_version(), "commit": commit}
+
+
+def tree_digest(root: Path) -> tuple[int, str]:
+    """(files, one SHA-256 over every file's path and bytes, in path order)."""
+    digest = hashlib.sha256()
+    count = 0
+    for folder, dirs, names in os.walk(root):
+        dirs.sort()
+        for name in sorted(names):
+            path = Path(folder) / name
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+            count += 1
+    return count, digest.hexdigest()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--records", type=int, required=True, metavar="N", help="how many signed bundles")
+    parser.add_argument(
+        "--jobs", type=int, default=os.cpu_count() or 1, metavar="J", help="pool and cluster workers"
+    )
+    parser.add_argument("--rounds", type=int, default=2, metavar="K", help="builds of each kind (default 2)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=ROOT / "bench" / "results" / "cluster.json",
+        metavar="FILE",
+        help="results as JSON (default bench/results/cluster.json)",
+    )
+    args = parser.parse_args(argv)
+    if args.records < 1 or args.rounds < 1 or args.jobs < 1:
+        parser.error("--records, --rounds and --jobs must be at least 1")
+    shm = Path("/dev/shm")
+    base = Path(tempfile.mkdtemp(prefix="pith-bench-", dir=shm if shm.is_dir() else None))
+    try:
+        content, keys, site = base / "content", base / "bench-keys.json", base / "site"
+        content.mkdir()
+        print(f"bench: writing {args.records:,} signed bundles into {content} ...", file=sys.stderr)
+        with Pool(args.jobs) as pool:
+            pool.map(_write, [(content, i) for i in range(args.records)], chunksize=200)
+        corpus.write_keys(keys)
+        command = [sys.executable, "-m", "generator", "build", "--keys", str(keys), str(content), str(site)]
+        command += ["--quiet", "--clean", "--jobs", str(args.jobs)]
+        kinds = {"pool": command, "cluster": [*command, "--scheduler", "local"]}
+        load_before = loadavg()
+        runs: list[dict[str, Any]] = []
+        outputs: set[tuple[int, str]] = set()
+        for round_ in range(args.rounds):
+            order = ["pool", "cluster"] if round_ % 2 == 0 else ["cluster", "pool"]
+            for kind in order:
+                shutil.rmtree(site, ignore_errors=True)
+                shutil.rmtree(base / ".pith-cache", ignore_errors=True)
+                print(f"bench: round {round_ + 1}, {kind} ...", file=sys.stderr)
+                result = measure(kinds[kind], base)
+                outputs.add(tree_digest(site))
+                runs.append(
+                    {
+                        "kind": kind,
+                        "round": round_ + 1,
+                        "seconds": round(result.seconds, 2),
+                        "own_seconds": result.own_seconds,
+                        "cpu_seconds": round(result.cpu_seconds, 2),
+                        "peak_rss_mb": round(result.peak_rss_bytes / 1e6),
+                        "processes": result.processes,
+                        "loadavg_after": loadavg(),
+                    }
+                )
+                print(f"  {json.dumps(runs[-1])}", file=sys.stderr)
+        median = {kind: statistics.median(r["seconds"] for r in runs if r["kind"] == kind) for kind in kinds}
+        overhead = median["cluster"] / median["pool"] - 1
+        results = {
+            "records": args.records,
+            "jobs": args.jobs,
+            "rounds": args.rounds,
+            "runs": runs,
+            "median_seconds": median,
+            "median_rss_mb": {
+                kind: statistics.median(r["peak_rss_mb"] for r in runs if r["kind"] == kind) for kind in kinds
+            },
+            "overhead": round(overhead, 4),
+            "identical": len(outputs) == 1,
+            "files": sorted(outputs)[0][0],
+            "loadavg_before": load_before,
+            "loadavg_after": loadavg(),
+            "machine": machine(),
+            "folder": str(base),
+        }
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(results, indent=2) + "\n")
+        print(table(results))
+        return 0 if results["identical"] else 1
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def table(results: dict[str, Any]) -> str:
+    lines = [
+        f"{'build':<34} {'wall s':>7} {'own s':>7} {'CPU s':>7} {'peak RSS MB':>11} {'processes':>9}",
+        f"{'-' * 34} {'-' * 7} {'-' * 7} {'-' * 7} {'-' * 11} {'-' * 9}",
+    ]
+    for run in results["runs"]:
+        what = "local pool" if run["kind"] == "pool" else "LocalCluster (--scheduler local)"
+        lines.append(
+            f"{what:<34} {run['seconds']:>7.2f} {run['own_seconds']:>7.2f} {run['cpu_seconds']:>7.2f}"
+            f" {run['peak_rss_mb']:>11,} {run['processes']:>9}"
+        )
+    n, jobs = results["records"], results["jobs"]
+    median = results["median_seconds"]
+    verdict = "PASS" if results["overhead"] <= TARGET else "MISS"
+    lines += [
+        "",
+        f"N={n:,}, {jobs} workers: median {median['pool']:.2f} s with the pool, {median['cluster']:.2f} s on"
+        f" the cluster: overhead {results['overhead']:+.1%} (target <= {TARGET:.0%}: {verdict})",
+        f"every build wrote the same {results['files']:,} files, byte for byte: {results['identical']}",
+        f"load average before {results['loadavg_before']}, after {results['loadavg_after']}",
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

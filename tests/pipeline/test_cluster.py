@@ -1,0 +1,383 @@
+"""Builds on a Dask cluster (`--scheduler`, build/cluster.py) give the bytes of a
+local build: on two workers and in many tasks, incrementally, and with a worker
+killed part-way; a scheduler nothing answers at, or Dask missing, is a clear
+error that leaves SITE as it was.
+
+The cluster is a `LocalCluster` of two worker processes that this module starts
+(and closes); builds reach it by its address, as they would a remote one."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import dask.config
+import distributed
+import factories as f
+import pytest
+from sitekit import BOTH_KEYS, REAL_BUNDLE, REAL_RECORD, Project, all_paths, bundle_events, record_doc, tree
+
+from generator.build import cluster as cluster_module
+from generator.build.pipeline import build
+from generator.commands.cli import main
+from generator.commands.site_commands import view_command
+from generator.site import search_index
+from generator.site.config import SiteConfig, is_scheduler, load_config
+from generator.trust.errors import BuildError, ConfigError
+
+PER_PAGE = 4  # (many listing pages, which the workers make in a full build)
+
+
+def inputs() -> list[tuple[str, bytes]]:
+    """62 documents: bundles with one to three snapshots, records in pairs of versions
+    of one paper (which share its integrity report), the two real documents, one
+    refused file, and a page."""
+    docs: list[tuple[str, Any]] = [
+        (REAL_RECORD.name, REAL_RECORD.read_bytes()),
+        (REAL_BUNDLE.name, REAL_BUNDLE.read_bytes()),
+        ("refused.json", b"{broken"),
+        ("pages/about.md", b"# About\n\nA mirror built on a cluster.\n"),
+    ]
+    for i in range(44):
+        title = f"Clustered paper {i}"
+        record = f.canonical_record(
+            source_id=f"2301.{i:05d}", title=title, submitted_at=f"2023-01-{1 + i % 28:02d}T00:00:00Z"
+        )
+        events = bundle_events(record, title, 1 + i % 3)
+        docs.append((f"b/{i:02d}.json", f.bundle(record=record, title=title, events=events)))
+    for i in range(15):
+        paper, version = f"2302.{i // 2:05d}", 1 + i % 2
+        docs.append((f"r/{i:02d}.json", record_doc(source_id=paper, version=version, title=f"Record {i}")))
+    return [(name, data if isinstance(data, bytes) else f.to_bytes(data)) for name, data in docs]
+
+
+@pytest.fixture(scope="module")
+def files() -> list[tuple[str, bytes]]:
+    return inputs()
+
+
+def few(files: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
+    """Ten documents that all verify (a build of them exits 0)."""
+    return [(name, data) for name, data in files if name != "refused.json"][:10]
+
+
+def make(root: Path, files: list[tuple[str, bytes]]) -> Project:
+    p = Project(root)
+    for name, data in files:
+        p.add(name, data)
+    return p
+
+
+@pytest.fixture(scope="module")
+def dask_cluster() -> Iterator[distributed.LocalCluster]:
+    """Two worker processes of one thread each, started here and closed after."""
+    with distributed.LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        memory_limit="1GiB",
+        dashboard_address=None,
+        silence_logs=logging.ERROR,
+    ) as started:
+        yield started
+
+
+@pytest.fixture
+def client(dask_cluster: distributed.LocalCluster) -> Iterator[distributed.Client]:
+    """The test's own connection to the cluster, to look at its workers."""
+    with distributed.Client(dask_cluster.scheduler_address, set_as_default=False) as connected:
+        connected.wait_for_workers(2, timeout=30)
+        yield connected
+
+
+@pytest.fixture(scope="module")
+def local_site(tmp_path_factory: pytest.TempPathFactory, files: list[tuple[str, bytes]]) -> dict[str, bytes]:
+    """The inputs built by the local pool, two workers: what every cluster build must equal."""
+    p = make(tmp_path_factory.mktemp("local"), files)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(search_index, "SEARCH_CHUNK", 8)
+        report = p.build(jobs=2, per_page=PER_PAGE)
+    assert report.published == 61 and report.refused_files == 1 and report.mode == "full"
+    return tree(p.site)
+
+
+@pytest.fixture
+def small_tasks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Small batches, so that a map of 60 documents is many tasks (in production a task
+    holds hundreds), and a search index of several chunks."""
+    monkeypatch.setattr(cluster_module, "MIN_BATCH", 2)
+    monkeypatch.setattr(search_index, "SEARCH_CHUNK", 8)
+
+
+def same_site(site: Path, expected: dict[str, bytes]) -> None:
+    built = tree(site)
+    assert sorted(built) == sorted(expected)
+    assert [path for path in built if built[path] != expected[path]] == []
+
+
+def build_on(p: Project, where: str, **settings: Any) -> Any:
+    return p.build(scheduler=where, jobs=2, per_page=PER_PAGE, **settings)
+
+
+@pytest.mark.usefixtures("small_tasks")
+def test_a_build_on_a_cluster_is_byte_identical_to_a_local_one(
+    tmp_path: Path,
+    files: list[tuple[str, bytes]],
+    local_site: dict[str, bytes],
+    dask_cluster: distributed.LocalCluster,
+    client: distributed.Client,
+) -> None:
+    p = make(tmp_path, files)
+    with distributed.get_task_stream(client) as stream:
+        report = build_on(p, dask_cluster.scheduler_address)
+    assert report.published == 61 and report.mode == "full"
+    same_site(p.site, local_site)
+    assert not p.staging.exists()
+    # (every kind of task ran on the cluster, the map in many batches, on both workers)
+    ran = [task["key"] for task in stream.data]
+    kinds = {key.split("-")[1] for key in ran}
+    assert {"examine_task", "render_pages_task", "search_chunk_task", "search_shards_task"} <= kinds
+    assert sum(key.startswith("pith-examine_task-") for key in ran) >= 8
+    assert len({task["worker"] for task in stream.data}) == 2
+
+
+@pytest.mark.usefixtures("small_tasks")
+def test_each_build_sets_the_workers_up_for_itself(
+    tmp_path: Path,
+    files: list[tuple[str, bytes]],
+    local_site: dict[str, bytes],
+    dask_cluster: distributed.LocalCluster,
+) -> None:
+    """Workers that served another site's build (other settings, another staging
+    folder) serve the next one as if they were new."""
+    other = make(tmp_path / "other", files)
+    build_on(other, dask_cluster.scheduler_address, site_title="Another Mirror", base_url="/other/")
+    assert "Another Mirror" in other.text("index.html")
+    p = make(tmp_path / "this", files)
+    build_on(p, dask_cluster.scheduler_address)
+    same_site(p.site, local_site)
+
+
+@pytest.mark.usefixtures("small_tasks")
+def test_an_incremental_build_on_a_cluster_equals_a_clean_build(
+    tmp_path: Path, files: list[tuple[str, bytes]], dask_cluster: distributed.LocalCluster
+) -> None:
+    where = dask_cluster.scheduler_address
+    changing = make(tmp_path / "changing", files)
+    build_on(changing, where)
+    title = "Clustered paper 3"
+    record = f.canonical_record(source_id="2301.00003", title=title, submitted_at="2023-01-04T00:00:00Z")
+    grown = f.bundle(record=record, title=title, events=bundle_events(record, title, 3))
+    changing.add("b/03.json", grown)  # (a bundle one snapshot longer)
+    changing.add("r/new.json", record_doc(source_id="2303.00001", title="Added Later"))
+    changing.add("refused.json", record_doc(source_id="2303.00002", title="Fixed Later"))
+    report = build_on(changing, where)
+    assert report.mode == "incremental" and len(report.changed) == 3 and report.refused_files == 0
+    fresh = Project(tmp_path / "fresh")
+    fresh.content.mkdir(parents=True)
+    for path in sorted(changing.content.rglob("*")):
+        if path.is_file():
+            fresh.add(path.relative_to(changing.content).as_posix(), path.read_bytes())
+    fresh.build(jobs=2, per_page=PER_PAGE)
+    same_site(changing.site, tree(fresh.site))
+
+
+@pytest.mark.usefixtures("small_tasks")
+def test_a_worker_killed_during_a_build_changes_no_byte(
+    tmp_path: Path,
+    files: list[tuple[str, bytes]],
+    local_site: dict[str, bytes],
+    dask_cluster: distributed.LocalCluster,
+    client: distributed.Client,
+) -> None:
+    """Killed once the first task's results are in: the tasks it ran or held
+    (results the build had not yet taken) run again, on it once its nanny has
+    started it anew or on the other, and write the same bytes again."""
+    before = client.run(os.getpid)
+    victim = before[sorted(before)[0]]
+    killed: list[tuple[int, int]] = []
+
+    def progress(label: str, done: int, total: int) -> None:
+        if label == "verified" and not killed:
+            os.kill(victim, signal.SIGKILL)
+            killed.append((done, total))
+
+    p = make(tmp_path, files)
+    config = p.config(scheduler=dask_cluster.scheduler_address, jobs=2, per_page=PER_PAGE)
+    report = build(config, BOTH_KEYS, progress)
+    assert killed and killed[0][0] < killed[0][1]  # (killed with results still to come)
+    assert report.published == 61
+    same_site(p.site, local_site)
+    client.wait_for_workers(2, timeout=30)  # (its nanny started it again)
+    deadline = time.monotonic() + 30
+    while victim in client.run(os.getpid).values() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert victim not in client.run(os.getpid).values()
+
+
+@pytest.mark.usefixtures("small_tasks")
+def test_a_task_whose_workers_keep_dying_stops_the_build_and_site_stays(
+    tmp_path: Path,
+    files: list[tuple[str, bytes]],
+    dask_cluster: distributed.LocalCluster,
+    client: distributed.Client,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With no second try allowed (Dask's `allowed-failures`, 3 by default), the task
+    the killed worker ran fails: a `BuildError`, and SITE as it was."""
+    p = make(tmp_path, files)
+    p.build(jobs=1, per_page=PER_PAGE)
+    before, paths = tree(p.site), all_paths(tmp_path)
+    monkeypatch.setattr(dask_cluster.scheduler, "allowed_failures", 0)
+    victim = next(iter(client.run(os.getpid).values()))
+
+    def progress(label: str, done: int, total: int) -> None:
+        if label == "verified":
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(victim, signal.SIGKILL)
+
+    config = p.config(scheduler=dask_cluster.scheduler_address, jobs=2, per_page=PER_PAGE)
+    with pytest.raises(BuildError, match="a cluster worker stopped unexpectedly") as raised:
+        build(config, BOTH_KEYS, progress, incremental=False)
+    assert raised.value.path == dask_cluster.scheduler_address
+    assert tree(p.site) == before and all_paths(tmp_path) == paths
+    client.wait_for_workers(2, timeout=30)
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on (bound, then closed at once)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+def cli_build(p: Project, *more: str) -> list[str]:
+    p.write_keys()
+    return ["build", str(p.content), str(p.site), "--keys", str(p.keys_file), "--quiet", *more]
+
+
+def test_a_scheduler_nothing_answers_at_is_a_clear_error_and_site_stays(
+    tmp_path: Path, files: list[tuple[str, bytes]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    p = make(tmp_path, few(files))
+    assert main(cli_build(p, "--jobs", "1")) == 0
+    before, paths = tree(p.site), all_paths(tmp_path)
+    address = f"tcp://127.0.0.1:{free_port()}"
+    capsys.readouterr()
+    with dask.config.set({"distributed.comm.timeouts.connect": "2s"}):
+        started = time.monotonic()
+        code = main(cli_build(p, "--clean", "--scheduler", address))
+    assert time.monotonic() - started < 20
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith(f"pith-mirror: {address}: no Dask scheduler answers at this address")
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert tree(p.site) == before and all_paths(tmp_path) == paths  # (no staging folder left either)
+
+
+def test_without_dask_a_cluster_build_says_what_to_install(
+    tmp_path: Path,
+    files: list[tuple[str, bytes]],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    p = make(tmp_path, few(files))
+    assert main(cli_build(p, "--jobs", "1")) == 0
+    before, paths = tree(p.site), all_paths(tmp_path)
+    capsys.readouterr()
+    monkeypatch.setitem(sys.modules, "distributed", None)  # (`import distributed` fails)
+    code = main(cli_build(p, "--clean", "--scheduler", "local"))
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("pith-mirror: configuration: scheduler: building on a Dask cluster needs")
+    assert "pip install 'pith-mirror[cluster]'" in err and "Traceback" not in err
+    assert tree(p.site) == before and all_paths(tmp_path) == paths
+
+
+def test_a_build_without_a_scheduler_never_imports_dask(tmp_path: Path) -> None:
+    """The local pool stays the default, and Dask an extra nothing else needs."""
+    p = make(tmp_path, few(inputs()))
+    p.write_keys()
+    code = (
+        "import sys; from generator.commands.cli import main; "
+        f"code = main({cli_build(p, '--jobs', '2')!r}); "
+        "assert 'distributed' not in sys.modules and 'dask' not in sys.modules, 'dask imported'; "
+        "sys.exit(code)"
+    )
+
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize(
+    ("value", "ok"),
+    [
+        ("local", True),
+        ("tcp://127.0.0.1:8786", True),
+        ("tls://scheduler.example.org:8786", True),
+        ("scheduler:8786", True),
+        ("tcp://[::1]:8786", True),
+        ("", False),
+        ("Local", False),
+        ("tcp://host", False),
+        ("tcp://host:0", False),
+        ("tcp://host:70000", False),
+        ("http://host:8786", False),
+        ("tcp://host:8786/path", False),
+        ("tcp://ho st:8786", False),
+    ],
+)
+def test_the_scheduler_setting_is_local_or_an_address(value: str, ok: bool) -> None:
+    assert is_scheduler(value) is ok
+
+
+def test_a_bad_scheduler_setting_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = Project(tmp_path)
+    p.add_real()
+    assert main(cli_build(p, "--scheduler", "tcp://nowhere")) == 2
+    err = capsys.readouterr().err
+    assert "configuration: scheduler: 'tcp://nowhere' is neither \"local\" nor" in err
+    assert not p.site.exists()
+
+
+def test_the_suggested_serve_command_leaves_the_scheduler_out() -> None:
+    words = ["build", "content", "site", "--scheduler", "tcp://h:8786", "--jobs", "4", "--sched=local"]
+    assert view_command(argparse.Namespace(argv=words)).endswith("serve content site --jobs 4")
+
+
+def test_batches_are_a_multiple_of_the_workers_and_hold_hundreds() -> None:
+    def tasks(items: int, workers: int) -> tuple[int, int]:
+        size = cluster_module.batch_size(items, workers)
+        return size, -(-items // size)
+
+    assert tasks(4_000, 2) == (500, 8)  # (four tasks a worker)
+    assert tasks(2_000, 2) == (250, 8)
+    assert tasks(600, 2) == (300, 2)  # (fewer, to hold 250 each)
+    assert tasks(60, 2) == (30, 2)  # (one a worker, however small)
+    assert tasks(20_000, 64) == (313, 64)
+    assert tasks(20_000, 2) == (1000, 20)  # (no task over 1,000)
+    assert tasks(100_000, 64) == (391, 256)
+    assert tasks(3_000_000, 64) == (998, 3_007)
+    assert tasks(1, 8) == (1, 1)
+
+
+def test_the_setting_comes_from_the_settings_file_too(tmp_path: Path) -> None:
+    assert SiteConfig().scheduler is None  # (the local pool by default)
+    settings = tmp_path / "pith-mirror.toml"
+    settings.write_text('scheduler = "tcp://scheduler.example.org:8786"\n', "utf-8")
+    assert load_config(settings, {}).scheduler == "tcp://scheduler.example.org:8786"
+    assert load_config(settings, {"scheduler": "local"}).scheduler == "local"  # (the flag wins)
+    settings.write_text("scheduler = 8786\n", "utf-8")
+    with pytest.raises(ConfigError, match="expected a string, found an integer"):
+        load_config(settings, {})
