@@ -6,6 +6,7 @@ error that leaves SITE as it was.
 The cluster is a `LocalCluster` of two worker processes that this module starts
 (and closes); builds reach it by its address, as they would a remote one."""
 
+# ruff: noqa: E402  (the extra is looked for before anything imports it)
 from __future__ import annotations
 
 import argparse
@@ -21,10 +22,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import dask.config
-import distributed
 import factories as f
 import pytest
+from extraskit import need
+
+need("distributed", "cluster", module_level=True)
+
+import dask.config
+import distributed
 from sitekit import BOTH_KEYS, REAL_BUNDLE, REAL_RECORD, Project, all_paths, bundle_events, record_doc, tree
 
 from generator.build import cluster as cluster_module

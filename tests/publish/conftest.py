@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 import storagekit
+from extraskit import need
 
 from generator.commands.publish_commands import add_publish_commands
 from generator.publish.storage import RetryPolicy, Storage, open_storage
@@ -116,6 +117,8 @@ def content_copy(tmp_path: Path) -> Path:
 def s3() -> Iterator[storagekit.S3StandIn]:
     """An S3 stand-in (moto's server behind a proxy that counts and fails requests) on
     loopback, once per session: never a real cloud."""
+    need("moto.server", "ci")
+    need("obstore", "storage")
     with storagekit.s3_stand_in() as stand_in:
         yield stand_in
 

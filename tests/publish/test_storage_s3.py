@@ -5,12 +5,17 @@ and a store that stays down becoming a typed error.
 The stand-in's proxy (tests/storagekit.py) counts every request and answers the
 ones a test asks for with 503 SlowDown or another status."""
 
+# ruff: noqa: E402  (the extra is looked for before anything imports it)
 from __future__ import annotations
 
 import hashlib
 import time
 
 import pytest
+from extraskit import need
+
+need("obstore", "storage", module_level=True)
+
 import storagekit
 
 from generator.publish.storage import (
