@@ -8,7 +8,9 @@ Rules:
   entry, so that a build which changed one record does not read 20,000 entries
   to write the feed and the report.
 - `NumberTable` maps every published number to its entry and reads a
-  partition's entries the first time one of them is asked for.
+  partition's entries the first time one of them is asked for; `FileTable`
+  maps every content file to its entry, made from the index only when asked
+  for (an incremental build asks for the few files that changed).
 """
 
 from __future__ import annotations

@@ -14,7 +14,9 @@ Rules:
   stat the entries file had when written, checked before the build relies on
   reading it later). A file is used only if its bytes hash as the head says;
   a build stopped between writing a partition and the head leaves a head that
-  does not match, and the next build is a full one, never a wrong one.
+  does not match, and the next build is a full one, never a wrong one. (An
+  entries file read later that does not hash as named makes the build start
+  again in full: see pipeline.build.)
 - A build rewrites only the partitions whose entries it changed (the rest are
   the very objects it read, or never read), so one changed document costs its
   partition's reading and writing, not the whole state's. A build on a cluster
