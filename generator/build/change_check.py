@@ -281,7 +281,7 @@ def _last_if_unchanged(config: SiteConfig, key: str, extra: str) -> tuple[Unchan
     known to be for this key, so a first build, or one after a change of
     settings, does not stat every input for nothing."""
     try:
-        data = _read_checked(config.cache_dir / QUICK_FILE)
+        data = read_checked(config.cache_dir / QUICK_FILE)
         if data.get("format") != CACHE_FORMAT or data.get("key") != key or data.get("extra") != extra:
             return None, None
     except (OSError, ValueError, AttributeError):
@@ -315,7 +315,7 @@ def save_unchanged(
     directory: Path, key: str, extra: str, manifest_sha256: str, stats: Mapping[str, int], report: Unchanged
 ) -> None:
     """Write the companion file after a build (`stats`: see `stat_key`)."""
-    _write_checked(
+    write_checked(
         directory,
         QUICK_FILE,
         {
@@ -331,7 +331,9 @@ def save_unchanged(
     )
 
 
-def _read_checked(path: Path) -> Any:
+def read_checked(path: Path) -> Any:
+    """A small JSON file written by `write_checked`: its SHA-256 on the first line, then
+    the JSON. ValueError when the checksum does not match (a torn or edited file)."""
     with open_regular(path) as handle:  # (a named pipe there would hang, a device never end)
         raw = handle.read()
     checksum, _, payload = raw.partition(b"\n")
@@ -340,7 +342,8 @@ def _read_checked(path: Path) -> Any:
     return orjson.loads(payload)
 
 
-def _write_checked(directory: Path, name: str, data: Any) -> None:
+def write_checked(directory: Path, name: str, data: Any) -> None:
+    """Write `data` as `read_checked` reads it, atomically."""
     payload = orjson.dumps(data)
     directory.mkdir(parents=True, exist_ok=True)
     write_atomic(directory / name, hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload)

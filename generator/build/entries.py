@@ -122,13 +122,6 @@ class NumberTable(MutableMapping[str, NumberEntry]):
         """Partitions whose entries this table changed."""
 
     @classmethod
-    def of(cls, entries: dict[str, NumberEntry]) -> NumberTable:
-        table = cls()
-        for number, entry in entries.items():
-            table[number] = entry
-        return table
-
-    @classmethod
     def read_later(cls, rows: dict[str, NumberRow], readers: dict[str, PartReader]) -> NumberTable:
         return cls(rows, {part: Stored(reader) for part, reader in readers.items()})
 

@@ -113,7 +113,6 @@ def build(
                     forget_saved(config.cache_dir)
                     if warm is not None:
                         warm.cache = None
-                    seen = replace(seen, report=None) if seen is not None else None
                     report = _build(config, keyring, progress, False, warm, None, seen)
                     return _with_note(report, f"the build state was damaged ({exc}): built in full")
             except BaseException:
@@ -480,10 +479,9 @@ class _Build:
             for name in entries
             if touched is None or entries.pith_number(name) in touched
             if (candidate := entries[name].candidate) is not None
+            and (touched is None or candidate.pith_number in touched)
         ]
         published = self.published_documents(candidates, touched)
-        if touched is not None:
-            candidates = [c for c in candidates if c.pith_number in touched]
         selection = select(candidates, published, refused_numbers, unidentified)
         self.new_cache.contested = selection.contested
         selection_notes = tuple(selection.notes)

@@ -401,11 +401,11 @@ def _context_inputs(rejections: list[Rejection], notes: list[str], extra: str) -
     return digest.hexdigest()
 
 
-def _sitewide_inputs(summaries: list[NumberRow], context: str) -> str:
+def _sitewide_inputs(rows: list[NumberRow], context: str) -> str:
     """Fingerprint of everything site-wide pages are made from: every record's
-    summary, and the rest (`context`: see `_context_inputs`)."""
+    summary (by its digest), and the rest (`context`: see `_context_inputs`)."""
     digest = hashlib.sha256(context.encode())
-    digest.update("".join([summary.digest for summary in summaries]).encode())  # (one update, not 20,000)
+    digest.update("".join([row.digest for row in rows]).encode())  # (one update, not 20,000)
     return digest.hexdigest()
 
 

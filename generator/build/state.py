@@ -40,20 +40,25 @@ import errno
 import hashlib
 import os
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from ..site.config import SiteConfig
 from ..site.layout import MANIFEST_PATH
 from ..site.page_model import NumberRow
 from ..trust.files import file_sha256, open_regular, write_atomic
-from .change_check import CACHE_FORMAT, QUICK_FILE, Unchanged, save_unchanged, stat_key
+from .change_check import (
+    CACHE_FORMAT,
+    QUICK_FILE,
+    Unchanged,
+    read_checked,
+    save_unchanged,
+    stat_key,
+    write_checked,
+)
 from .entries import (
     NO_NUMBER,
     PREFIX_CHARS,
@@ -61,6 +66,7 @@ from .entries import (
     FileTable,
     NumberEntry,
     NumberTable,
+    PartReader,
     StateDamaged,
     Stored,
     StoredFile,
@@ -118,9 +124,10 @@ class SavedPart:
     entries_sha256: str
     entries_stat: int
     files: dict[str, FileEntry | StoredFile]
-    rows: dict[str, NumberRow]
     entries: Stored | None
-    """The stored partition its entries are read from (or were written from)."""
+    """The stored partition its entries are read from (or were written from): a
+    table that still reads a partition from it changed none of its numbers (a
+    change takes the partition over, see NumberTable)."""
 
     def head(self) -> list[Any]:
         return [self.index_sha256, self.entries_sha256, str(self.entries_stat)]
@@ -134,7 +141,7 @@ def load_cache(directory: Path, key: str, site: Path) -> BuildState | None:
     index. The numbers' entries are read later, a partition at a time, when asked
     for (see `NumberTable`)."""
     try:
-        head = _read_head(directory / CACHE_FILE)
+        head = read_checked(directory / CACHE_FILE)
         if head.get("format") != CACHE_FORMAT or head.get("key") != key:
             return None
         manifest = site / MANIFEST_PATH
@@ -152,20 +159,20 @@ def load_cache(directory: Path, key: str, site: Path) -> BuildState | None:
         folder = directory / PARTS_FOLDER
         files: dict[str, FileEntry | StoredFile] = {}
         rows: dict[str, NumberRow] = {}
-        readers: dict[str, Callable[[], dict[str, NumberEntry]]] = {}
+        readers: dict[str, PartReader] = {}
         parts: dict[str, Any] = head["parts"]
-        found: dict[str, tuple[str, str, int, dict[str, FileEntry | StoredFile], dict[str, NumberRow]]] = {}
+        found: dict[str, tuple[str, str, int, dict[str, FileEntry | StoredFile]]] = {}
         for part in sorted(parts):
             index_sha256, entries_sha256, entries_stat = parts[part]
-            if not _PART_NAME.fullmatch(part) or stat_key(folder / f"{part}{_ENTRIES}") != int(entries_stat):
+            entries = folder / f"{part}{_ENTRIES}"
+            if not _PART_NAME.fullmatch(part) or stat_key(entries) != int(entries_stat):
                 return None
             part_files, part_rows = _read_index(folder / f"{part}{_INDEX}", part, index_sha256)
             files.update(part_files)
             rows.update(part_rows)
-            entries = folder / f"{part}{_ENTRIES}"
             own = FileTable(part_files)  # (a number's documents are its partition's files)
             readers[part] = partial(_read_entries, entries, entries_sha256, own, part_rows)
-            found[part] = (index_sha256, entries_sha256, int(entries_stat), part_files, part_rows)
+            found[part] = (index_sha256, entries_sha256, int(entries_stat), part_files)
         cache.files = FileTable(files)
         cache.files.sort()
         if any(a > b for a, b in pairwise(rows)):
@@ -177,16 +184,7 @@ def load_cache(directory: Path, key: str, site: Path) -> BuildState | None:
         return None
 
 
-def _read_head(path: Path) -> Any:
-    with open_regular(path) as handle:  # (a named pipe there would hang)
-        raw = handle.read()
-    checksum, _, payload = raw.partition(b"\n")
-    if hashlib.sha256(payload).hexdigest().encode() != checksum:
-        raise ValueError("the head's checksum")
-    return orjson.loads(payload)
-
-
-def _read_checked(path: Path, sha256: str) -> bytes:
+def _read_named(path: Path, sha256: str) -> bytes:
     with open_regular(path) as handle:
         raw = handle.read()
     if hashlib.sha256(raw).hexdigest() != sha256:
@@ -199,7 +197,7 @@ def _read_index(
 ) -> tuple[dict[str, FileEntry | StoredFile], dict[str, NumberRow]]:
     """A partition's index: one JSON document (read by every build, so decoded in
     one call), `{"files": {name: entry}, "rows": [row, ...]}`."""
-    index = loads_line(_read_checked(path, sha256))
+    index = loads_line(_read_named(path, sha256))
     stored, listed = index["files"], index["rows"]
     if type(stored) is not dict or type(listed) is not list:
         raise ValueError("an index of another shape")
@@ -224,7 +222,7 @@ def _read_entries(
     the file is not the one the head names, or does not read back whole)."""
     try:
         numbers: dict[str, NumberEntry] = {}
-        for line in _read_checked(path, sha256).splitlines():
+        for line in _read_named(path, sha256).splitlines():
             kind, number, value = loads_line(line)
             if kind != "n":
                 raise ValueError("a line of no known kind")
@@ -273,7 +271,6 @@ def save_cache(directory: Path, cache: BuildState) -> None:
             and old.entries is not None
             and table.stored(part) is old.entries
             and _same(old.files, part_files)
-            and _same(old.rows, part_rows)
         ):
             saved[part] = old  # (its entries the very ones saved, whether or not read)
             continue
@@ -293,10 +290,11 @@ def save_cache(directory: Path, cache: BuildState) -> None:
             hashlib.sha256(data).hexdigest(),
             stat_key(folder / f"{part}{_ENTRIES}"),
             part_files,
-            part_rows,
             table.settle(part, entries),
         )
-    head = orjson.dumps(
+    write_checked(
+        directory,
+        CACHE_FILE,
         {
             "format": CACHE_FORMAT,
             "key": cache.key,
@@ -307,9 +305,8 @@ def save_cache(directory: Path, cache: BuildState) -> None:
             "contested": sorted(cache.contested),
             "notes": list(cache.notes),
             "parts": {part: s.head() for part, s in saved.items()},
-        }
+        },
     )
-    write_atomic(directory / CACHE_FILE, hashlib.sha256(head).hexdigest().encode() + b"\n" + head)
     cache.saved = saved
     with os.scandir(folder) as listed:
         kept = {f"{part}{kind}" for part in saved for kind in (_INDEX, _ENTRIES)}

@@ -17,7 +17,7 @@ import json
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import orjson
 
@@ -32,6 +32,7 @@ from .page_model import Summary
 from .render import OutputFile
 
 _NUMBER = operator.attrgetter("pith_number")
+_Item = TypeVar("_Item")
 
 
 def manifest_entry(s: Summary) -> dict[str, Any]:
@@ -158,29 +159,26 @@ def stream_manifest(
     record), and a watching process serialises only the numbers that changed.
     False when it cannot (no records, or an entry only the slower serialiser
     can write): the caller then discards `out` and uses `whole_manifest`."""
-    by_number = {s.pith_number: s for s in summaries}
-
-    def by_its_number(number: str) -> bytes | None:
-        return entry_json(by_number[number])
-
-    return _stream(out, sorted(by_number), config, generated_at, by_its_number)
+    return _stream(out, sorted(summaries, key=_NUMBER), config, generated_at, entry_json)
 
 
 def _stream(
     out: Sink,
-    numbers: Sequence[str],
+    ordered: Sequence[_Item],
     config: SiteConfig,
     generated_at: str | None,
-    entry_json: Callable[[str], bytes | None],
+    entry_json: Callable[[_Item], bytes | None],
 ) -> bool:
-    head = _head(len(numbers), config, generated_at)
+    """The manifest's head, then the entries of `ordered` (in number order) by
+    `entry_json`, then its tail; False where an entry cannot be written so."""
+    head = _head(len(ordered), config, generated_at)
     if head is None:
         return False
     out.write(head)
     batch: list[bytes] = []  # (written a few hundred entries at a time: one write each cost more)
     separator = b""
-    for number in numbers:
-        part = entry_json(number)
+    for item in ordered:
+        part = entry_json(item)
         if part is None:
             return False
         batch.append(part)
