@@ -78,15 +78,15 @@ def open_storage(
     `retry` bounds its retries. A location that is neither is a `ConfigError`
     on `setting`."""
     if not isinstance(location, str):
-        return LocalStorage(Path(location))
+        return _folder(location, setting)
     scheme = location.partition("://")[0].lower() if "://" in location else ""
     if not scheme:
-        return LocalStorage(Path(location))
+        return _folder(location, setting)
     if scheme == "file":
         parts = urlsplit(location)
         if parts.netloc not in ("", "localhost") or parts.query or parts.fragment:
             raise ConfigError(setting, f"{location}: a file:// URL names a folder on this machine")
-        return LocalStorage(Path(unquote(parts.path)))
+        return _folder(unquote(parts.path), setting)
     if scheme not in OBJECT_SCHEMES:
         raise ConfigError(
             setting,
@@ -102,3 +102,12 @@ def open_storage(
             f"{location}: {scheme}:// needs the object-store library: pip install 'pith-mirror[storage]'",
         ) from None
     return ObjectStorage.open(location, setting=setting, options=options or {}, retry=retry or RetryPolicy())
+
+
+def _folder(location: str | os.PathLike[str], setting: str) -> LocalStorage:
+    """A folder by its absolute path: its lease lives beside it (".", "..", a
+    relative name would put it inside, or nowhere), so the root is refused."""
+    folder = Path(os.path.abspath(location))
+    if not folder.name:
+        raise ConfigError(setting, f"{location}: the root folder cannot be a site: name a folder in it")
+    return LocalStorage(folder)

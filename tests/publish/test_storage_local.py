@@ -38,6 +38,20 @@ def test_paths_and_file_urls_open_a_folder(tmp_path: Path) -> None:
     assert open_storage(f"file://localhost{tmp_path}") == LocalStorage(tmp_path)
 
 
+def test_a_relative_folder_is_opened_by_its_absolute_path_and_the_root_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`upload SITE .` took the lease file's name from an empty name (a traceback), and
+    `..` put the lease inside the target, where the upload deleted it as stale."""
+    (tmp_path / "here").mkdir()
+    monkeypatch.chdir(tmp_path / "here")
+    assert open_storage(".") == LocalStorage(tmp_path / "here")
+    assert open_storage("..") == LocalStorage(tmp_path)
+    for root in ("/", "file:///"):
+        with pytest.raises(ConfigError, match="the root folder cannot be a site"):
+            open_storage(root)
+
+
 @pytest.mark.parametrize(
     ("location", "says"),
     [
