@@ -24,15 +24,15 @@ Rules:
   file; a bucket would serve it as a page).
 - Keys under `storage.RESERVED` (leases) are never written nor deleted.
 - The writer holds the site's lease (`SITE_LEASE`) throughout, renewed between
-  files: a second upload or build on the same storage is refused (`LeaseHeld`).
-- The caller checks the folder first: no build running or stopped half-way in it
-  (the command layer's `journal.unfinished`), checksums and signature current.
+  files: a second upload to the same storage is refused (`LeaseHeld`).
+- The caller checks the folder first: no build stopped half-way in it, its files
+  as its manifest lists them (the command layer's `manifest_problems`).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,19 +97,17 @@ def upload_site(
     workers: int = 8,
     delete: bool = True,
     force: bool = False,
-    lease_ttl: float = LEASE_TTL,
-    written: Callable[[str], None] | None = None,
 ) -> UploadReport:
-    """Publish the built folder `site` to `storage` (see the module's rules); `written`
-    is told each key as it is written. `ConfigError` for a folder pith-mirror did not
+    """Publish the built folder `site` to `storage` (see the module's rules).
+    `ConfigError` for a folder pith-mirror did not
     build; `StorageError` (after retries) or `BuildError` (an unreadable file) stop it
     with the waves before complete, the current one perhaps in part: run it again."""
     if not (site / MANIFEST_PATH).is_file():
         raise ConfigError("site", f"{site}: no {MANIFEST_PATH}, so not a site pith-mirror built")
     keys = [key for key in site_files(site) if _ours(key)]
-    keeper = LeaseKeeper(storage, storage.acquire_lease(SITE_LEASE, lease_ttl), lease_ttl)
+    keeper = LeaseKeeper(storage, storage.acquire_lease(SITE_LEASE, LEASE_TTL), LEASE_TTL)
     try:
-        report = _publish(site, keys, storage, keeper, workers, delete, force, written)
+        report = _publish(site, keys, storage, keeper, workers, delete, force)
     except BaseException:
         with contextlib.suppress(StorageError):  # (a store that is down: report the first failure)
             keeper.release()
@@ -126,7 +124,6 @@ def _publish(
     workers: int,
     delete: bool,
     force: bool,
-    written: Callable[[str], None] | None,
 ) -> UploadReport:
     """The upload itself, with the lease held."""
     stored = {entry.key: entry for entry in storage.list() if _ours(entry.key)}
@@ -146,8 +143,6 @@ def _publish(
             for key in wave:  # (reported in the wave's order, whatever order the threads took)
                 if key in changed:
                     done.append(key)
-                    if written is not None:
-                        written(key)
                 else:
                     unchanged += 1
     if delete:

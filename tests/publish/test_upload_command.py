@@ -18,22 +18,23 @@ from generator.site.layout import MANIFEST_PATH
 from .conftest import RECORD_BODY, REPO
 
 
-def upload(s3: storagekit.S3StandIn, *argv: str | Path) -> subprocess.CompletedProcess[str]:
-    options = s3.options()
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(REPO),
-        "AWS_ENDPOINT_URL": options["endpoint"],
-        "AWS_REGION": options["region"],
-        "AWS_ACCESS_KEY_ID": options["access_key_id"],
-        "AWS_SECRET_ACCESS_KEY": options["secret_access_key"],
-        "AWS_VIRTUAL_HOSTED_STYLE_REQUEST": "false",
-    }
+def upload(s3: storagekit.S3StandIn | None, *argv: str | Path) -> subprocess.CompletedProcess[str]:
+    """`python -m generator upload ARGV...`, with the stand-in's settings in the environment."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    if s3 is not None:
+        options = s3.options()
+        env |= {
+            "AWS_ENDPOINT_URL": options["endpoint"],
+            "AWS_REGION": options["region"],
+            "AWS_ACCESS_KEY_ID": options["access_key_id"],
+            "AWS_SECRET_ACCESS_KEY": options["secret_access_key"],
+            "AWS_VIRTUAL_HOSTED_STYLE_REQUEST": "false",
+        }
     command = [sys.executable, "-m", "generator", "upload", *map(str, argv)]
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, check=False)
 
 
-def test_a_site_goes_up_then_only_what_changed(
+def test_a_site_goes_up_and_a_second_upload_writes_nothing(
     s3: storagekit.S3StandIn, site_copy: Callable[[str], Path]
 ) -> None:
     site = site_copy("site")
@@ -86,10 +87,8 @@ def test_a_folder_that_is_no_built_site_and_an_unknown_scheme_are_refused(
     assert (built_site / MANIFEST_PATH).is_file()
 
 
-def test_an_upload_to_a_folder(
-    site_copy: Callable[[str], Path], tmp_path: Path, s3: storagekit.S3StandIn
-) -> None:
+def test_an_upload_to_a_folder(site_copy: Callable[[str], Path], tmp_path: Path) -> None:
     site = site_copy("site")
-    result = upload(s3, site, tmp_path / "copy")
+    result = upload(None, site, tmp_path / "copy")
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "copy" / MANIFEST_PATH).read_bytes() == (site / MANIFEST_PATH).read_bytes()
