@@ -268,7 +268,7 @@ class Rebuilder:
             hinted = kinds == {"content"} and not folders and not self._reload and self._hinting
             self._hints = list(changes) if hinted else None
             try:
-                done = self.rebuild(describe(changes), changes)
+                done = self.rebuild(describe(changes))
             finally:
                 self._hints = None
                 with self._wake:
@@ -291,7 +291,7 @@ class Rebuilder:
 
     # -- building ----------------------------------------------------------
 
-    def rebuild(self, reason: str = "first build", changes: dict[str, str] | None = None) -> bool:
+    def rebuild(self, reason: str = "first build") -> bool:
         """Build once now and report it; True if the build completed.
 
         Builds never overlap (they share SITE's staging folder), so a direct
@@ -306,7 +306,7 @@ class Rebuilder:
                 return False
             self.generation_counter.bump()
             setup = self._setup
-            self._report(Rebuilt(at, reason, report, setup.config, setup.keyring, changes or {}))
+            self._report(Rebuilt(at, reason, report, setup.config, setup.keyring))
             if self._hints is not None:
                 self._queue_unnoticed()
             self._save_cache()

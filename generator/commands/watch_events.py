@@ -11,7 +11,7 @@ turns them into the lines a user sees; a test can keep them as they are.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..build.report import BuildReport
@@ -29,8 +29,6 @@ class Rebuilt:
     report: BuildReport
     config: SiteConfig
     keyring: Keyring
-    changes: dict[str, str] = field(default_factory=dict)
-    """The changes it was woken by ({} for a build asked for directly)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,7 +43,7 @@ from .page_model import (
     summarize,
 )
 from .paper_links import paper_links
-from .templating import GUIDE, SiteInfo, folder_redirect, render_template, text_markup
+from .templating import SiteInfo, folder_redirect, render_template, text_markup
 
 DERIVED_BY = {"tool": "pith-mirror", "version": __version__}
 
@@ -360,14 +360,12 @@ PROVENANCE_LABELS: dict[str, tuple[str, str]] = {
 """Each provenance status as a line shows it: its label and the label's class."""
 
 
-def provenance_line(
-    *items: tuple[str, Provenance], guide: str = "/" + GUIDE, events: Mapping[str, int] | None = None
-) -> Markup:
+def provenance_line(*items: tuple[str, Provenance], guide: str) -> Markup:
     """One section's provenance, once, in plain words: the parts it shows, named as a
     reader names them ("title", "authors"), grouped under Verified, Signed or Not
     signed; each part links to its technical reason ("matches title_canon_sha256
     ...") on the guide page at `guide`, which words it once for every record."""
-    return _section_line(tuple((name, reason(p, events)) for name, p in items), guide)
+    return _section_line(tuple((name, reason(p)) for name, p in items), guide)
 
 
 @functools.lru_cache(maxsize=256)  # a few section shapes, repeated on every page

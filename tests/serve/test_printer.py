@@ -22,7 +22,7 @@ from generator.commands.watch_events import (
     WatchTrouble,
 )
 from generator.site.config import SiteConfig
-from generator.trust.errors import BuildError, ConfigError
+from generator.trust.errors import BuildError, Code, ConfigError, Rejection
 from generator.trust.keys import Keyring
 
 
@@ -78,3 +78,14 @@ def test_a_rebuild_is_one_line_on_stdout_and_notes_are_said_once(
     assert out == line * 2
     assert err == "  note: a note\n"
     assert printed(rebuilt, show_notes=False)[1] == ""
+
+
+def test_a_refusal_is_printed_once_while_it_lasts(tmp_path: Path, real_keyring: Keyring) -> None:
+    """A rebuild prints the refusals and notes that are new since the last one: the
+    same refusal after every change would drown the line that says what changed."""
+    refused = Rejection("content/bad.json", "", Code.FILE_UNREADABLE, "cannot read: broken")
+    report = BuildReport(published=1, rejections=(refused,), notes=(), files_written=3, seconds=0.1)
+    config = SiteConfig(content=tmp_path / "content", site=tmp_path / "site")
+    rebuilt = Rebuilt("12:00:06", "content/bad.json changed", report, config, real_keyring)
+    _out, err = printed(rebuilt, rebuilt)
+    assert err.count("content/bad.json") == 1 and "cannot read: broken" in err

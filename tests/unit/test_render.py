@@ -42,7 +42,7 @@ ESCAPED = "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &#34;quoted&#34
 )
 def test_a_provenance_line_escapes_its_names_and_reasons(status: Any, mark: str, label: str) -> None:
     """A reason the guide page does not word is shown on the line itself, escaped."""
-    line = provenance_line((HOSTILE, Provenance(status, HOSTILE)))
+    line = provenance_line((HOSTILE, Provenance(status, HOSTILE)), guide="/guide")
     assert isinstance(line, Markup)
     assert line == f'<p class="prov"><b class="{mark}">{label}</b> {ESCAPED} ({ESCAPED})</p>'
     known = provenance_line((HOSTILE, Provenance(status, REASONS[0][2])), guide='/"x"/guide')
@@ -66,11 +66,12 @@ def test_a_section_s_provenance_is_one_line_grouped_by_status_each_part_linked_t
     assert '<a href="/mirror/guide#title">title</a>' in line
     assert '<a href="/mirror/guide#unsigned">authors</a>' in line
     # parts with one reason share its link
-    assert provenance_line(("authors", unsigned), ("status badges", unsigned)) == (
+    assert provenance_line(("authors", unsigned), ("status badges", unsigned), guide="/guide") == (
         '<p class="prov"><b class="u">Not signed</b> <a href="/guide#unsigned">authors, status badges</a></p>'
     )
-    assert provenance_line(("x", Provenance("signed", "y"))) == provenance_line(
-        ("x", Provenance("signed", "y"))
+    # (made once for a section's shape and reasons, then the same object on every page)
+    assert provenance_line(("x", Provenance("signed", "y")), guide="/g") is provenance_line(
+        ("x", Provenance("signed", "y")), guide="/g"
     )
 
 
@@ -78,14 +79,19 @@ def test_a_part_signed_in_an_event_names_the_event_s_row() -> None:
     signed = Provenance("signed", "signed in event sha256:abc")
     assert reason(signed, {"sha256:abc": 2}) == ("signed", "event", "event 2")
     assert reason(signed, {}) == ("signed", "event", "event sha256:abc")  # (no row: its id)
-    line = provenance_line(("authors", signed), events={"sha256:abc": 2})
-    assert line == '<p class="prov"><b class="s">Signed</b> <a href="/guide#event">authors</a> (event 2)</p>'
 
 
 def test_words_added_to_a_known_reason_stay_on_the_line() -> None:
     aliases = next(text for anchor, _, text in REASONS if anchor == "aliases")
     found = reason(Provenance("verified", f"{aliases}; 2 other alias(es) are left out"))
     assert found == ("verified", "aliases", "2 other alias(es) are left out")
+    line = provenance_line(
+        ("aliases", Provenance("verified", f"{aliases}; 2 other alias(es) are left out")), guide="/guide"
+    )
+    assert line == (
+        '<p class="prov"><b class="v">Verified</b> <a href="/guide#aliases">aliases</a>'
+        " (2 other alias(es) are left out)</p>"
+    )
 
 
 def test_every_reason_the_verifier_gives_in_fixed_words_is_on_the_guide_page() -> None:
