@@ -89,17 +89,12 @@ def batch_size(items: int, workers: int) -> int:
     """Items a task of a map of `items` holds, on `workers` worker processes: as many
     tasks as workers, or twice, three or four times as many where each still holds
     MIN_BATCH items (a number of tasks that is not a multiple of the workers leaves
-    some idle through the last round), and more where a task would hold over
-    MAX_BATCH."""
+    some idle through the last round); never more than MAX_BATCH a task, and then
+    as many tasks as that takes (each worker is sent the next as it ends one: see
+    IN_FLIGHT)."""
     workers = max(1, workers)
     rounds = max(1, min(TASKS_PER_WORKER, items // (workers * MIN_BATCH)))
-    tasks = workers * rounds
-    size = max(1, -(-items // tasks))
-    if size > MAX_BATCH:
-        tasks = -(-items // MAX_BATCH)
-        tasks = -(-tasks // workers) * workers
-        size = -(-items // tasks)
-    return size
+    return min(max(1, -(-items // (workers * rounds))), MAX_BATCH)
 
 
 # ---------------------------------------------------------------- the build's side
@@ -325,11 +320,12 @@ class ClusterExecutor(Executor):
         distributed = _distributed()
         try:
             return task.result()
-        except distributed.scheduler.KilledWorker as exc:
-            raise _failure(self.where, exc) from None
-        except CancelledError as exc:
-            raise _failure(self.where, exc) from None
-        except (distributed.comm.core.CommClosedError, TimeoutError) as exc:
+        except (
+            distributed.scheduler.KilledWorker,
+            CancelledError,
+            distributed.comm.core.CommClosedError,
+            TimeoutError,
+        ) as exc:
             raise _failure(self.where, exc) from None
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
@@ -449,9 +445,7 @@ def _run_batch(setup: Setup, fn: Callable[..., T], calls: list[tuple[Any, ...]])
 
 
 def _run_one(setup: Setup, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
-    with _running(setup):
-        _still_wanted(setup)
-        return fn(*args)
+    return _run_batch(setup, fn, [args])[0]
 
 
 @contextlib.contextmanager

@@ -1,7 +1,8 @@
 """Builds on a Dask cluster (`--scheduler`, build/cluster.py) give the bytes of a
 local build: on two workers and in many tasks, incrementally, and with a worker
 killed part-way; a scheduler nothing answers at, or Dask missing, is a clear
-error that leaves SITE as it was.
+error that leaves SITE as it was. (What needs no cluster, the setting itself and
+a build without Dask, is in test_scheduler_setting.py.)
 
 The cluster is a `LocalCluster` of two worker processes that this module starts
 (and closes); builds reach it by its address, as they would a remote one."""
@@ -9,7 +10,6 @@ The cluster is a `LocalCluster` of two worker processes that this module starts
 # ruff: noqa: E402  (the extra is looked for before anything imports it)
 from __future__ import annotations
 
-import argparse
 import contextlib
 import logging
 import os
@@ -30,57 +30,21 @@ need("distributed", "cluster", module_level=True)
 
 import dask.config
 import distributed
-from sitekit import BOTH_KEYS, REAL_BUNDLE, REAL_RECORD, Project, all_paths, bundle_events, record_doc, tree
+from clusterkit import cli_build, few, inputs, make
+from sitekit import BOTH_KEYS, Project, all_paths, bundle_events, record_doc, tree
 
 from generator.build import cluster as cluster_module
 from generator.build.pipeline import build
 from generator.commands.cli import main
-from generator.commands.site_commands import view_command
 from generator.site import search_index
-from generator.site.config import SiteConfig, is_scheduler, load_config
-from generator.trust.errors import BuildError, ConfigError
+from generator.trust.errors import BuildError
 
 PER_PAGE = 4  # (many listing pages, which the workers make in a full build)
-
-
-def inputs() -> list[tuple[str, bytes]]:
-    """62 documents: bundles with one to three snapshots, records in pairs of versions
-    of one paper (which share its integrity report), the two real documents, one
-    refused file, and a page."""
-    docs: list[tuple[str, Any]] = [
-        (REAL_RECORD.name, REAL_RECORD.read_bytes()),
-        (REAL_BUNDLE.name, REAL_BUNDLE.read_bytes()),
-        ("refused.json", b"{broken"),
-        ("pages/about.md", b"# About\n\nA mirror built on a cluster.\n"),
-    ]
-    for i in range(44):
-        title = f"Clustered paper {i}"
-        record = f.canonical_record(
-            source_id=f"2301.{i:05d}", title=title, submitted_at=f"2023-01-{1 + i % 28:02d}T00:00:00Z"
-        )
-        events = bundle_events(record, title, 1 + i % 3)
-        docs.append((f"b/{i:02d}.json", f.bundle(record=record, title=title, events=events)))
-    for i in range(15):
-        paper, version = f"2302.{i // 2:05d}", 1 + i % 2
-        docs.append((f"r/{i:02d}.json", record_doc(source_id=paper, version=version, title=f"Record {i}")))
-    return [(name, data if isinstance(data, bytes) else f.to_bytes(data)) for name, data in docs]
 
 
 @pytest.fixture(scope="module")
 def files() -> list[tuple[str, bytes]]:
     return inputs()
-
-
-def few(files: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
-    """Ten documents that all verify (a build of them exits 0)."""
-    return [(name, data) for name, data in files if name != "refused.json"][:10]
-
-
-def make(root: Path, files: list[tuple[str, bytes]]) -> Project:
-    p = Project(root)
-    for name, data in files:
-        p.add(name, data)
-    return p
 
 
 @pytest.fixture(scope="module")
@@ -267,11 +231,6 @@ def free_port() -> int:
     return port
 
 
-def cli_build(p: Project, *more: str) -> list[str]:
-    p.write_keys()
-    return ["build", str(p.content), str(p.site), "--keys", str(p.keys_file), "--quiet", *more]
-
-
 def test_a_scheduler_nothing_answers_at_is_a_clear_error_and_site_stays(
     tmp_path: Path, files: list[tuple[str, bytes]], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -291,25 +250,6 @@ def test_a_scheduler_nothing_answers_at_is_a_clear_error_and_site_stays(
     assert tree(p.site) == before and all_paths(tmp_path) == paths  # (no staging folder left either)
 
 
-def test_without_dask_a_cluster_build_says_what_to_install(
-    tmp_path: Path,
-    files: list[tuple[str, bytes]],
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    p = make(tmp_path, few(files))
-    assert main(cli_build(p, "--jobs", "1")) == 0
-    before, paths = tree(p.site), all_paths(tmp_path)
-    capsys.readouterr()
-    monkeypatch.setitem(sys.modules, "distributed", None)  # (`import distributed` fails)
-    code = main(cli_build(p, "--clean", "--scheduler", "local"))
-    err = capsys.readouterr().err
-    assert code == 2
-    assert err.startswith("pith-mirror: configuration: scheduler: building on a Dask cluster needs")
-    assert "pip install 'pith-mirror[cluster]'" in err and "Traceback" not in err
-    assert tree(p.site) == before and all_paths(tmp_path) == paths
-
-
 def test_a_build_without_a_scheduler_never_imports_dask(tmp_path: Path) -> None:
     """The local pool stays the default, and Dask an extra nothing else needs."""
     p = make(tmp_path, few(inputs()))
@@ -323,66 +263,3 @@ def test_a_build_without_a_scheduler_never_imports_dask(tmp_path: Path) -> None:
 
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
-
-
-@pytest.mark.parametrize(
-    ("value", "ok"),
-    [
-        ("local", True),
-        ("tcp://127.0.0.1:8786", True),
-        ("tls://scheduler.example.org:8786", True),
-        ("scheduler:8786", True),
-        ("tcp://[::1]:8786", True),
-        ("", False),
-        ("Local", False),
-        ("tcp://host", False),
-        ("tcp://host:0", False),
-        ("tcp://host:70000", False),
-        ("http://host:8786", False),
-        ("tcp://host:8786/path", False),
-        ("tcp://ho st:8786", False),
-    ],
-)
-def test_the_scheduler_setting_is_local_or_an_address(value: str, ok: bool) -> None:
-    assert is_scheduler(value) is ok
-
-
-def test_a_bad_scheduler_setting_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    p = Project(tmp_path)
-    p.add_real()
-    assert main(cli_build(p, "--scheduler", "tcp://nowhere")) == 2
-    err = capsys.readouterr().err
-    assert "configuration: scheduler: 'tcp://nowhere' is neither \"local\" nor" in err
-    assert not p.site.exists()
-
-
-def test_the_suggested_serve_command_leaves_the_scheduler_out() -> None:
-    words = ["build", "content", "site", "--scheduler", "tcp://h:8786", "--jobs", "4", "--sched=local"]
-    assert view_command(argparse.Namespace(argv=words)).endswith("serve content site --jobs 4")
-
-
-def test_batches_are_a_multiple_of_the_workers_and_hold_hundreds() -> None:
-    def tasks(items: int, workers: int) -> tuple[int, int]:
-        size = cluster_module.batch_size(items, workers)
-        return size, -(-items // size)
-
-    assert tasks(4_000, 2) == (500, 8)  # (four tasks a worker)
-    assert tasks(2_000, 2) == (250, 8)
-    assert tasks(600, 2) == (300, 2)  # (fewer, to hold 250 each)
-    assert tasks(60, 2) == (30, 2)  # (one a worker, however small)
-    assert tasks(20_000, 64) == (313, 64)
-    assert tasks(20_000, 2) == (1000, 20)  # (no task over 1,000)
-    assert tasks(100_000, 64) == (391, 256)
-    assert tasks(3_000_000, 64) == (998, 3_007)
-    assert tasks(1, 8) == (1, 1)
-
-
-def test_the_setting_comes_from_the_settings_file_too(tmp_path: Path) -> None:
-    assert SiteConfig().scheduler is None  # (the local pool by default)
-    settings = tmp_path / "pith-mirror.toml"
-    settings.write_text('scheduler = "tcp://scheduler.example.org:8786"\n', "utf-8")
-    assert load_config(settings, {}).scheduler == "tcp://scheduler.example.org:8786"
-    assert load_config(settings, {"scheduler": "local"}).scheduler == "local"  # (the flag wins)
-    settings.write_text("scheduler = 8786\n", "utf-8")
-    with pytest.raises(ConfigError, match="expected a string, found an integer"):
-        load_config(settings, {})

@@ -1,0 +1,106 @@
+"""The scheduler setting without a cluster: what it accepts, what it refuses, where
+it comes from, how tasks are batched, and what a build says when Dask is not
+installed (these run in the quick start, which installs no Dask)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pytest
+from clusterkit import cli_build, few, inputs, make
+from sitekit import Project, all_paths, tree
+
+from generator.build import cluster as cluster_module
+from generator.commands.cli import main
+from generator.commands.site_commands import view_command
+from generator.site.config import SiteConfig, is_scheduler, load_config
+from generator.trust.errors import ConfigError
+
+
+@pytest.fixture(scope="module")
+def files() -> list[tuple[str, bytes]]:
+    return inputs()
+
+
+def test_without_dask_a_cluster_build_says_what_to_install(
+    tmp_path: Path,
+    files: list[tuple[str, bytes]],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    p = make(tmp_path, few(files))
+    assert main(cli_build(p, "--jobs", "1")) == 0
+    before, paths = tree(p.site), all_paths(tmp_path)
+    capsys.readouterr()
+    monkeypatch.setitem(sys.modules, "distributed", None)  # (`import distributed` fails)
+    code = main(cli_build(p, "--clean", "--scheduler", "local"))
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("pith-mirror: configuration: scheduler: building on a Dask cluster needs")
+    assert "pip install 'pith-mirror[cluster]'" in err and "Traceback" not in err
+    assert tree(p.site) == before and all_paths(tmp_path) == paths
+
+
+@pytest.mark.parametrize(
+    ("value", "ok"),
+    [
+        ("local", True),
+        ("tcp://127.0.0.1:8786", True),
+        ("tls://scheduler.example.org:8786", True),
+        ("scheduler:8786", True),
+        ("tcp://[::1]:8786", True),
+        ("", False),
+        ("Local", False),
+        ("tcp://host", False),
+        ("tcp://host:0", False),
+        ("tcp://host:70000", False),
+        ("http://host:8786", False),
+        ("tcp://host:8786/path", False),
+        ("tcp://ho st:8786", False),
+    ],
+)
+def test_the_scheduler_setting_is_local_or_an_address(value: str, ok: bool) -> None:
+    assert is_scheduler(value) is ok
+
+
+def test_a_bad_scheduler_setting_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = Project(tmp_path)
+    p.add_real()
+    assert main(cli_build(p, "--scheduler", "tcp://nowhere")) == 2
+    err = capsys.readouterr().err
+    assert "configuration: scheduler: 'tcp://nowhere' is neither \"local\" nor" in err
+    assert not p.site.exists()
+
+
+def test_the_suggested_serve_command_leaves_the_scheduler_out() -> None:
+    words = ["build", "content", "site", "--scheduler", "tcp://h:8786", "--jobs", "4", "--sched=local"]
+    assert view_command(argparse.Namespace(argv=words)).endswith("serve content site --jobs 4")
+
+
+def test_batches_are_one_to_four_a_worker_of_hundreds_and_never_over_max_batch() -> None:
+    def tasks(items: int, workers: int) -> tuple[int, int]:
+        size = cluster_module.batch_size(items, workers)
+        return size, -(-items // size)
+
+    assert tasks(4_000, 2) == (500, 8)  # (four tasks a worker)
+    assert tasks(2_000, 2) == (250, 8)
+    assert tasks(600, 2) == (300, 2)  # (fewer, to hold 250 each)
+    assert tasks(60, 2) == (30, 2)  # (one a worker, however small)
+    assert tasks(20_000, 64) == (313, 64)
+    assert tasks(20_000, 2) == (1000, 20)  # (no task over 1,000)
+    assert tasks(100_000, 64) == (391, 256)
+    assert tasks(3_000_000, 64) == (1000, 3_000)  # (then as many as MAX_BATCH takes)
+    assert tasks(1, 8) == (1, 1)
+
+
+def test_the_setting_comes_from_the_settings_file_too(tmp_path: Path) -> None:
+    assert SiteConfig().scheduler is None  # (the local pool by default)
+    settings = tmp_path / "pith-mirror.toml"
+    settings.write_text('scheduler = "tcp://scheduler.example.org:8786"\n', "utf-8")
+    assert load_config(settings, {}).scheduler == "tcp://scheduler.example.org:8786"
+    assert load_config(settings, {"scheduler": "local"}).scheduler == "local"  # (the flag wins)
+    settings.write_text("scheduler = 8786\n", "utf-8")
+    with pytest.raises(ConfigError, match="expected a string, found an integer"):
+        load_config(settings, {})
