@@ -21,7 +21,6 @@ Rules:
 from __future__ import annotations
 
 import json
-import mimetypes
 import os
 import secrets
 import socket
@@ -34,7 +33,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
-from ..site.headers import ATOM_TYPE, HOST_NAMED_TYPES, HOST_TYPES, TEXT_TYPE
+from ..site.headers import ATOM_TYPE, HOST_TYPES, TEXT_TYPE, host_type
 from ..site.layout import SUMS_PATH
 from ..trust.errors import ConfigError
 from .watch import Counter
@@ -62,22 +61,14 @@ LIVE_RELOAD_JS = b"""// pith-mirror preview: reload the page after each rebuild 
 })();
 """
 
-CONTENT_TYPES = HOST_TYPES
-"""By suffix: the table a static host (and an object store's upload) uses, site/headers.py."""
-SPECIAL_TYPES = {"feed.xml": ATOM_TYPE, SUMS_PATH: TEXT_TYPE, **HOST_NAMED_TYPES}
+SPECIAL_TYPES = {"feed.xml": ATOM_TYPE, SUMS_PATH: TEXT_TYPE}
 """Files whose type their name, not their suffix, decides: as the `_headers` file
 the build writes for hosts gives them (see site.headers._RULES)."""
 
 
 def content_type(path: Path) -> str:
-    """The type a static host would send; known site files first, then the platform's table."""
-    if path.name in SPECIAL_TYPES:
-        return SPECIAL_TYPES[path.name]
-    known = CONTENT_TYPES.get(path.suffix.lower())
-    if known:
-        return known
-    guessed, _encoding = mimetypes.guess_type(path.name)
-    return guessed or "application/octet-stream"
+    """The type a static host would send; known site files first, then the hosts' table."""
+    return SPECIAL_TYPES.get(path.name) or host_type(path.name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,7 +263,7 @@ class PreviewHandler(BaseHTTPRequestHandler):
 
     def _internal(self, name: str, send_body: bool) -> None:
         if name == "livereload.js":
-            self._send(HTTPStatus.OK, CONTENT_TYPES[".js"], LIVE_RELOAD_JS, send_body)
+            self._send(HTTPStatus.OK, HOST_TYPES[".js"], LIVE_RELOAD_JS, send_body)
         elif name == "generation":
             data = json.dumps(
                 {"generation": self.server.generation.value, "server": self.server.instance}
@@ -288,7 +279,7 @@ class PreviewHandler(BaseHTTPRequestHandler):
         if data is None:
             self._send(HTTPStatus.NOT_FOUND, "text/plain; charset=utf-8", _reason(404), send_body)
         else:
-            self._send(HTTPStatus.NOT_FOUND, CONTENT_TYPES[".html"], data, send_body)
+            self._send(HTTPStatus.NOT_FOUND, HOST_TYPES[".html"], data, send_body)
 
     def _redirect(self, location: str) -> None:
         self.send_response(HTTPStatus.FOUND)

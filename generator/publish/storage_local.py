@@ -3,7 +3,7 @@
 Rules:
 - A write goes through a temporary file beside its target and a rename
   (`trust.files.write_atomic`): a reader sees the old bytes or the new, never half.
-- Reads take regular files only, up to `READ_LIMIT` (`trust.files.read_regular`):
+- Reads take regular files only, up to `integrity.SITE_FILE_LIMIT` (`trust.files.read_regular`):
   a named pipe or a device in the folder is an error, not a hang.
 - A folder has no response headers: `write` takes the content type and cache
   policy for the interface's sake and drops them (a host reads the site's
@@ -28,10 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..trust.files import read_regular, write_atomic
+from .integrity import SITE_FILE_LIMIT
 from .storage_interface import MissingObject, Storage, StorageError, StoredObject, check_key
-
-READ_LIMIT = 1024 * 1024 * 1024
-"""No file of a site comes near a gigabyte; a larger one is refused, not read."""
 
 
 def _md5(data: bytes) -> str:
@@ -55,7 +53,7 @@ class LocalStorage(Storage):
 
     def read(self, key: str) -> bytes:
         try:
-            return read_regular(self._path(key), READ_LIMIT)
+            return read_regular(self._path(key), SITE_FILE_LIMIT)
         except FileNotFoundError:
             raise MissingObject(self.url(key), key, "no such file") from None
         except OSError as exc:

@@ -149,9 +149,20 @@ HOST_TYPES = {
 }
 HOST_NAMED_TYPES = {"CNAME": TEXT_TYPE}
 """The type a static host sends by a file's suffix (or, for these, its name) when no
-rule names one: pages, assets, the sitemap. The preview server serves by the same
-tables (`commands.serve.content_type`); tests/publish/test_storage_upload.py checks
-that the two agree on every file of a built site."""
+rule names one: pages, assets, the sitemap (see `host_type`, which the preview
+server and an object store's upload both use)."""
+
+
+def host_type(path: str) -> str:
+    """The type a static host sends for a file no rule names one for: by its name
+    (`HOST_NAMED_TYPES`), its suffix (`HOST_TYPES`), then the platform's table."""
+    file = PurePosixPath(path)
+    return (
+        HOST_NAMED_TYPES.get(file.name)
+        or HOST_TYPES.get(file.suffix.lower())
+        or mimetypes.guess_type(file.name)[0]
+        or "application/octet-stream"
+    )
 
 
 @dataclass(frozen=True)
@@ -174,14 +185,7 @@ def object_headers(path: str) -> ObjectHeaders:
     X-Content-Type-Options are not per object: they are set on the bucket or the
     CDN, see docs/publishing.md.)"""
     headers = file_headers(path)
-    file = PurePosixPath(path)
-    guessed = (
-        HOST_NAMED_TYPES.get(file.name)
-        or HOST_TYPES.get(file.suffix.lower())
-        or mimetypes.guess_type(file.name)[0]
-        or "application/octet-stream"
-    )
     return ObjectHeaders(
-        content_type=headers.get("Content-Type", guessed),
+        content_type=headers.get("Content-Type") or host_type(path),
         cache_control=headers.get("Cache-Control", REVALIDATE),
     )

@@ -235,8 +235,8 @@ def test_only_a_site_pith_mirror_built_is_uploaded(tmp_path: Path) -> None:
 
 
 def test_object_types_agree_with_the_preview_server(built_site: Path) -> None:
-    """The suffix table of `object_headers` and the one `serve` uses say the same for
-    every file of a real site (`serve` is the host a developer checks a site with)."""
+    """The `_headers` rules an object gets and the names `serve` types itself (both
+    then fall back on `headers.host_type`) say the same for every file of a real site
+    (`serve` is the host a developer checks a site with)."""
     for key in site_keys(built_site):
         assert object_headers(key).content_type == content_type(built_site / key), key
-    assert object_headers("CNAME").content_type == content_type(Path("CNAME"))
