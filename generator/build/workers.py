@@ -127,8 +127,11 @@ def _end_with_parent(parent: int | None = None) -> None:
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
     except (OSError, AttributeError):
         return
-    if parent is not None and os.getppid() != parent:
-        os._exit(1)
+    if parent is not None:  # (forked by the build itself: the signal is enough)
+        if os.getppid() != parent:
+            os._exit(1)
+        return
+    # (a forked sibling inherits the pipe too, so this thread is for forkserver workers)
     asked_by = multiprocessing.parent_process()
     if asked_by is not None:
         threading.Thread(target=_end_after, args=(asked_by,), name="end-with-build", daemon=True).start()
