@@ -55,8 +55,12 @@ class StorageError(BuildError):
 
     def __init__(self, url: str, key: str, reason: str) -> None:
         super().__init__(url, reason)
-        self.url = url
         self.key = key
+
+    @property
+    def url(self) -> str:
+        """The object's URL (the error's `path`)."""
+        return self.path
 
     def __reduce__(self) -> tuple[type[StorageError], tuple[str, str, str]]:  # type: ignore[override]
         return (type(self), (self.url, self.key, self.reason))
