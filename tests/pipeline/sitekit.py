@@ -300,11 +300,12 @@ def broken_links(site: Path, base_path: str = "/", absolute_base: str | None = N
     return problems
 
 
-def fresh_tree(project: Project, root: Path) -> dict[str, bytes]:
-    """The site a fresh build of `project`'s content makes, in a new folder under `root`."""
+def fresh_tree(project: Project, root: Path, **settings: Any) -> dict[str, bytes]:
+    """The site a fresh build of `project`'s content makes, in a new folder under `root`
+    (with `settings`, such as a number of jobs, for that build)."""
     fresh = Project(root)
     shutil.copytree(project.content, fresh.content)
-    fresh.build()
+    fresh.build(**settings)
     return tree(fresh.site)
 
 

@@ -31,7 +31,7 @@ need("distributed", "cluster", module_level=True)
 import dask.config
 import distributed
 from clusterkit import cli_build, few, inputs, make
-from sitekit import BOTH_KEYS, Project, all_paths, bundle_events, record_doc, tree
+from sitekit import BOTH_KEYS, Project, all_paths, bundle_events, fresh_tree, record_doc, tree
 
 from generator.build import cluster as cluster_module
 from generator.build.pipeline import build
@@ -152,13 +152,7 @@ def test_an_incremental_build_on_a_cluster_equals_a_clean_build(
     changing.add("refused.json", record_doc(source_id="2303.00002", title="Fixed Later"))
     report = build_on(changing, where)
     assert report.mode == "incremental" and len(report.changed) == 3 and report.refused_files == 0
-    fresh = Project(tmp_path / "fresh")
-    fresh.content.mkdir(parents=True)
-    for path in sorted(changing.content.rglob("*")):
-        if path.is_file():
-            fresh.add(path.relative_to(changing.content).as_posix(), path.read_bytes())
-    fresh.build(jobs=2, per_page=PER_PAGE)
-    same_site(changing.site, tree(fresh.site))
+    same_site(changing.site, fresh_tree(changing, tmp_path / "fresh", jobs=2, per_page=PER_PAGE))
 
 
 @pytest.mark.usefixtures("small_tasks")
