@@ -39,7 +39,12 @@ EXAMPLES = [
     "",
 ]
 
-VALUES = st.text(st.one_of(st.sampled_from("/.~-_ a%AÉ"), st.characters(codec="utf-8")), max_size=12)
+# (characters this Python's Unicode database has not assigned are left out: a browser
+# whose Unicode is newer may lower-case them, the build cannot; see published-files.md)
+VALUES = st.text(
+    st.one_of(st.sampled_from("/.~-_ a%AÉ"), st.characters(codec="utf-8", exclude_categories=("Cn",))),
+    max_size=12,
+)
 
 
 def reference_shard(kind: str, value: str, width: int) -> str | None:
