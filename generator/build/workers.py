@@ -33,7 +33,7 @@ from ..site import layout
 from ..site.config import SiteConfig
 from ..site.markdown_pages import page_titles
 from ..site.page_model import Publication, SearchRow, Summary
-from ..site.render import OutputFile, render_publication
+from ..site.render import OutputFile, merged_state, render_publication
 from ..site.search_index import (
     Segment,
     chunk_postings,
@@ -242,8 +242,11 @@ def render_and_write(pub: Publication, raws: dict[str, bytes]) -> tuple[int, Sum
     Returns how many files it wrote, and the number's summary.
     """
     env, config, writer = _WORKER["env"], _WORKER["config"], _WORKER["writer"]
-    files, summary = render_publication(pub, raws.get("record"), raws.get("bundle"), env, config)
-    writer.write(files)
+    state = merged_state(pub)  # merge
+    files, summary = render_publication(
+        pub, state, raws.get("record"), raws.get("bundle"), env, config
+    )  # render
+    writer.write(files)  # write
     paths = tuple(sorted(f.path for f in files))
     if paths != layout.number_paths(summary.body, pub.bundle is not None):
         raise RuntimeError(f"render wrote {paths}, not the layout's paths for {summary.pith_number}")

@@ -70,20 +70,19 @@ def page(path: str, html: str, base: str) -> list[OutputFile]:
 
 def render_publication(
     pub: Publication,
+    state: dict[str, Any],
     record_raw: bytes | None,
     bundle_raw: bytes | None,
     env: Environment,
     config: SiteConfig,
 ) -> tuple[list[OutputFile], Summary]:
-    """Every file of one Pith number, and its summary for site-wide pages."""
+    """Every file of one Pith number, and its summary for site-wide pages; `state`
+    is its `merged_state`."""
     body = pub.body
     files: list[OutputFile] = []
     primary = pub.primary
     paper, paper_prov = paper_block(pub)
     paths = RecordPaths.of(body, pub.bundle is not None)
-    state = pub.bundle.state if pub.bundle is not None else None
-    if state is None:
-        state = _record_only_state(pub)
     state_bytes = canonical_json(state)
 
     if record_raw is not None:
@@ -160,8 +159,12 @@ def _provenance_sentence(origin: str) -> str:
     return origin if origin.startswith("signed") else f"not signed: {origin}"
 
 
-def _record_only_state(pub: Publication) -> dict[str, Any]:
-    """A record document has no events: its state is the empty merge, marked as derived."""
+def merged_state(pub: Publication) -> dict[str, Any]:
+    """The number's merged state: the one verification recomputed from a bundle's
+    signed events, or for a record document alone (it has no events) the empty
+    merge, marked as derived."""
+    if pub.bundle is not None and pub.bundle.state is not None:
+        return pub.bundle.state
     assert pub.record is not None
     doc = pub.record.doc
     state = merge(doc.pith_number, doc.canonical_record, aliases(pub), [])

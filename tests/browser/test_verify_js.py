@@ -26,7 +26,7 @@ import pytest
 
 from generator.site.config import SiteConfig
 from generator.site.page_model import Publication
-from generator.site.render import render_publication
+from generator.site.render import merged_state, render_publication
 from generator.site.templating import make_environment
 from generator.trust.canonical import b32
 from generator.trust.keys import Keyring, default_keyring, keyring_from_json
@@ -194,7 +194,9 @@ def built_page_facts(doc: dict[str, Any], keyring: Keyring, edit: Any = None) ->
     folder = Path(tempfile.mkdtemp(prefix="pith-facts-"))
     config = SiteConfig(site=folder / "site", cache=folder / "cache")
     env = make_environment(config, keyring)
-    files, _ = render_publication(pub, raw if is_record else None, None if is_record else raw, env, config)
+    files, _ = render_publication(
+        pub, merged_state(pub), raw if is_record else None, None if is_record else raw, env, config
+    )
     page = next(f.data.decode("utf-8") for f in files if f.path == f"pith/{pub.body}.html")
     parser = _Facts()
     parser.feed(edit(page) if edit else page)

@@ -15,7 +15,7 @@ from markupsafe import escape
 from generator.site.config import SiteConfig
 from generator.site.page_model import CHECKLIST, CHECKLIST_TEXT, Publication
 from generator.site.paper_links import PaperLinks, paper_links, safe_url
-from generator.site.render import render_publication
+from generator.site.render import merged_state, render_publication
 from generator.site.sitewide import guide_html
 from generator.site.templating import make_environment
 from generator.trust.keys import Keyring
@@ -94,7 +94,12 @@ def record_page(keyring: Keyring, tmp_path: Path, doc: dict[str, Any]) -> str:
     pub = Publication(verified.pith_number, verified if is_record else None, None if is_record else verified)
     config = SiteConfig(site=tmp_path / "site", cache=tmp_path / "cache")
     files, _ = render_publication(
-        pub, raw if is_record else None, None if is_record else raw, make_environment(config, keyring), config
+        pub,
+        merged_state(pub),
+        raw if is_record else None,
+        None if is_record else raw,
+        make_environment(config, keyring),
+        config,
     )
     return next(f.data.decode("utf-8") for f in files if f.path == f"pith/{pub.body}.html")
 

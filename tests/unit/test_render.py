@@ -21,6 +21,7 @@ from generator.site.page_model import Publication, graph_snapshot, paper_block
 from generator.site.render import (
     REASONS,
     RecordPaths,
+    merged_state,
     provenance_line,
     reason,
     record_context,
@@ -131,7 +132,9 @@ def test_the_context_is_the_same_with_or_without_the_paper_block(
     keyring: Keyring, config: SiteConfig
 ) -> None:
     pub, raw = bundle_publication(keyring)
-    _, summary = render_publication(pub, None, raw, make_environment(config, keyring), config)
+    _, summary = render_publication(
+        pub, merged_state(pub), None, raw, make_environment(config, keyring), config
+    )
     snapshot, origin = graph_snapshot(pub)
     paths = RecordPaths.of(pub.body, True)
     given = record_context(pub, summary, snapshot, origin, None, config, paths=paths, paper=paper_block(pub))
@@ -142,7 +145,9 @@ def test_the_context_is_the_same_with_or_without_the_paper_block(
 def test_lookup_links_follow_the_aliases_in_order(keyring: Keyring, config: SiteConfig) -> None:
     """Each alias links the resolver's own look-up of it, which the resolve page answers."""
     pub, raw = bundle_publication(keyring)
-    _, summary = render_publication(pub, None, raw, make_environment(config, keyring), config)
+    _, summary = render_publication(
+        pub, merged_state(pub), None, raw, make_environment(config, keyring), config
+    )
     context = record_context(pub, summary, *graph_snapshot(pub), None, config)
     assert [(kind, value) for kind, value, _ in context["aliases"]] == list(summary.aliases)
     assert len(summary.aliases) == 6
@@ -155,7 +160,9 @@ def test_lookup_links_follow_the_aliases_in_order(keyring: Keyring, config: Site
 
 def test_the_pages_escape_the_papers_text(keyring: Keyring, config: SiteConfig) -> None:
     pub, raw = bundle_publication(keyring, title=HOSTILE)
-    files, _ = render_publication(pub, None, raw, make_environment(config, keyring), config)
+    files, _ = render_publication(
+        pub, merged_state(pub), None, raw, make_environment(config, keyring), config
+    )
     pages = {f.path: f.data.decode("utf-8") for f in files if f.path.endswith(".html")}
     assert set(pages) == {
         f"pith/{pub.body}.html",
@@ -202,7 +209,9 @@ def test_an_unsigned_snapshot_does_not_set_the_badges_of_a_bundles_state(
     pub = record_and_bundle(keyring, "created")
     snapshot, origin = graph_snapshot(pub)
     assert origin == "from the record document's unsigned part"
-    _, summary = render_publication(pub, b"{}", b"{}", make_environment(config, keyring), config)
+    _, summary = render_publication(
+        pub, merged_state(pub), b"{}", b"{}", make_environment(config, keyring), config
+    )
     context = record_context(pub, summary, snapshot, origin, None, config)
     assert ("refs pending", False) in context["status"]
     assert '<a href="/guide#merged">' in group_of("status badges", context["prov"].header)
@@ -214,7 +223,9 @@ def test_a_record_only_status_may_show_the_unsigned_snapshot_under_its_unsigned_
     pub = record_and_bundle(keyring, "created")
     record_only = Publication(pub.pith_number, pub.record, None)
     snapshot, origin = graph_snapshot(record_only)
-    _, summary = render_publication(record_only, b"{}", None, make_environment(config, keyring), config)
+    _, summary = render_publication(
+        record_only, merged_state(record_only), b"{}", None, make_environment(config, keyring), config
+    )
     context = record_context(record_only, summary, snapshot, origin, None, config)
     assert ("refs resolved", True) in context["status"]
     assert "Not signed" in group_of("status badges", context["prov"].header)
@@ -234,7 +245,12 @@ def test_the_receipt_times_say_whether_a_signature_covers_them(
     if not with_bundle:
         pub = Publication(pub.pith_number, pub.record, None)
     _, summary = render_publication(
-        pub, b"{}", b"{}" if with_bundle else None, make_environment(config, keyring), config
+        pub,
+        merged_state(pub),
+        b"{}",
+        b"{}" if with_bundle else None,
+        make_environment(config, keyring),
+        config,
     )
     line = record_context(pub, summary, *graph_snapshot(pub), None, config)["prov"].receipt
     assert f">{label}</b> {says}times and builder</a>" in line
@@ -269,7 +285,7 @@ def test_a_derived_record_says_of_the_paper_only_what_a_signed_snapshot_does(
     assert verified is not None, verdict.problems
     pub = Publication(verified.pith_number, None, verified)
     files, _ = render_publication(
-        pub, None, factories.to_bytes(doc), make_environment(config, keyring), config
+        pub, merged_state(pub), None, factories.to_bytes(doc), make_environment(config, keyring), config
     )
     derived = json.loads(next(f.data for f in files if f.path == f"pith/{pub.body}.json"))
     assert derived.get("paper") == expected
