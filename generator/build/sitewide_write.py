@@ -45,9 +45,26 @@ from ..trust.errors import BuildError, Rejection
 from ..trust.keys import Keyring
 from ..trust.model import number_body
 from .journal import Plan
-from .state import BuildState, NumberEntry
+from .state import BuildState, NumberEntry, NumberTable
 from .workers import PageBatch, SearchHandOver, hand_over_pages
 from .write import Writer, remove_files
+
+
+@dataclass(frozen=True, slots=True)
+class SitewideWritten:
+    """What the site-wide stage leaves for the build state, and for the build."""
+
+    sitewide: dict[str, tuple[str, str]]
+    """path -> (input fingerprint, SHA-256 of bytes) of every site-wide file in SITE."""
+    inputs: str
+    """Fingerprint of everything site-wide pages are made from (`_sitewide_inputs`)."""
+    context: str
+    """Fingerprint of what they show besides the records (`_context_inputs`)."""
+    manifest_sha256: str
+    """SHA-256 of the manifest written; "" when the last one was kept."""
+    restore: set[str]
+    """Numbers whose paper pages a shared prefix's list page had replaced and which
+    must be whole again."""
 
 
 @dataclass(slots=True)
@@ -60,8 +77,8 @@ class SitewideStage:
     """What site-wide pages show besides records and rejections (see change_check.extra_inputs)."""
     cache: BuildState | None
     """The last build's cache: None in a full build."""
-    new_cache: BuildState
-    """This build's cache, its numbers set: the stage records its files there."""
+    numbers: NumberTable
+    """Every number this build publishes."""
     staging: Path
     pool: Executor | None
     """Workers that make a full build's listing pages and search index meanwhile
@@ -75,6 +92,8 @@ class SitewideStage:
     plan: Plan | None = None
     """An incremental build's changes to SITE, made once all are staged (see journal.py)."""
     written: int = 0
+    manifest_sha256: str = ""
+    """SHA-256 of the site manifest this stage wrote ("" if it kept the last one)."""
 
     @property
     def incremental(self) -> bool:
@@ -91,8 +110,9 @@ class SitewideStage:
         notes: list[str],
         owned: PaperPages,
         fresh: set[str],
-    ) -> set[str]:
-        """Write every site-wide file; returns numbers whose replaced pages need restoring.
+    ) -> SitewideWritten:
+        """Write every site-wide file; returns what the build state keeps of them, and
+        the numbers whose replaced pages need restoring.
 
         Pages about the whole site are rendered only when the fingerprint of
         their inputs changed, and written only when their bytes changed; when
@@ -104,14 +124,13 @@ class SitewideStage:
         config = self.config
         context = _context_inputs(rejections, notes, self.extra)
         inputs = _sitewide_inputs(rows, context)
-        self.new_cache.sitewide_inputs, self.new_cache.context_inputs = inputs, context
-        numbers = self.new_cache.numbers
+        numbers = self.numbers
         if self.cache is not None and self.cache.sitewide_inputs == inputs and not self.relisted_prefix():
-            self.new_cache.sitewide = self.cache.sitewide  # nothing any site-wide page shows changed
             if self.keeps_manifest:  # made now, so the first change does not wait for them
                 for summary in numbers.summaries():
                     self.kept_manifest_entry(summary)
-            return set()
+            # (nothing any site-wide page shows changed)
+            return SitewideWritten(self.cache.sitewide, inputs, context, "", set())
         listings = not self.listings_unchanged(context)
         width = shard_width(len(rows))
         asked, stale = self.affected_lookup_paths(width)
@@ -203,7 +222,7 @@ class SitewideStage:
             digest = recorded_hash(full_digest)
             record[path] = (lazy.key, digest)
             if path == MANIFEST_PATH:
-                self.new_cache.manifest_sha256 = full_digest
+                self.manifest_sha256 = full_digest
             if old is None or old[1] != digest:
                 emit(path, data)
         if streamed:  # (before waiting for the workers: they have pages left to make)
@@ -219,10 +238,9 @@ class SitewideStage:
             for path, written, full_digest in search.finish():
                 self.written += written
                 record[path] = (search.key, recorded_hash(full_digest))
-        self.new_cache.sitewide = record
         if staged is not None:
             remove_files(self.staging, {p for p in affected - set(shared) if p not in owned})
-            return set()
+            return SitewideWritten(record, inputs, context, self.manifest_sha256, set())
         plan = self.plan
         assert plan is not None, "an incremental build keeps a plan"
         for file in changed:
@@ -230,7 +248,8 @@ class SitewideStage:
         self.written += len(changed)
         gone = (set(previous) - set(fixed) - set(record)) | (affected - set(shared))
         plan.remove({p for p in gone if p not in owned})
-        return {owned[p] for p in gone if p in owned and owned[p] not in fresh}
+        restore = {owned[p] for p in gone if p in owned and owned[p] not in fresh}
+        return SitewideWritten(record, inputs, context, self.manifest_sha256, restore)
 
     def stream_manifest_into(
         self, record: dict[str, tuple[str, str]], summaries: list[Summary], generated_at: str | None
@@ -249,7 +268,7 @@ class SitewideStage:
                 hashing.write(whole_manifest(summaries, self.config, generated_at))
         full_digest = hashing.digest.hexdigest()
         record[MANIFEST_PATH] = (bytes_key(full_digest), recorded_hash(full_digest))
-        self.new_cache.manifest_sha256 = full_digest
+        self.manifest_sha256 = full_digest
         self.written += 1
 
     def spliced_manifest(self, rows: list[NumberRow], generated_at: str | None) -> bytes | None:
@@ -263,7 +282,7 @@ class SitewideStage:
             return None
         if _sha(last) != self.cache.manifest_sha256:
             return None
-        numbers = self.new_cache.numbers
+        numbers = self.numbers
         changed = {n: numbers[n].summary for n in self.renewed}
         return spliced_manifest(last, [r.pith_number for r in rows], changed, self.config, generated_at)
 
@@ -271,7 +290,7 @@ class SitewideStage:
         """A number's manifest lines, made once per entry: unchanged numbers keep
         their entry from build to build, so a rebuild serialises only the new ones.
         (A cold `build` does not keep them: it writes the manifest once.)"""
-        entry = self.new_cache.numbers[summary.pith_number]
+        entry = self.numbers[summary.pith_number]
         if entry.manifest_json is None:
             entry.manifest_json = indented_entry(summary)
         return entry.manifest_json
@@ -283,7 +302,7 @@ class SitewideStage:
         numbers that changed, so one grown bundle does not walk every record's pages."""
         if self.cache is None or self.cache.context_inputs != context:
             return False
-        old, new = self.cache.numbers, self.new_cache.numbers
+        old, new = self.cache.numbers, self.numbers
         if len(old) != len(new) or old.keys() != new.keys():
             return False
         return all(same_listing(old[n].summary, new[n].summary) for n in self.renewed)
@@ -295,7 +314,7 @@ class SitewideStage:
         although nothing any site-wide page shows changed."""
         if self.cache is None:
             return False
-        old, new = self.cache.numbers, self.new_cache.numbers
+        old, new = self.cache.numbers, self.numbers
         same = [n for n in self.renewed if n in old and old[n].summary.digest == new[n].summary.digest]
         if not same:
             return False
@@ -309,7 +328,7 @@ class SitewideStage:
         changed since the last build."""
         if self.cache is None:
             return shared_family_paths(summaries) | self.suspect
-        old, new = self.cache.numbers, self.new_cache.numbers
+        old, new = self.cache.numbers, self.numbers
         paths: set[str] = set()
         for number in self.renewed:
             before, after = old.get(number), new[number]
@@ -333,7 +352,7 @@ class SitewideStage:
         every old one goes unless it is."""
         if self.cache is None:
             return None, set()
-        old, new = self.cache.numbers, self.new_cache.numbers
+        old, new = self.cache.numbers, self.numbers
         old_width = shard_width(len(old))
         if old_width != width:
             return None, {path for entry in old.values() for path in lookup_paths(entry.summary, old_width)}

@@ -107,7 +107,7 @@ class BuildState:
     """Numbers the last selection had something to say about (see choose.py)."""
     notes: tuple[str, ...] = ()
     """The last selection's notes, which a build that finds no document changed
-    keeps (see pipeline._Build.execute)."""
+    keeps (see stages.Stages.run)."""
     saved: dict[str, SavedPart] = field(default_factory=dict, compare=False, repr=False)
     """What each partition's files in the cache folder hold now (see `save_cache`):
     carried from build to build, so only partitions whose entries changed are

@@ -1,6 +1,7 @@
-"""Stages 1-3 in worker processes: examine one document, render one number,
-write its files; and, in a full build, the listing pages and the search index
-handed over to them.
+"""The work done in worker processes: each changed document through load, parse,
+verify, merge, render and write (`examine_task`); a contested number rendered
+again (`render_task`); and, in a full build, the listing pages and the search
+index handed over to them.
 
 Rules:
 - Each task's result depends only on its inputs; `run_tasks` yields results
@@ -50,9 +51,12 @@ from ..site.sitewide import Lazy, PageRender
 from ..site.templating import make_environment
 from ..trust.check import examine
 from ..trust.choose import Candidate, Choice, pack_event_ids
-from ..trust.errors import Code, Rejection
+from ..trust.errors import Code, Problem, Rejection, RejectionError
 from ..trust.keys import Keyring
-from ..trust.load import Limits
+from ..trust.load import Limits, load_document
+from ..trust.model import Verified
+from ..trust.parse import parse
+from ..trust.verify import verify_parsed
 from .change_check import stat_key
 from .state import FileEntry
 from .write import Writer, remove_tree
@@ -169,20 +173,25 @@ class Examined:
 
 
 def examine_task(task: Task) -> Examined:
-    """Verify one file and, if it verifies, render its number as if it were alone."""
+    """One content file through every stage a document goes through alone:
+    load -> parse -> verify, then, on the bet that it is the only document for
+    its number, merge -> render -> write (`render_and_write`). Fused in one task
+    so that its bytes and its decoded JSON never leave the worker: the build is
+    sent back the file's entry, a count and the number's summary."""
     path = Path(task.path)
     try:
         stat = stat_key(path)
     except OSError:
         stat = 0
-    verdict, verified, source = examine(
-        path, task.name, Path(task.root), _WORKER["keyring"], _WORKER["limits"]
-    )
-    rejections = tuple(Rejection(task.name, p.pointer, p.code, p.message) for p in verdict.problems)
-    raw_sha256 = source.raw_sha256 if source else ""  # (one string for entry and candidate)
-    if verified is None or source is None:
-        entry = FileEntry(stat, raw_sha256, verdict.pith_number, rejections, None)
-        return Examined(entry)
+    try:
+        source = load_document(path, task.name, Path(task.root), _WORKER["limits"])  # load
+    except RejectionError as exc:
+        return _refused(task, stat, "", None, (exc.problem,))
+    doc, problems = parse(source)  # parse
+    verdict, verified = verify_parsed(source, doc, problems, _WORKER["keyring"])  # verify
+    raw_sha256 = source.raw_sha256  # (one string for entry and candidate)
+    if verified is None:
+        return _refused(task, stat, raw_sha256, verdict.pith_number, verdict.problems)
     candidate = Candidate(
         file=task.name,
         kind=verified.kind,
@@ -193,15 +202,23 @@ def examine_task(task: Task) -> Examined:
         built_at=verified.doc.built_at,
     )
     entry = FileEntry(stat, raw_sha256, verified.pith_number, (), candidate)
-    if not task.render:
+    if not task.render:  # (a document read back from the site: only its verdict is wanted)
         return Examined(entry, derived="derived_by" in source.data)
     pub = Publication(
         verified.pith_number,
         verified if verified.kind == "record" else None,
         verified if verified.kind == "bundle" else None,
     )
-    written, summary = render_and_write(pub, {verified.kind: source.raw})
+    written, summary = render_and_write(pub, {verified.kind: source.raw})  # merge, render, write
     return Examined(entry, written=written, summary=summary)
+
+
+def _refused(
+    task: Task, stat: int, raw_sha256: str, pith_number: str | None, problems: tuple[Problem, ...]
+) -> Examined:
+    """The entry of a file the build refused: its problems, as rejections of the file."""
+    rejections = tuple(Rejection(task.name, p.pointer, p.code, p.message) for p in problems)
+    return Examined(FileEntry(stat, raw_sha256, pith_number, rejections, None))
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,9 +231,9 @@ class Rendered:
 
 def render_task(item: tuple[Choice, dict[str, str]]) -> Rendered:
     """Render a contested number from its chosen documents (verified again here);
-    `paths` says where each one's bytes are, by kind (see pipeline._ContentPaths.locate)."""
+    `paths` says where each one's bytes are, by kind (see stages._ContentPaths.locate)."""
     choice, paths = item
-    verified: dict[str, Any] = {}
+    verified: dict[str, Verified] = {}
     raws: dict[str, bytes] = {}
     for candidate in choice.files:
         path = Path(paths[candidate.kind])
@@ -243,9 +260,8 @@ def render_and_write(pub: Publication, raws: dict[str, bytes]) -> tuple[int, Sum
     """
     env, config, writer = _WORKER["env"], _WORKER["config"], _WORKER["writer"]
     state = merged_state(pub)  # merge
-    files, summary = render_publication(
-        pub, state, raws.get("record"), raws.get("bundle"), env, config
-    )  # render
+    record_raw, bundle_raw = raws.get("record"), raws.get("bundle")
+    files, summary = render_publication(pub, state, record_raw, bundle_raw, env, config)  # render
     writer.write(files)  # write
     paths = tuple(sorted(f.path for f in files))
     if paths != layout.number_paths(summary.body, pub.bundle is not None):

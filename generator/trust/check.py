@@ -12,7 +12,8 @@ from .errors import RejectionError
 from .keys import Keyring
 from .load import Limits, SourceDocument, load_document
 from .model import Verdict, Verified
-from .verify import verify_document
+from .parse import parse
+from .verify import verify_parsed
 
 
 def examine(
@@ -20,8 +21,9 @@ def examine(
 ) -> tuple[Verdict, Verified | None, SourceDocument | None]:
     """Load, decode, parse and verify one file; bad content never raises."""
     try:
-        source = load_document(path, file, content, limits)
+        source = load_document(path, file, content, limits)  # bytes -> decoded JSON
     except RejectionError as exc:
         return Verdict(file, None, None, (exc.problem,)), None, None
-    verdict, verified = verify_document(source, keyring)
+    doc, problems = parse(source)  # JSON -> a typed document, or what is wrong with its shape
+    verdict, verified = verify_parsed(source, doc, problems, keyring)  # hashes, signatures, merge
     return verdict, verified, source

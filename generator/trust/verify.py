@@ -48,11 +48,19 @@ Path = tuple[str | int, ...]
 
 
 def verify_document(source: SourceDocument, keyring: Keyring) -> tuple[Verdict, Verified | None]:
-    """Run steps 3-7 on one decoded document; never raises for bad content."""
+    """Parse one decoded document and verify it: steps 3-7, never raising for bad content."""
     doc, problems = parse(source)
+    return verify_parsed(source, doc, problems, keyring)
+
+
+def verify_parsed(
+    source: SourceDocument, doc: ParsedDoc | None, problems: Problems, keyring: Keyring
+) -> tuple[Verdict, Verified | None]:
+    """Steps 4-7 on what `parse` made of `source` (`doc` None: its shape was wrong,
+    and `problems` say how). A bundle's merged state is recomputed here, from its
+    signed events: the state it carries must be exactly that one."""
     if doc is None:
-        kind = None
-        return Verdict(source.file, kind, None, problems.listed()), None
+        return Verdict(source.file, None, None, problems.listed()), None
     checker = _Checker(doc, keyring, problems)
     state = checker.run()
     verdict = Verdict(source.file, doc.kind, doc.pith_number, checker.problems.listed())

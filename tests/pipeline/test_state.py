@@ -603,7 +603,7 @@ def test_the_content_is_listed_once_a_build(
     check against, lists the content once too. (A worker stats the file it
     reads once more: the stat the cache keeps is the one taken when it was read.)"""
     from generator.build import change_check as unchanged
-    from generator.build import pipeline, workers
+    from generator.build import stages, workers
 
     listings: list[str] = []
     stats: list[str] = []
@@ -623,7 +623,7 @@ def test_the_content_is_listed_once_a_build(
         return real_stat(path)
 
     monkeypatch.setattr(unchanged, "discover_names", counting)  # (every listing of the content)
-    for module in (unchanged, pipeline):  # (the check for no change, then the build)
+    for module in (unchanged, stages):  # (the check for no change, then the build)
         monkeypatch.setattr(module, "stat_key", counting_stats)
     monkeypatch.setattr(workers, "stat_key", counting_reads)
     p = Project(tmp_path / "listed")
