@@ -15,7 +15,7 @@ import factories as f
 import pytest
 
 from generator.trust.canonical import canonical_digest
-from generator.trust.check import examine
+from generator.trust.check import verify_file
 from generator.trust.keys import Keyring, default_keyring, keyring_from_json
 from generator.trust.load import Limits, SourceDocument, decode
 from generator.trust.merge import merge, state_sha256
@@ -70,7 +70,7 @@ def problem_pairs(path: Path, keyring: Keyring) -> set[tuple[str, str]]:
 
 @pytest.mark.parametrize("path", SEEDS)
 def test_seed_verifies_with_the_default_pinned_key(path: Path) -> None:
-    verdict, verified, src = examine(path, path.name, CONTENT, default_keyring(), Limits())
+    verdict, verified, src = verify_file(path, path.name, CONTENT, default_keyring(), Limits())
     golden = GOLDEN[path.name]
     assert verdict.problems == ()
     assert verdict.ok

@@ -2,7 +2,7 @@
 and an executor that runs the build's worker tasks there.
 
 `pith-mirror build --scheduler ADDRESS` (or `scheduler = "..."` in the settings)
-hands the per-record work (examine, render) and a full build's listing pages
+hands the per-record work (verify, render) and a full build's listing pages
 and search index to a Dask cluster instead of the local process pool;
 `--scheduler local` starts a `LocalCluster` of `jobs` worker processes here.
 Everything else (the stage order, the selection, the site-wide stage, the
@@ -100,10 +100,12 @@ def batch_size(items: int, workers: int) -> int:
 # ---------------------------------------------------------------- the build's side
 
 
-def cluster_executor(config: SiteConfig, keyring: Keyring, staging: Path, family: bool) -> ClusterExecutor:
+def cluster_executor(
+    config: SiteConfig, keyring: Keyring, staging: Path, shared_files: bool
+) -> ClusterExecutor:
     """Connect to `config.scheduler` (or start a LocalCluster of `config.jobs` workers
     for "local") and return an executor whose tasks set their worker up as
-    `init_worker(config, keyring, staging, family)` does a pool's."""
+    `init_worker(config, keyring, staging, shared_files)` does a pool's."""
     assert config.scheduler is not None
     distributed = _distributed()
     cluster: Dask = None
@@ -138,7 +140,7 @@ def cluster_executor(config: SiteConfig, keyring: Keyring, staging: Path, family
             except (OSError, TimeoutError):
                 raise BuildError(where, "the Dask scheduler has no workers") from None
             workers = len(client.scheduler_info()["workers"])
-        setup = _setup(config, keyring, staging, family)
+        setup = _setup(config, keyring, staging, shared_files)
         return ClusterExecutor(client, cluster, setup, where, workers, settings)
     except BaseException:
         _close(client, cluster)
@@ -181,7 +183,7 @@ def _distributed() -> Dask:
     return distributed
 
 
-def _setup(config: SiteConfig, keyring: Keyring, staging: Path, family: bool) -> Setup:
+def _setup(config: SiteConfig, keyring: Keyring, staging: Path, shared_files: bool) -> Setup:
     cwd = os.getcwd()
     folder = staging.absolute()
     return Setup(
@@ -190,7 +192,7 @@ def _setup(config: SiteConfig, keyring: Keyring, staging: Path, family: bool) ->
         cwd=cwd,
         folder=str(folder),
         inode=folder.stat().st_ino,
-        args=(config, keyring, folder, family),
+        args=(config, keyring, folder, shared_files),
     )
 
 
@@ -479,8 +481,8 @@ def _enter(setup: Setup) -> None:
             " install the same version on every worker",
         )
     _still_wanted(setup, _UNSEEN)
-    config, keyring, folder, family = setup.args
-    init_worker(config, keyring, folder, family)
+    config, keyring, folder, shared_files = setup.args
+    init_worker(config, keyring, folder, shared_files)
     _CURRENT[0] = setup.build
 
 

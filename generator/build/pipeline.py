@@ -158,12 +158,12 @@ def _build(
                 cache = None
         if warm is not None:  # read (above) before SITE changes; written again by save_warm
             forget_saved(config.cache_dir)
-        family = cache is None  # a full build: workers write what records share too
-        init_worker(config, keyring, staging, family)  # small batches run in this process
+        shared_files = cache is None  # a full build: workers write what records share too
+        init_worker(config, keyring, staging, shared_files)  # small batches run in this process
         if config.scheduler is not None:  # (the workers of a Dask cluster: see cluster.py)
             from .cluster import cluster_executor
 
-            cluster = cluster_executor(config, keyring, staging, family)
+            cluster = cluster_executor(config, keyring, staging, shared_files)
             pool = cluster
             config = replace(config, jobs=cluster.workers)  # (site-wide work is cut into batches for each)
         elif config.jobs > 1:
@@ -174,7 +174,14 @@ def _build(
                 config.jobs,
                 mp_context=multiprocessing.get_context(method),
                 initializer=init_worker,
-                initargs=(config, keyring, staging, family, True, os.getpid() if method == "fork" else None),
+                initargs=(
+                    config,
+                    keyring,
+                    staging,
+                    shared_files,
+                    True,
+                    os.getpid() if method == "fork" else None,
+                ),
             )
             pool = processes
             if method == "fork":  # start the workers now, from a small parent (see `_fork_now`)

@@ -24,7 +24,7 @@ from ..trust.errors import Code, Rejection
 from .entries import FileTable, NumberEntry
 
 if TYPE_CHECKING:  # (the workers' result type: only named here)
-    from .workers import Examined
+    from .workers import DocumentResult
 
 UNATTRIBUTED = frozenset({Code.PITH_MISMATCH, Code.PITH_YEAR_MISMATCH})
 """A refused document whose declared number its signed record does not give says
@@ -110,13 +110,13 @@ class RenderPlan:
     """The numbers among `entries` whose worker's render is published."""
     redo: tuple[Choice, ...]
     """Numbers to render again from their chosen documents (contested ones)."""
-    discard: tuple[Examined, ...]
+    discard: tuple[DocumentResult, ...]
     """Renders made at once that are not what gets published."""
 
 
 def sort_renders(
     choices: Iterable[Choice],
-    fresh: Iterable[Examined],
+    fresh: Iterable[DocumentResult],
     previous: Mapping[str, NumberEntry],
 ) -> RenderPlan:
     """Sort the renders the workers made at once, each on the bet that its document
@@ -129,13 +129,13 @@ def sort_renders(
     - Any other render is thrown away; the number keeps its entry if its documents
       are still the last build's (say a refused replacement), else is rendered
       again from its chosen documents."""
-    by_number: dict[str, list[Examined]] = {}
+    by_number: dict[str, list[DocumentResult]] = {}
     for result in fresh:
         by_number.setdefault(result.entry.pith_number or "", []).append(result)
     entries: list[tuple[str, NumberEntry]] = []
     accepted: set[str] = set()
     redo: list[Choice] = []
-    discard: list[Examined] = []
+    discard: list[DocumentResult] = []
     for choice in choices:
         number = choice.pith_number
         claimants = by_number.pop(number, [])

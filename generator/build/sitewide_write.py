@@ -38,7 +38,7 @@ from ..site.manifest import (
 )
 from ..site.page_model import NumberRow, Summary
 from ..site.render import OutputFile
-from ..site.shared_paths import claimants, family_paths, record_family_files, shared_family_paths
+from ..site.shared_paths import claimants, claimed_by_several, shareable_files, shareable_paths
 from ..site.sitewide import Lazy, bytes_key, eager, recorded_hash, render_site, same_listing
 from ..site.templating import make_environment
 from ..trust.errors import BuildError, Rejection
@@ -172,19 +172,19 @@ class SitewideStage:
         made = manifest_files(summaries, config, self.keyring, generated_at, entry_json, streamed, manifest)
         lazies += [eager(f.path, f.data) for f in made]
         lazies.append(eager(RESOLVE_INDEX, index_json(width)))
-        affected = self.affected_family_paths(summaries)
+        affected = self.affected_shareable_paths(summaries)
         affected |= stale
         if search is not None:  # (the longest step of this process's own: the chunks may be made)
             search.shards(block=False)
         whole = summaries or [numbers[r.pith_number].summary for r in claimants(rows, affected)]
-        family = record_family_files(whole, env, config.base_path, affected)
-        family += lookup_files(summaries, config.base_path, width, asked)
+        shareable = shareable_files(whole, env, config.base_path, affected)
+        shareable += lookup_files(summaries, config.base_path, width, asked)
         fixed: dict[str, Lazy] = {}
         for lazy in lazies:
             if lazy.path in fixed:
                 raise BuildError(lazy.path, "two site-wide outputs claim the same path")
             fixed[lazy.path] = lazy
-        shared = {lazy.path: lazy for lazy in family}  # a shared prefix replaces paper pages
+        shared = {lazy.path: lazy for lazy in shareable}  # a shared prefix replaces paper pages
         if clash := sorted(set(shared) & set(fixed)):
             raise BuildError(clash[0], "two site-wide outputs claim the same path")
 
@@ -321,13 +321,13 @@ class SitewideStage:
         heads = Counter(number_body(n)[:8] for n in new)
         return any(heads[number_body(n)[:8]] > 1 for n in same)
 
-    def affected_family_paths(self, summaries: list[Summary]) -> set[str]:
+    def affected_shareable_paths(self, summaries: list[Summary]) -> set[str]:
         """Family paths to compute here: in a full build, those more than one
         record claims and those of discarded renders (workers wrote the rest);
         in an incremental one, those claimed by records added, removed or
         changed since the last build."""
         if self.cache is None:
-            return shared_family_paths(summaries) | self.suspect
+            return claimed_by_several(summaries) | self.suspect
         old, new = self.cache.numbers, self.numbers
         paths: set[str] = set()
         for number in self.renewed:
@@ -337,11 +337,11 @@ class SitewideStage:
                 # page went in over the list page of a prefix it shares, if it does
                 paths.update(layout.page_paths(layout.paper_page(after.summary.body)))
                 continue
-            paths.update(family_paths(after.summary))
+            paths.update(shareable_paths(after.summary))
             if before is not None:
-                paths.update(family_paths(before.summary))
+                paths.update(shareable_paths(before.summary))
         for number in old.keys() - new.keys():
-            paths.update(family_paths(old[number].summary))
+            paths.update(shareable_paths(old[number].summary))
         return paths
 
     def affected_lookup_paths(self, width: int) -> tuple[set[str] | None, set[str]]:

@@ -2,7 +2,7 @@
 
     1-3 load, parse and verify each changed content file, in the workers; each
         worker renders and writes its document's number at once, on the bet that
-        it is the only document for that number (workers.examine_task)
+        it is the only document for that number (workers.document_task)
     4   choose one record and one bundle per number, refusing rollbacks
         (trust/choose.py), and refuse to drop published numbers (removal_guard.py)
     5   keep the renders made at once where the bet held; render the contested
@@ -28,7 +28,7 @@ from ..site.config import SiteConfig
 from ..site.manifest import published_paths, read_published
 from ..site.markdown_pages import skipped_pages
 from ..site.page_model import Summary, fork_notes
-from ..site.shared_paths import family_paths
+from ..site.shared_paths import shareable_paths
 from ..trust.choose import Candidate, Choice, select
 from ..trust.errors import Code, Rejection
 from ..trust.files import file_sha256
@@ -42,7 +42,7 @@ from .removal_guard import check_removals, final_numbers
 from .report import BuildReport
 from .sitewide_write import PaperPages, SitewideStage
 from .state import BuildState, FileEntry, FileTable, NumberEntry, NumberTable
-from .workers import Examined, Progress, Task, examine_task, render_task, run_tasks
+from .workers import DocumentResult, Progress, Task, document_task, render_task, run_tasks
 from .write import remove_files
 
 
@@ -88,7 +88,7 @@ class Stages:
         """The stages, in order: what this build publishes, and the state it leaves."""
         # 1-3 load, parse, verify each changed file (in the workers, which also render
         #     and write each verified document's number as if it were alone)
-        entries, fresh, changed = self.examine_content()
+        entries, fresh, changed = self.verify_changed_files()
         refused = planning.refusals(entries)
         # 4 choose one record and one bundle per number, refusing rollbacks
         touched = None if self.cache is None else self.numbers_to_decide(entries, changed, refused)
@@ -171,7 +171,7 @@ class Stages:
         )
 
     # Stage 1-3: every content file, reusing the cache for unchanged ones.
-    def examine_content(self) -> tuple[FileTable, dict[str, Examined], list[str]]:
+    def verify_changed_files(self) -> tuple[FileTable, dict[str, DocumentResult], list[str]]:
         content = self.config.content
         previous = self.cache.files if self.cache else FileTable()
         top = content_top(content)
@@ -204,8 +204,8 @@ class Stages:
                 except OSError:
                     pass
             tasks.append(Task(path, name, root))
-        fresh: dict[str, Examined] = {}
-        examined = run_tasks(examine_task, tasks, self.pool, self.progress, "verified")
+        fresh: dict[str, DocumentResult] = {}
+        examined = run_tasks(document_task, tasks, self.pool, self.progress, "verified")
         for task, result in zip(tasks, examined, strict=True):
             # (keyed by the candidate's copy of the name when there is one: the
             # task's copy then goes with the task, one string less per document)
@@ -260,7 +260,7 @@ class Stages:
                 tasks.append(Task(str(path), name, str(path.parent), from_site=True, render=False))
         old: dict[str, tuple[Candidate | None, Candidate | None]] = {}
         listed = {number: entry.get("bundle_sha256") for number, entry in published.items()}
-        for result in run_tasks(examine_task, tasks, self.pool, None, "published"):
+        for result in run_tasks(document_task, tasks, self.pool, None, "published"):
             candidate = result.entry.candidate
             if candidate is None or (candidate.kind == "record" and result.derived):
                 continue
@@ -275,7 +275,7 @@ class Stages:
     def publish_numbers(
         self,
         choices: list[Choice],
-        fresh: dict[str, Examined],
+        fresh: dict[str, DocumentResult],
         paths: _ContentPaths,
         touched: set[str] | None,
         rejections: list[Rejection],
@@ -318,15 +318,15 @@ class Stages:
                 done.add(result.pith_number)
         return done
 
-    def discard(self, claimants: Iterable[Examined]) -> None:
+    def discard(self, claimants: Iterable[DocumentResult]) -> None:
         """Remove optimistic renders that are not what gets published."""
         for result in claimants:
             own = result.own_paths()
             remove_files(self.staging, set(own))
             self.written -= result.written
-            if self.cache is None:  # workers wrote its family too
+            if self.cache is None:  # workers wrote its shareable files too
                 assert result.summary is not None
-                self.suspect.update(family_paths(result.summary))
+                self.suspect.update(shareable_paths(result.summary))
 
     def move_into_site(
         self, numbers: NumberTable, accepted: set[str], previous: Mapping[str, NumberEntry]

@@ -1,5 +1,5 @@
 """The work done in worker processes: each changed document through load, parse,
-verify, merge, render and write (`examine_task`); a contested number rendered
+verify, merge, render and write (`document_task`); a contested number rendered
 again (`render_task`); and, in a full build, the listing pages and the search
 index handed over to them.
 
@@ -46,10 +46,10 @@ from ..site.search_index import (
     shard_path,
     spill_segments,
 )
-from ..site.shared_paths import own_family_files
+from ..site.shared_paths import own_shareable_files
 from ..site.sitewide import Lazy, PageRender
 from ..site.templating import make_environment
-from ..trust.check import examine
+from ..trust.check import verify_file
 from ..trust.choose import Candidate, Choice, pack_event_ids
 from ..trust.errors import Code, Problem, Rejection, RejectionError
 from ..trust.keys import Keyring
@@ -74,11 +74,11 @@ def init_worker(
     config: SiteConfig,
     keyring: Keyring,
     output: Path,
-    family: bool,
+    shared_files: bool,
     in_pool: bool = False,
     parent: int | None = None,
 ) -> None:
-    """Set up this process to examine and render. `parent`: the build's process id
+    """Set up this process to verify and render. `parent`: the build's process id
     when it forked the worker itself (see `_end_with_parent`)."""
     if in_pool:
         # Ctrl-C is the parent's to handle: it stops the pool; workers must not
@@ -97,7 +97,7 @@ def init_worker(
         config=config,
         keyring=keyring,
         writer=Writer(output, atomic=False),
-        family=family,
+        shared_files=shared_files,
         env=env,
         limits=Limits(max_bytes=config.max_bytes),
     )
@@ -156,14 +156,14 @@ class Task:
 
 
 @dataclass(frozen=True, slots=True)
-class Examined:
+class DocumentResult:
     """What examining one task found (in the order of the tasks: the caller has
     each task already, so it is not sent back)."""
 
     entry: FileEntry
     derived: bool = False
     written: int = 0
-    """Files written for the number (its own, then its family's): counts, not
+    """Files written for the number (its own, then those it may share): counts, not
     paths, since the main process holds one result per document."""
     summary: Summary | None = None
 
@@ -172,7 +172,7 @@ class Examined:
         return layout.number_paths(self.summary.body, self.entry.candidate.kind == "bundle")
 
 
-def examine_task(task: Task) -> Examined:
+def document_task(task: Task) -> DocumentResult:
     """One content file through every stage a document goes through alone:
     load -> parse -> verify, then, on the bet that it is the only document for
     its number, merge -> render -> write (`render_and_write`). Fused in one task
@@ -203,22 +203,22 @@ def examine_task(task: Task) -> Examined:
     )
     entry = FileEntry(stat, raw_sha256, verified.pith_number, (), candidate)
     if not task.render:  # (a document read back from the site: only its verdict is wanted)
-        return Examined(entry, derived="derived_by" in source.data)
+        return DocumentResult(entry, derived="derived_by" in source.data)
     pub = Publication(
         verified.pith_number,
         verified if verified.kind == "record" else None,
         verified if verified.kind == "bundle" else None,
     )
     written, summary = render_and_write(pub, {verified.kind: source.raw})  # merge, render, write
-    return Examined(entry, written=written, summary=summary)
+    return DocumentResult(entry, written=written, summary=summary)
 
 
 def _refused(
     task: Task, stat: int, raw_sha256: str, pith_number: str | None, problems: tuple[Problem, ...]
-) -> Examined:
+) -> DocumentResult:
     """The entry of a file the build refused: its problems, as rejections of the file."""
     rejections = tuple(Rejection(task.name, p.pointer, p.code, p.message) for p in problems)
-    return Examined(FileEntry(stat, raw_sha256, pith_number, rejections, None))
+    return DocumentResult(FileEntry(stat, raw_sha256, pith_number, rejections, None))
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,7 +237,7 @@ def render_task(item: tuple[Choice, dict[str, str]]) -> Rendered:
     raws: dict[str, bytes] = {}
     for candidate in choice.files:
         path = Path(paths[candidate.kind])
-        _, doc, source = examine(path, candidate.file, path.parent, _WORKER["keyring"], _WORKER["limits"])
+        _, doc, source = verify_file(path, candidate.file, path.parent, _WORKER["keyring"], _WORKER["limits"])
         if doc is None or source is None or source.raw_sha256 != candidate.raw_sha256:
             problem = Rejection(
                 candidate.file, "", Code.FILE_UNREADABLE, "the file changed while the build ran"
@@ -253,7 +253,7 @@ def render_task(item: tuple[Choice, dict[str, str]]) -> Rendered:
 def render_and_write(pub: Publication, raws: dict[str, bytes]) -> tuple[int, Summary]:
     """Render one number into the worker's output folder: its own files, which
     must be exactly those `layout.number_paths` names, and in a full build its
-    family too (short forms, integrity report), as if no other record
+    shareable files too (short forms, integrity report), as if no other record
     claimed them; the site-wide stage rewrites the few that others do.
 
     Returns how many files it wrote, and the number's summary.
@@ -267,8 +267,8 @@ def render_and_write(pub: Publication, raws: dict[str, bytes]) -> tuple[int, Sum
     if paths != layout.number_paths(summary.body, pub.bundle is not None):
         raise RuntimeError(f"render wrote {paths}, not the layout's paths for {summary.pith_number}")
     written = len(paths)
-    if _WORKER["family"]:
-        written += writer.write(own_family_files(summary, config.base_path))
+    if _WORKER["shared_files"]:
+        written += writer.write(own_shareable_files(summary, config.base_path))
     return written, summary
 
 

@@ -113,7 +113,7 @@ def reader_went_away() -> int:
 def run_verify(args: argparse.Namespace) -> int:
     from ..site.config import check_max_bytes
     from ..trust.causes import by_cause, cause_of, pinned_names
-    from ..trust.check import examine
+    from ..trust.check import verify_file
     from ..trust.load import NOT_UTF8_NAME, Limits, discover, is_utf8, shown_name
     from ..trust.model import Verdict
 
@@ -136,7 +136,7 @@ def run_verify(args: argparse.Namespace) -> int:
         if not is_utf8(own_name):  # refused unread, as the build refuses it
             results.append(Verdict(name, None, None, (Problem(Code.FILE_UNREADABLE, "", NOT_UTF8_NAME),)))
             continue
-        verdict, _verified, _source = examine(file_path, name, root, keyring, limits)
+        verdict, _verified, _source = verify_file(file_path, name, root, keyring, limits)
         results.append(verdict)
     rejected = [v for v in results if not v.ok]
     problems = {

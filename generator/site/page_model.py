@@ -122,7 +122,7 @@ class Summary:
     """The integrity report file, named by arXiv id and so shared by every
     version of a paper: the site-wide stage publishes the newest version's."""
     integrity_data: bytes | None = None
-    """The integrity report's bytes, zlib-compressed (see family.integrity_files):
+    """The integrity report's bytes, zlib-compressed (see shared_paths.integrity_files):
     only the few records that share their report with another are ever read."""
     alias_data: bytes = b""
     """Every alias, and whether it has a look-up, packed by `pack_aliases`: read back

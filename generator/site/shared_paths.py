@@ -1,4 +1,4 @@
-"""Stage 5 (render, site-wide): the files a record owns with others, its "family".
+"""Stage 5 (render, site-wide): the files a record may share with others.
 
 A record's paper's integrity report (named by arXiv id) and its short forms
 (`pith/<8, 12 or 16 characters>`) are paths that another record may claim
@@ -6,9 +6,9 @@ too: the versions of one paper share a report, and numbers may share a short
 prefix. (Its alias look-ups are entries of site-wide shards: lookups.py.)
 
 Rules:
-- In a full build each worker writes its record's family as if no other
+- In a full build each worker writes its record's shareable files as if no other
   record claimed it; the site-wide stage then makes, once and right, every
-  path that more than one record claims (`shared_family_paths`).
+  path that more than one record claims (`claimed_by_several`).
 - Where records share a path, the choice is deterministic: the newest
   version of a paper wins its report, and a shared short prefix becomes a
   list of the records that have it.
@@ -40,7 +40,7 @@ _HEAD = operator.itemgetter(slice(10, 18))
 _INTEGRITY = operator.attrgetter("integrity_path")
 
 
-def family_paths(summary: Summary) -> list[str]:
+def shareable_paths(summary: Summary) -> list[str]:
     """Every site-wide path one record can claim, alone or shared with others:
     its integrity report, its short forms, and its paper page (replaced by a
     list when another record shares its 8-character prefix)."""
@@ -57,8 +57,8 @@ def family_paths(summary: Summary) -> list[str]:
 _SEEN_BITS = 1 << 25
 
 
-def shared_family_paths(summaries: Sequence[Summary]) -> set[str]:
-    """The family paths (see `family_paths`) that more than one record claims.
+def claimed_by_several(summaries: Sequence[Summary]) -> set[str]:
+    """The shareable paths (see `shareable_paths`) that more than one record claims.
 
     Found without listing every record's paths (1.5 million strings at 100,000
     records): neighbours in sorted order share short forms, and integrity
@@ -96,7 +96,7 @@ def shared_family_paths(summaries: Sequence[Summary]) -> set[str]:
     return shared
 
 
-def record_family_files(
+def shareable_files(
     ordered: Sequence[Summary], env: Environment, base: str, only: set[str] | None
 ) -> list[Lazy]:
     """Integrity reports and short forms: files that belong to records but that
@@ -183,8 +183,8 @@ def redirect_html(pith_number: str, base: str) -> str:
     return redirect_page(pith_number, url, url, body)
 
 
-def own_family_files(summary: Summary, base: str) -> list[OutputFile]:
-    """The files of `record_family_files([summary], ...)`, made at once (in
+def own_shareable_files(summary: Summary, base: str) -> list[OutputFile]:
+    """The files of `shareable_files([summary], ...)`, made at once (in
     another order): what a full build's worker writes for its record, as if no
     other record claimed them (the site-wide stage remakes those that others do).
 

@@ -16,7 +16,7 @@ from .parse import parse
 from .verify import verify_parsed
 
 
-def examine(
+def verify_file(
     path: Path, file: str, content: Path, keyring: Keyring, limits: Limits
 ) -> tuple[Verdict, Verified | None, SourceDocument | None]:
     """Load, decode, parse and verify one file; bad content never raises."""

@@ -115,8 +115,8 @@ def test_a_build_on_a_cluster_is_byte_identical_to_a_local_one(
     # (every kind of task ran on the cluster, the map in many batches, on both workers)
     ran = [task["key"] for task in stream.data]
     kinds = {key.split("-")[1] for key in ran}
-    assert {"examine_task", "render_pages_task", "search_chunk_task", "search_shards_task"} <= kinds
-    assert sum(key.startswith("pith-examine_task-") for key in ran) >= 8
+    assert {"document_task", "render_pages_task", "search_chunk_task", "search_shards_task"} <= kinds
+    assert sum(key.startswith("pith-document_task-") for key in ran) >= 8
     assert len({task["worker"] for task in stream.data}) == 2
 
 

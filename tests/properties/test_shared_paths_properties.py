@@ -1,7 +1,7 @@
-"""`shared_family_paths` finds shared paths without listing every record's:
+"""`claimed_by_several` finds shared paths without listing every record's:
 it must agree with the definition (a path more than one record claims) for
 any mix of shared prefixes and shared integrity reports. And a worker's own
-family files are those the site-wide stage would make."""
+shareable files are those the site-wide stage would make."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 from generator.site.config import SiteConfig
 from generator.site.page_model import Summary
 from generator.site.shared_paths import (
-    family_paths,
-    own_family_files,
-    record_family_files,
-    shared_family_paths,
+    claimed_by_several,
+    own_shareable_files,
+    shareable_files,
+    shareable_paths,
 )
 from generator.site.templating import make_environment
 
@@ -52,22 +52,20 @@ def summaries(draw: st.DrawFn) -> Summary:
 @settings(max_examples=200, deadline=None)
 @given(st.lists(summaries(), max_size=12, unique_by=lambda s: s.pith_number))
 def test_shared_paths_are_exactly_those_claimed_twice(records: list[Summary]) -> None:
-    claims = Counter(path for s in records for path in set(family_paths(s)))
-    assert shared_family_paths(records) == {path for path, n in claims.items() if n > 1}
+    claims = Counter(path for s in records for path in set(shareable_paths(s)))
+    assert claimed_by_several(records) == {path for path, n in claims.items() if n > 1}
 
 
 @settings(max_examples=100, deadline=None)
 @given(summaries())
-def test_a_workers_family_files_are_the_site_wide_stages(record: Summary) -> None:
-    """A full build's worker writes its record's family with `own_family_files`;
+def test_a_workers_shareable_files_are_the_site_wide_stages(record: Summary) -> None:
+    """A full build's worker writes its record's shareable files with `own_shareable_files`;
     the site-wide stage would make the same paths with the same bytes. (Neither
     makes look-ups: those are site-wide shards, see lookups.py.)"""
     config = SiteConfig(content=Path("content"), site=Path("site"), base_url="/m/")
     env = make_environment(config, factories.TEST_SIGNER.keyring())
-    expected = [
-        (lazy.path, lazy.make()) for lazy in record_family_files([record], env, config.base_path, None)
-    ]
-    made = own_family_files(record, config.base_path)
+    expected = [(lazy.path, lazy.make()) for lazy in shareable_files([record], env, config.base_path, None)]
+    made = own_shareable_files(record, config.base_path)
     assert sorted((f.path, f.data) for f in made) == sorted(expected)
     assert not any(f.path.startswith("api/") for f in made)
     # the six short-form paths are one file, written first at the 16-character form's

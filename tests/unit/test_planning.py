@@ -12,7 +12,7 @@ from generator.build.planning import (
     refusals,
     sort_renders,
 )
-from generator.build.workers import Examined
+from generator.build.workers import DocumentResult
 from generator.trust.choose import Candidate, Choice
 from generator.trust.errors import Code, Rejection
 
@@ -40,8 +40,8 @@ def table(**entries: FileEntry) -> FileTable:
     return files
 
 
-def rendered(name: str, number: str, kind: str = "record") -> Examined:
-    return Examined(ok(name, number, kind), written=8, summary=factories.summary(pith_number=number))
+def rendered(name: str, number: str, kind: str = "record") -> DocumentResult:
+    return DocumentResult(ok(name, number, kind), written=8, summary=factories.summary(pith_number=number))
 
 
 def test_a_refusal_holds_the_number_it_names() -> None:

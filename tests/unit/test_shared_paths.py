@@ -1,4 +1,4 @@
-"""A worker's family files under a race: another worker replacing a short form
+"""A worker's shareable files under a race: another worker replacing a short form
 that both records share must leave this record's other forms as they were."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from generator.build import write
 from generator.build.write import Writer
 from generator.site.render import OutputFile
-from generator.site.shared_paths import own_family_files
+from generator.site.shared_paths import own_shareable_files
 
 BODY = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -23,7 +23,7 @@ def test_a_shared_short_form_replaced_mid_write_leaves_the_longer_forms_alone(
     """Another record with the same 8 characters: its worker replaces `pith/<8>.html`
     just before each of this worker's links, as a full build's workers may."""
     record = factories.summary(pith_number=f"pith:2021:{BODY}")
-    files = [f for f in own_family_files(record, "/") if f.path.startswith("pith/")]
+    files = [f for f in own_shareable_files(record, "/") if f.path.startswith("pith/")]
     shared = tmp_path / f"pith/{BODY[:8]}.html"
     real_link = os.link
 
