@@ -25,7 +25,7 @@ from ..site import claims_and_citations as ledger
 from ..site import layout
 from ..trust.canonical import canonical_json, pretty_json
 from ..trust.merge import merge, state_sha256
-from ..trust.model import Provenance
+from ..trust.model import CanonicalFacts, Provenance
 from .config import SiteConfig
 from .page_model import (
     Publication,
@@ -128,7 +128,9 @@ def render_publication(
     )
     integrity = snapshot.get("integrity") if isinstance(snapshot, dict) else None
     integrity_path = (
-        layout.integrity_path(integrity.get("endpoint"), primary.doc.canonical_record.get("source"))
+        layout.source_integrity_path(
+            integrity.get("endpoint"), primary.facts.source_kind, primary.facts.source_id
+        )
         if isinstance(integrity, dict)
         else None
     )
@@ -189,9 +191,9 @@ def _derived_record(pub: Publication) -> dict[str, Any]:
         "record_type": "pith_number_record",
         "pith_number": doc.pith_number,
         "short_pith_number": doc.data.get("short_pith_number"),
-        "schema_version": doc.canonical_record.get("schema_version"),
+        "schema_version": pub.bundle.facts.schema_version,
         "canonical_sha256": pub.bundle.canonical_sha256,
-        "source": doc.canonical_record.get("source"),
+        "source": doc.canonical_record.get("source"),  # (JSON copied as signed, whatever it holds)
         "canonical_record": doc.canonical_record,
         "receipt": doc.receipt,
         "aliases": doc.data.get("source_aliases", []),
@@ -498,6 +500,7 @@ def record_context(
     body = pub.body
     paper_fields, paper_prov = paper or paper_block(pub)
     canonical = primary.doc.canonical_record
+    facts = primary.facts
     receipt = primary.doc.receipt
     provenance = primary.provenance
     base = site.base
@@ -527,8 +530,8 @@ def record_context(
         "source_label": f"{summary.source_kind}:{summary.source_id} v{summary.source_version}",
         "submitted_at": summary.submitted_at,
         "categories": " · ".join((summary.primary_cat, *summary.cross_cats)),
-        "license": canonical["metadata"].get("license"),
-        "schema_version": canonical.get("schema_version"),
+        "license": facts.license,
+        "schema_version": facts.schema_version,
         "canonical_pretty": text_markup(pretty_json(canonical).decode("utf-8").rstrip("\n")),
         "canonical_sha256": primary.canonical_sha256,
         "receipt": ReceiptView(
@@ -550,7 +553,7 @@ def record_context(
         # snapshot from a record document's unsigned part must not set its badges.
         "status": status_line(counts, snapshot if snapshot_signed or pub.bundle is None else None),
         "snapshot": snapshot_view(snapshot),
-        "links": paper_links(canonical),
+        "links": paper_links(facts),
         "claims": _section("claims", ledger.claims(snapshot, snapshot_signed, record_data), guide),
         "citations": _section(
             "inbound citations",
@@ -566,30 +569,30 @@ def record_context(
         "hrefs": paths.under(base),
         "record_on_primary": record_on_primary,
         "guide": guide,
-        "jsonld": _scholarly_article(pub, paper_fields, canonical, site, page_url),
+        "jsonld": _scholarly_article(pub, paper_fields, facts, site, page_url),
     }
 
 
 def _scholarly_article(
-    pub: Publication, paper: dict[str, str], canonical: dict[str, Any], site: SiteInfo, page_url: str | None
+    pub: Publication, paper: dict[str, str], facts: CanonicalFacts, site: SiteInfo, page_url: str | None
 ) -> dict[str, Any]:
-    source, metadata = canonical["source"], canonical["metadata"]
     authors = [a.strip() for a in str(paper.get("authors_text", "")).split(",") if a.strip()]
     identifiers = [pub.pith_number]
-    if source.get("kind") == "arxiv":
-        identifiers += [f"arXiv:{source['id']}v{source['version']}", f"doi:10.48550/arxiv.{source['id']}"]
+    if facts.source_kind == "arxiv":
+        arxiv = facts.source_id
+        identifiers += [f"arXiv:{arxiv}v{facts.source_version}", f"doi:10.48550/arxiv.{arxiv}"]
     article: dict[str, Any] = {
         "@context": "https://schema.org",
         "@type": "ScholarlyArticle",
         "name": str(paper.get("title", "")),
         "author": [{"@type": "Person", "name": a} for a in authors],
-        "datePublished": str(metadata["submitted_at"]),
+        "datePublished": facts.submitted_at,
         "identifier": identifiers,
-        "about": [str(metadata["primary_cat"]), *[str(c) for c in metadata["cross_cats_sorted"]]],
+        "about": [facts.primary_cat, *facts.cross_cats],
         "sameAs": f"{site.primary_url}/pith/{pub.body}",
     }
-    if metadata.get("license"):
-        article["license"] = str(metadata["license"])
+    if facts.license:
+        article["license"] = facts.license
     if page_url:
         article["url"] = page_url
     return article
