@@ -2,16 +2,14 @@
 
 Rules:
 - `render.record_context` makes one `RecordPage` a record; both pages render
-  from it, and it becomes a template's context only at that boundary
-  (`RecordPage.template_context`), one level deep: its parts stay the typed
-  values templates read attributes of.
+  from it, and it becomes a template's context only where they render
+  (`templating.page_context`, one level deep).
 - Nothing here reads a document: these are the shapes, not the choices.
 """
 
 from __future__ import annotations
 
-import operator
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from markupsafe import Markup
@@ -164,12 +162,3 @@ class RecordPage:
     guide: str
     jsonld: dict[str, Any]
     """The page's schema.org ScholarlyArticle, written out as JSON."""
-
-    def template_context(self) -> dict[str, Any]:
-        """The fields as a template's context, one level deep (`dataclasses.asdict`
-        would turn every nested value into dicts and lists, and copy them)."""
-        return dict(zip(_FIELD_NAMES, _field_values(self), strict=True))
-
-
-_FIELD_NAMES = tuple(f.name for f in fields(RecordPage))
-_field_values = operator.attrgetter(*_FIELD_NAMES)

@@ -52,7 +52,7 @@ from .record_page import (
     RecordProvenance,
     href,
 )
-from .templating import SiteInfo, folder_redirect, render_template, text_markup
+from .templating import SiteInfo, folder_redirect, page_context, render_template, text_markup
 
 DERIVED_BY = {"tool": "pith-mirror", "version": __version__}
 
@@ -158,7 +158,7 @@ def render_publication(
     record_page = record_context(
         pub, summary, snapshot, snapshot_origin, integrity_path, config, site, paths, (paper, paper_prov)
     )
-    context = record_page.template_context()
+    context = page_context(record_page)
     files += page(paths.record_page, render_template(env, "record.html", context), config.base_path)
     files += page(paths.paper_page, render_template(env, "paper.html", context), config.base_path)
     return files, summary

@@ -28,7 +28,7 @@ from generator.site.render import (
     record_context,
     render_publication,
 )
-from generator.site.templating import make_environment
+from generator.site.templating import make_environment, page_context
 from generator.trust import verify as verify_module
 from generator.trust.keys import Keyring
 from generator.trust.model import Provenance
@@ -151,7 +151,7 @@ def test_the_template_context_is_the_page_one_level_deep(keyring: Keyring, confi
         pub, merged_state(pub), None, raw, make_environment(config, keyring), config
     )
     page = record_context(pub, summary, *graph_snapshot(pub), None, config)
-    context = page.template_context()
+    context = page_context(page)
     assert list(context) == [f.name for f in fields(RecordPage)]
     assert all(context[name] is getattr(page, name) for name in context)
     assert isinstance(context["paper"], PaperText) and isinstance(context["paths"], RecordPaths)
