@@ -96,6 +96,16 @@ def safe_relative(path: str) -> bool:
 
 
 def integrity_path(endpoint: object, source: object) -> str | None:
+    """`source_integrity_path` for a canonical record's `source` object as decoded."""
+    if not isinstance(source, dict):
+        return None
+    kind, source_id = source.get("kind"), source.get("id")
+    if not isinstance(kind, str) or not isinstance(source_id, str):
+        return None
+    return source_integrity_path(endpoint, kind, source_id)
+
+
+def source_integrity_path(endpoint: object, kind: str, source_id: str) -> str | None:
     """`pith/<arXiv id>/integrity.json`, only for the record's own arXiv id.
 
     The endpoint may come from an unsigned part of a record document, so it is
@@ -103,12 +113,9 @@ def integrity_path(endpoint: object, source: object) -> str | None:
     that id has the shape of an arXiv id: it can then never name another
     number's folder (Pith bodies have no "." or "/") nor another paper's.
     """
-    if not isinstance(endpoint, str) or not isinstance(source, dict) or source.get("kind") != "arxiv":
+    if not isinstance(endpoint, str) or kind != "arxiv" or not _ARXIV_ID.fullmatch(source_id):
         return None
-    arxiv_id = source.get("id")
-    if not isinstance(arxiv_id, str) or not _ARXIV_ID.fullmatch(arxiv_id):
-        return None
-    expected = f"/pith/{arxiv_id}/integrity.json"
+    expected = f"/pith/{source_id}/integrity.json"
     return expected.lstrip("/") if endpoint == expected else None
 
 

@@ -657,8 +657,7 @@ def summarize(
     """The record's summary; `paper` is its `paper_block`."""
     primary = pub.primary
     doc = primary.doc
-    canonical = doc.canonical_record
-    metadata, source = canonical["metadata"], canonical["source"]
+    facts = primary.facts
     key_ids = sorted(
         {str(doc.receipt.get("key_id"))} | {str(e.data.get("signer", {}).get("key_id")) for e in doc.events}
     )
@@ -667,9 +666,8 @@ def summarize(
     # only signed time is the paper's submission, in the canonical record.)
     # (compared as instants in UTC: the signed text's own order is not the order in time)
     times = [t for t in map(utc_timestamp, (str(e.created_at) for e in doc.events)) if t is not None]
-    updated = max(times) if times else utc_timestamp(str(metadata["submitted_at"])) or ""
+    updated = max(times) if times else utc_timestamp(facts.submitted_at) or ""
     title, authors = str(paper.get("title", "")), str(paper.get("authors_text", ""))
-    source_kind, source_id, source_version = str(source["kind"]), str(source["id"]), int(source["version"])
     if pub.bundle is not None:
         alias_pairs = tuple((str(a.get("alias_kind")), str(a.get("alias_value"))) for a in aliases(pub))
     else:  # (a record document's list is unsigned: its canonical record decides the claims)
@@ -679,12 +677,12 @@ def summarize(
         "pith_number": pub.pith_number,
         "title": title,
         "authors": authors,
-        "submitted_at": str(metadata["submitted_at"]),
-        "primary_cat": str(metadata["primary_cat"]),
-        "cross_cats": tuple(str(c) for c in metadata["cross_cats_sorted"]),
-        "source_kind": source_kind,
-        "source_id": source_id,
-        "source_version": source_version,
+        "submitted_at": facts.submitted_at,
+        "primary_cat": facts.primary_cat,
+        "cross_cats": facts.cross_cats,
+        "source_kind": facts.source_kind,
+        "source_id": facts.source_id,
+        "source_version": facts.source_version,
         "hash_data": pack_hashes(
             primary.canonical_sha256,
             hashlib.sha256(record_bytes).hexdigest(),

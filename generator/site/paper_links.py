@@ -1,8 +1,9 @@
 """Links from a record to its paper: the arXiv abstract and PDF, doi.org, the license.
 
 Rules:
-- Every link is made from the signed canonical record only (`source` and
-  `metadata.license`): nothing unsigned becomes an address a reader follows.
+- Every link is made from the signed canonical record only (its source and
+  license, as `CanonicalFacts`): nothing unsigned becomes an address a reader
+  follows.
 - A value becomes a link only when it has the one safe shape expected of it
   (an arXiv id, a whole version number, an http(s) address without spaces,
   quotes or control characters); otherwise the page shows it as text and
@@ -15,6 +16,8 @@ from __future__ import annotations
 import re
 from typing import Any, NamedTuple
 from urllib.parse import quote, urlsplit
+
+from ..trust.model import CanonicalFacts
 
 _NEW_ARXIV_ID = re.compile(r"[0-9]{4}\.[0-9]{4,5}")
 _OLD_ARXIV_ID = re.compile(r"[a-z]+(?:-[a-z]+)*(?:\.[A-Z]{2})?/[0-9]{7}")
@@ -33,13 +36,11 @@ class PaperLinks(NamedTuple):
     license_url: str | None
 
 
-def arxiv_id(source: Any) -> tuple[str, int] | None:
+def arxiv_id(facts: CanonicalFacts) -> tuple[str, int] | None:
     """The signed source's arXiv id and version, when it is an arXiv paper whose id has
-    one of arXiv's two shapes (2111.04007, hep-th/9901001) and a whole version."""
-    if not isinstance(source, dict) or source.get("kind") != "arxiv":
-        return None
-    value, version = source.get("id"), source.get("version")
-    if not isinstance(value, str) or type(version) is not int or not 0 < version < 10_000:
+    one of arXiv's two shapes (2111.04007, hep-th/9901001) and a version in range."""
+    value, version = facts.source_id, facts.source_version
+    if facts.source_kind != "arxiv" or not 0 < version < 10_000:
         return None
     if not (_NEW_ARXIV_ID.fullmatch(value) or _OLD_ARXIV_ID.fullmatch(value)):
         return None
@@ -57,12 +58,10 @@ def safe_url(value: Any) -> str | None:
     return value if parts.scheme in ("http", "https") and parts.netloc else None
 
 
-def paper_links(canonical_record: Any) -> PaperLinks:
+def paper_links(facts: CanonicalFacts) -> PaperLinks:
     """The links of a signed canonical record (see the module's rules)."""
-    source = canonical_record.get("source") if isinstance(canonical_record, dict) else None
-    metadata = canonical_record.get("metadata") if isinstance(canonical_record, dict) else None
-    license_url = safe_url(metadata.get("license")) if isinstance(metadata, dict) else None
-    found = arxiv_id(source)
+    license_url = safe_url(facts.license)
+    found = arxiv_id(facts)
     if found is None:
         return PaperLinks(None, None, None, None, license_url)
     value, version = found

@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 from jinja2 import Environment
 from markupsafe import Markup, escape
@@ -25,7 +25,7 @@ from ..site import claims_and_citations as ledger
 from ..site import layout
 from ..trust.canonical import canonical_json, pretty_json
 from ..trust.merge import merge, state_sha256
-from ..trust.model import Provenance
+from ..trust.model import CanonicalFacts, Provenance
 from .config import SiteConfig
 from .page_model import (
     Publication,
@@ -43,7 +43,16 @@ from .page_model import (
     summarize,
 )
 from .paper_links import paper_links
-from .templating import SiteInfo, folder_redirect, render_template, text_markup
+from .record_page import (
+    LedgerSection,
+    PaperText,
+    ReceiptView,
+    RecordPage,
+    RecordPaths,
+    RecordProvenance,
+    href,
+)
+from .templating import SiteInfo, folder_redirect, page_context, render_template, text_markup
 
 DERIVED_BY = {"tool": "pith-mirror", "version": __version__}
 
@@ -128,7 +137,9 @@ def render_publication(
     )
     integrity = snapshot.get("integrity") if isinstance(snapshot, dict) else None
     integrity_path = (
-        layout.integrity_path(integrity.get("endpoint"), primary.doc.canonical_record.get("source"))
+        layout.source_integrity_path(
+            integrity.get("endpoint"), primary.facts.source_kind, primary.facts.source_id
+        )
         if isinstance(integrity, dict)
         else None
     )
@@ -144,9 +155,10 @@ def render_publication(
 
     summary = summarize(pub, paper, record_bytes, bundle_raw, str(state["state_sha256"]), integrity_file)
     site = SiteInfo.of_environment(env)
-    context = record_context(
+    record_page = record_context(
         pub, summary, snapshot, snapshot_origin, integrity_path, config, site, paths, (paper, paper_prov)
     )
+    context = page_context(record_page)
     files += page(paths.record_page, render_template(env, "record.html", context), config.base_path)
     files += page(paths.paper_page, render_template(env, "paper.html", context), config.base_path)
     return files, summary
@@ -189,9 +201,9 @@ def _derived_record(pub: Publication) -> dict[str, Any]:
         "record_type": "pith_number_record",
         "pith_number": doc.pith_number,
         "short_pith_number": doc.data.get("short_pith_number"),
-        "schema_version": doc.canonical_record.get("schema_version"),
+        "schema_version": pub.bundle.facts.schema_version,
         "canonical_sha256": pub.bundle.canonical_sha256,
-        "source": doc.canonical_record.get("source"),
+        "source": doc.canonical_record.get("source"),  # (JSON copied as signed, whatever it holds)
         "canonical_record": doc.canonical_record,
         "receipt": doc.receipt,
         "aliases": doc.data.get("source_aliases", []),
@@ -200,89 +212,6 @@ def _derived_record(pub: Publication) -> dict[str, Any]:
     if paper is not None:
         derived["paper"] = paper
     return derived
-
-
-class RecordPaths(NamedTuple):
-    """The files of one Pith number, relative to the site (or, from `under`, as links)."""
-
-    record_page: str
-    record_json: str
-    bundle_json: str | None
-    well_known: str | None
-    state_json: str
-    graph_json: str
-    events_json: str
-    paper_page: str
-
-    @classmethod
-    def of(cls, body: str, has_bundle: bool) -> RecordPaths:
-        return cls(
-            record_page=layout.record_page(body),
-            record_json=layout.record_json(body),
-            bundle_json=layout.bundle_json(body) if has_bundle else None,
-            well_known=layout.well_known_bundle(body) if has_bundle else None,
-            state_json=layout.state_json(body),
-            graph_json=layout.graph_json(body),
-            events_json=layout.events_json(body),
-            paper_page=layout.paper_page(body),
-        )
-
-    def under(self, base: str) -> RecordPaths:
-        """The same paths as links under the site's base path (what `url()` gives)."""
-        return RecordPaths(
-            record_page=_href(base, self.record_page),
-            record_json=_href(base, self.record_json),
-            bundle_json=None if self.bundle_json is None else _href(base, self.bundle_json),
-            well_known=None if self.well_known is None else _href(base, self.well_known),
-            state_json=_href(base, self.state_json),
-            graph_json=_href(base, self.graph_json),
-            events_json=_href(base, self.events_json),
-            paper_page=_href(base, self.paper_page),
-        )
-
-
-def _href(base: str, path: str) -> str:
-    """The link to a site path: what the templates' `url(path)` gives."""
-    return base + path.lstrip("/")
-
-
-class PaperText(NamedTuple):
-    """The paper's title, authors and abstract as pages show them (see `paper_block`)."""
-
-    title: str
-    authors_text: str
-    abstract_excerpt: str
-    headline: str
-
-
-class ReceiptView(NamedTuple):
-    """The receipt's fields a record page shows; "—" for an optional one that is missing."""
-
-    key_id: str
-    signature_b64: str
-    fingerprint: str
-    first_computed_at: str
-    signed_at: str
-    builder_version: str
-
-
-class RecordProvenance(NamedTuple):
-    """Where each part of a record page comes from, as ready `<p class="prov">` lines:
-    one a section, in plain words, each part linked to its reason on the guide page
-    (`provenance_line`)."""
-
-    header: Markup
-    """The record page's head: title, authors, source line and status badges."""
-    paper_header: Markup
-    """The paper page's head: title, authors and source line."""
-    record: Markup
-    paper: Markup
-    review: Markup
-    """The paper page's abstract and machine review."""
-    aliases: Markup
-    snapshot: Markup
-    receipt: Markup
-    events: Markup
 
 
 REASONS: tuple[tuple[str, str, str], ...] = (
@@ -393,13 +322,6 @@ def _section_line(items: tuple[tuple[str, Reason], ...], guide: str) -> Markup:
     return Markup(f'<p class="prov">{" · ".join(parts)}</p>')
 
 
-class LedgerSection(NamedTuple):
-    """A ledger (claims, inbound citations) and its provenance line."""
-
-    ledger: ledger.Ledger
-    prov: Markup
-
-
 def _section(name: str, found: ledger.Ledger | None, guide: str) -> LedgerSection | None:
     if found is None:
         return None
@@ -489,15 +411,15 @@ def record_context(
     site: SiteInfo | None = None,
     paths: RecordPaths | None = None,
     paper: tuple[dict[str, str], Provenance] | None = None,
-) -> dict[str, Any]:
-    """What record.html and paper.html show, computed here rather than in the templates:
-    they render once a record, and Jinja's attribute look-ups and calls cost more than Python's.
-    `paper` is the number's `paper_block` when the caller has it already."""
+) -> RecordPage:
+    """What record.html and paper.html show. `paper` is the number's `paper_block`
+    when the caller has it already."""
     site = site or SiteInfo.of(config)
     primary = pub.primary
     body = pub.body
     paper_fields, paper_prov = paper or paper_block(pub)
     canonical = primary.doc.canonical_record
+    facts = primary.facts
     receipt = primary.doc.receipt
     provenance = primary.provenance
     base = site.base
@@ -515,23 +437,20 @@ def record_context(
         # (the words graph.json keeps name the resolver; a page names no signer but its key)
         snapshot_origin.replace("signed by the resolver in", "signed in"),
     )
-    return {
-        "pub": pub,
-        "body": body,
-        "summary": summary,
-        "number": pub.pith_number,
-        "short_number": f"pith:{body[:8]}",
-        "paper": PaperText(**paper_fields),
-        "prov": _record_provenance(provenance, paper_fields, paper_prov, snapshot_prov, guide, event_numbers),
-        "canonical": canonical,
-        "source_label": f"{summary.source_kind}:{summary.source_id} v{summary.source_version}",
-        "submitted_at": summary.submitted_at,
-        "categories": " · ".join((summary.primary_cat, *summary.cross_cats)),
-        "license": canonical["metadata"].get("license"),
-        "schema_version": canonical.get("schema_version"),
-        "canonical_pretty": text_markup(pretty_json(canonical).decode("utf-8").rstrip("\n")),
-        "canonical_sha256": primary.canonical_sha256,
-        "receipt": ReceiptView(
+    return RecordPage(
+        body=body,
+        number=pub.pith_number,
+        short_number=f"pith:{body[:8]}",
+        paper=PaperText(**paper_fields),
+        prov=_record_provenance(provenance, paper_fields, paper_prov, snapshot_prov, guide, event_numbers),
+        source_label=f"{summary.source_kind}:{summary.source_id} v{summary.source_version}",
+        submitted_at=summary.submitted_at,
+        categories=" · ".join((summary.primary_cat, *summary.cross_cats)),
+        license=facts.license,
+        schema_version=facts.schema_version,
+        canonical_pretty=text_markup(pretty_json(canonical).decode("utf-8").rstrip("\n")),
+        canonical_sha256=primary.canonical_sha256,
+        receipt=ReceiptView(
             key_id=str(receipt["key_id"]),
             signature_b64=str(receipt["signature_b64"]),
             fingerprint=str(receipt.get("public_key_fingerprint", "")),
@@ -539,57 +458,57 @@ def record_context(
             signed_at=str(receipt.get("signed_at", "—")),
             builder_version=str(receipt.get("builder_version", "—")),
         ),
-        "aliases": [
-            (kind, value, _href(base, layout.resolve_query(kind, value)) if has else None)
+        aliases=[
+            (kind, value, href(base, layout.resolve_query(kind, value)) if has else None)
             for kind, value, has in summary.alias_rows
         ],
-        "events": event_rows,
-        "forks": forks(pub),
-        "checklist": checklist(counts, f"{record_on_primary}/action/"),
+        events=event_rows,
+        forks=forks(pub),
+        checklist=checklist(counts, f"{record_on_primary}/action/"),
         # Beside a bundle the status line is labelled as derived from signed events: a
         # snapshot from a record document's unsigned part must not set its badges.
-        "status": status_line(counts, snapshot if snapshot_signed or pub.bundle is None else None),
-        "snapshot": snapshot_view(snapshot),
-        "links": paper_links(canonical),
-        "claims": _section("claims", ledger.claims(snapshot, snapshot_signed, record_data), guide),
-        "citations": _section(
+        status=status_line(counts, snapshot if snapshot_signed or pub.bundle is None else None),
+        snapshot=snapshot_view(snapshot),
+        links=paper_links(facts),
+        claims=_section("claims", ledger.claims(snapshot, snapshot_signed, record_data), guide),
+        citations=_section(
             "inbound citations",
             ledger.inbound_citations(pub.bundle.state if pub.bundle else None, record_data),
             guide,
         ),
-        "badge_html": text_markup(_badge_html(pub.pith_number, record_on_primary)),
-        "integrity_href": None if integrity_path is None else _href(base, integrity_path),
-        "record_signed": pub.record is not None,
-        "has_bundle": pub.bundle is not None,
-        "paths": paths,
-        "page_url": page_url,
-        "hrefs": paths.under(base),
-        "record_on_primary": record_on_primary,
-        "guide": guide,
-        "jsonld": _scholarly_article(pub, paper_fields, canonical, site, page_url),
-    }
+        badge_html=text_markup(_badge_html(pub.pith_number, record_on_primary)),
+        integrity_href=None if integrity_path is None else href(base, integrity_path),
+        record_signed=pub.record is not None,
+        has_bundle=pub.bundle is not None,
+        paths=paths,
+        page_url=page_url,
+        hrefs=paths.under(base),
+        record_on_primary=record_on_primary,
+        guide=guide,
+        jsonld=_scholarly_article(pub, paper_fields, facts, site, page_url),
+    )
 
 
 def _scholarly_article(
-    pub: Publication, paper: dict[str, str], canonical: dict[str, Any], site: SiteInfo, page_url: str | None
+    pub: Publication, paper: dict[str, str], facts: CanonicalFacts, site: SiteInfo, page_url: str | None
 ) -> dict[str, Any]:
-    source, metadata = canonical["source"], canonical["metadata"]
     authors = [a.strip() for a in str(paper.get("authors_text", "")).split(",") if a.strip()]
     identifiers = [pub.pith_number]
-    if source.get("kind") == "arxiv":
-        identifiers += [f"arXiv:{source['id']}v{source['version']}", f"doi:10.48550/arxiv.{source['id']}"]
+    if facts.source_kind == "arxiv":
+        arxiv = facts.source_id
+        identifiers += [f"arXiv:{arxiv}v{facts.source_version}", f"doi:10.48550/arxiv.{arxiv}"]
     article: dict[str, Any] = {
         "@context": "https://schema.org",
         "@type": "ScholarlyArticle",
         "name": str(paper.get("title", "")),
         "author": [{"@type": "Person", "name": a} for a in authors],
-        "datePublished": str(metadata["submitted_at"]),
+        "datePublished": facts.submitted_at,
         "identifier": identifiers,
-        "about": [str(metadata["primary_cat"]), *[str(c) for c in metadata["cross_cats_sorted"]]],
+        "about": [facts.primary_cat, *facts.cross_cats],
         "sameAs": f"{site.primary_url}/pith/{pub.body}",
     }
-    if metadata.get("license"):
-        article["license"] = str(metadata["license"])
+    if facts.license:
+        article["license"] = facts.license
     if page_url:
         article["url"] = page_url
     return article

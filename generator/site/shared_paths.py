@@ -30,7 +30,16 @@ from ..site import layout
 from ..trust.model import number_body
 from .page_model import NumberRow, Summary
 from .render import OutputFile
-from .sitewide import Lazy, browse_side, eager, fingerprint, lazy_page, render, twin_pages
+from .sitewide import (
+    Lazy,
+    ListingPage,
+    PageRender,
+    browse_side,
+    eager,
+    fingerprint,
+    lazy_page,
+    twin_pages,
+)
 from .templating import attribute, redirect_page, xml_escape
 
 _Claimant = TypeVar("_Claimant", Summary, NumberRow)
@@ -151,21 +160,20 @@ def short_pages(
             files += twin_pages(path, fingerprint(path, number), partial(redirect_html, number, base))
             continue
         heading = f"{len(records)} records share the short form {path.rsplit('/', 1)[1]}"
-        context = {
-            "heading": heading,
-            "records": records,
-            "page_number": 1,
-            "page_count": 1,
-            "total": len(records),
-            "prev": None,
-            "next": None,
-            "years": [],
-            "categories": [],
-            "browse_side": browse_side(env, [], []),
-            "home": False,
-        }
+        listing = ListingPage(
+            heading=heading,
+            records=records,
+            page_number=1,
+            page_count=1,
+            total=len(records),
+            prev=None,
+            next=None,
+            page_links=[],
+            browse_side=browse_side(env, [], []),
+            home=False,
+        )
         key = fingerprint(path, *(s.digest for s in records))
-        make = partial(render, env, "index.html", **context)
+        make = partial(PageRender("index.html", listing).html, env)
         files += lazy_page(env, path, key, make)
         if len(path) == len("pith/") + 8:
             replacing += lazy_page(env, layout.paper_page(records[0].body), key, make)

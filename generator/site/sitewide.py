@@ -39,7 +39,7 @@ from .markdown_pages import markdown_pages
 from .page_model import CHECKLIST, CHECKLIST_TEXT, NumberRow, Summary
 from .render import DERIVED_BY, PROVENANCE_LABELS, REASONS, OutputFile, page
 from .search_index import Pending, search_files, search_key, shown_authors
-from .templating import GUIDE, SiteInfo, folder_redirect, render_template
+from .templating import GUIDE, SiteInfo, folder_redirect, page_context, render_template
 
 _T = TypeVar("_T")
 _Row = TypeVar("_Row", Summary, NumberRow, Summary | NumberRow)
@@ -51,15 +51,37 @@ _UPDATED_NUMBER = operator.attrgetter("updated_at", "pith_number")
 
 
 @dataclass(frozen=True, slots=True)
+class ListingPage:
+    """What one page of a listing (index.html) shows: of the home page's records, a
+    year's, a category's, or those that share a short form."""
+
+    heading: str
+    records: Sequence[Summary]
+    """This page's records, not the whole listing's."""
+    page_number: int
+    page_count: int
+    total: int
+    """How many records the whole listing has."""
+    prev: str | None
+    next: str | None
+    """The newer and older pages' paths; None at either end."""
+    page_links: list[tuple[int | None, str | None]]
+    browse_side: Markup
+    """The links to every year and category: rendered once, the same on every page."""
+    home: bool
+    """Whether this is the home page's listing: its first page has the search box."""
+
+
+@dataclass(frozen=True, slots=True)
 class PageRender:
     """A page as a template and its context, which pickle: a worker process, with
     the same environment as the main process, can make it (see `Lazy.job`)."""
 
     template: str
-    context: dict[str, Any]
+    context: ListingPage
 
     def html(self, env: Environment) -> str:
-        return render(env, self.template, **self.context)
+        return render_template(env, self.template, page_context(self.context))
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,28 +223,29 @@ def listing_pages(
     heading: str,
     records: Sequence[Summary],
     per_page: int,
-    extra: dict[str, Any],
+    side: Markup,
+    home: bool,
 ) -> list[Lazy]:
-    """A paged listing: `path/` then `path/page/2/` and so on."""
+    """A paged listing: `path/` then `path/page/2/` and so on; `side` is its `browse_side`."""
     pages = max(1, -(-len(records) // per_page))
-    extra_key = str(extra)  # (the same for every page of the listing)
     files: list[Lazy] = []
     prefix = f"{path}/" if path else ""
     for number in range(1, pages + 1):
         chunk = records[(number - 1) * per_page : number * per_page]
-        context = {
-            "heading": heading,
-            "records": chunk,
-            "page_number": number,
-            "page_count": pages,
-            "total": len(records),
-            "prev": None if number == 1 else (path if number == 2 else f"{prefix}page/{number - 1}"),
-            "next": None if number == pages else f"{prefix}page/{number + 1}",
-            "page_links": page_links(path, number, pages),
-            **extra,
-        }
-        key = fingerprint(heading, number, pages, len(records), extra_key, *(s.digest for s in chunk))
-        job = PageRender("index.html", context)
+        listing = ListingPage(
+            heading=heading,
+            records=chunk,
+            page_number=number,
+            page_count=pages,
+            total=len(records),
+            prev=None if number == 1 else (path if number == 2 else f"{prefix}page/{number - 1}"),
+            next=None if number == pages else f"{prefix}page/{number + 1}",
+            page_links=page_links(path, number, pages),
+            browse_side=side,
+            home=home,
+        )
+        key = fingerprint(heading, number, pages, len(records), home, side, *(s.digest for s in chunk))
+        job = PageRender("index.html", listing)
         make = partial(job.html, env)
         if number == 1 and not path:
             files.append(Lazy("index.html", key, _Once(make, takers=1), job))
@@ -329,9 +352,7 @@ def listing_files(
     cats = sorted((c, len(r)) for c, r in by_cat.items())
     # (the same on every listing page: rendered once, not 1,200 times at 20,000 records)
     side = browse_side(env, years, cats)
-    extra = {"years": years, "categories": cats, "home": True, "browse_side": side}
-    others = {**extra, "home": False}
-    files = listing_pages(env, "", "Records", ordered, config.per_page, extra)
+    files = listing_pages(env, "", "Records", ordered, config.per_page, side, home=True)
     files += lazy_page(
         env,
         "browse",
@@ -340,11 +361,13 @@ def listing_files(
     )
     for year, records in by_year.items():
         files += listing_pages(
-            env, f"browse/year/{year}", f"Submitted in {year}", records, config.per_page, others
+            env, f"browse/year/{year}", f"Submitted in {year}", records, config.per_page, side, home=False
         )
     for cat, records in by_cat.items():
         heading = f"Primary category {cat}"
-        files += listing_pages(env, f"browse/category/{cat}", heading, records, config.per_page, others)
+        files += listing_pages(
+            env, f"browse/category/{cat}", heading, records, config.per_page, side, home=False
+        )
     # (the search index first: made elsewhere, it is the longest to make)
     search = search_key(ordered, config)
     if on_search is not None and not any(old == search for old, _ in previous.values()):

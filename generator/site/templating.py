@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 import traceback
 from collections.abc import Callable, MutableMapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from types import CodeType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jinja2 import (
     Environment,
@@ -33,6 +33,9 @@ from ..trust.canonical import canonical_json
 from ..trust.errors import BuildError
 from ..trust.keys import Keyring, is_resolver_key, resolver_key_url
 from .config import SiteConfig
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 GUIDE = "guide"
 """The site-wide page (guide.html) that says once what is the same on every record
@@ -261,6 +264,13 @@ class _Template(Template):
 
 class _Environment(Environment):
     template_class = _Template
+
+
+def page_context(page: DataclassInstance) -> dict[str, Any]:
+    """A page's fields as a template's context, one level deep: templates read the
+    attributes of its parts (named tuples, views), which `dataclasses.asdict` would
+    turn into dicts and lists, copying every one."""
+    return {f.name: getattr(page, f.name) for f in fields(page)}
 
 
 def render_template(env: Environment, name: str, context: dict[str, Any]) -> str:

@@ -4,6 +4,8 @@ Rules:
 - `RecordDoc` and `BundleDoc` come from `parse.py` and are shape-valid but
   untrusted. Only `verify.py` makes a `Verified`.
 - JSON subtrees are kept as decoded (dicts and lists) and never mutated.
+- What pages show of a canonical record is typed once, by `parse.py`
+  (`CanonicalFacts`), so nothing downstream re-reads the decoded JSON's shape.
 """
 
 from __future__ import annotations
@@ -80,6 +82,26 @@ class Event:
 
 
 @dataclass(frozen=True, slots=True)
+class CanonicalFacts:
+    """The canonical record's fields that pages show, typed by `parse.py` once it
+    found their shape valid: downstream code reads these instead of indexing the
+    decoded record, whose shape it would otherwise have to trust or check again.
+    (The record itself stays as decoded: its bytes are hashed and shown exactly.)"""
+
+    source_kind: str
+    source_id: str
+    source_version: int
+    submitted_at: str
+    """As signed; `verify.py` checks that it is a UTC time."""
+    primary_cat: str
+    cross_cats: tuple[str, ...]
+    """`cross_cats_sorted`, each as text: parse checks the list, not what it holds."""
+    license: str
+    """"" when the record states none."""
+    schema_version: str
+
+
+@dataclass(frozen=True, slots=True)
 class ParsedDoc:
     """A document whose required fields exist with the right JSON types."""
 
@@ -87,6 +109,9 @@ class ParsedDoc:
     kind: Kind
     pith_number: str
     canonical_record: dict[str, Any]
+    facts: CanonicalFacts | None
+    """None when the canonical record's shape is not valid: the document then
+    fails verification, so every `Verified` has them."""
     receipt: dict[str, Any]
     events: tuple[Event, ...] = ()
 
@@ -173,6 +198,14 @@ class Verified:
     @property
     def event_ids(self) -> tuple[str, ...]:
         return tuple(e.event_id for e in self.doc.events)
+
+    @property
+    def facts(self) -> CanonicalFacts:
+        """The canonical record's facts: a document verifies only without a shape
+        problem, and parse types the facts whenever the shape is valid."""
+        facts = self.doc.facts
+        assert facts is not None, "a verified document's canonical record has a valid shape"
+        return facts
 
 
 _TIMESTAMP = re.compile(

@@ -16,7 +16,7 @@ from typing import Any
 
 from .errors import Code, Problem, Problems, pointer
 from .load import JSON_TYPE_NAMES, SourceDocument, json_type_name
-from .model import PITH_RE, Event, Kind, ParsedDoc
+from .model import PITH_RE, CanonicalFacts, Event, Kind, ParsedDoc
 
 RECORD_TYPE = "pith_number_record"
 BUNDLE_TYPE = "pith_open_graph_bundle"
@@ -143,8 +143,9 @@ def parse(source: SourceDocument) -> tuple[ParsedDoc | None, Problems]:
         )
     require(data, TOP_FIELDS, (), problems)
     canonical = data.get("canonical_record")
+    facts = None
     if isinstance(canonical, dict):
-        check_canonical_shape(canonical, ("canonical_record",), problems)
+        facts = check_canonical_shape(canonical, ("canonical_record",), problems)
     for name in ("canonical_sha256",):
         if isinstance(data.get(name), str) and not is_hex64(data[name]):
             problems.append(
@@ -183,6 +184,7 @@ def parse(source: SourceDocument) -> tuple[ParsedDoc | None, Problems]:
         kind=kind,
         pith_number=str(number),
         canonical_record=canonical if isinstance(canonical, dict) else {},
+        facts=facts,
         receipt=receipt,
         events=events,
     )
@@ -191,10 +193,13 @@ def parse(source: SourceDocument) -> tuple[ParsedDoc | None, Problems]:
 
 def check_canonical_shape(
     canonical: dict[str, Any], path: tuple[str | int, ...], problems: list[Problem]
-) -> None:
-    require(canonical, CANONICAL_FIELDS, path, problems)
+) -> CanonicalFacts | None:
+    """Append a problem for every way `canonical` differs from a canonical record's
+    shape. Returns its facts when it has none: typed here, once, so that no later
+    stage indexes the decoded record and trusts its shape again."""
+    ok = require(canonical, CANONICAL_FIELDS, path, problems)
     if isinstance(canonical.get("source"), dict):
-        require(canonical["source"], SOURCE_FIELDS, (*path, "source"), problems)
+        ok = require(canonical["source"], SOURCE_FIELDS, (*path, "source"), problems) and ok
     metadata = canonical.get("metadata")
     if isinstance(metadata, dict) and require(metadata, METADATA_FIELDS, (*path, "metadata"), problems):
         for name in ("title_canon_sha256", "abstract_canon_sha256"):
@@ -206,6 +211,26 @@ def check_canonical_shape(
                         f"{name} must be 64 lower-case hex digits",
                     )
                 )
+                ok = False
+    else:
+        ok = False
+    return _facts(canonical) if ok else None
+
+
+def _facts(canonical: dict[str, Any]) -> CanonicalFacts:
+    """The facts of a canonical record whose shape is valid (every field of them is
+    of its type; the categories' list may hold anything, so each is made text)."""
+    source, metadata = canonical["source"], canonical["metadata"]
+    return CanonicalFacts(
+        source_kind=source["kind"],
+        source_id=source["id"],
+        source_version=source["version"],
+        submitted_at=metadata["submitted_at"],
+        primary_cat=metadata["primary_cat"],
+        cross_cats=tuple(str(c) for c in metadata["cross_cats_sorted"]),
+        license=metadata["license"],
+        schema_version=canonical["schema_version"],
+    )
 
 
 def _check_optional(data: dict[str, Any], fields: dict[str, type], problems: list[Problem]) -> None:

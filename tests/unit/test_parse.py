@@ -9,6 +9,7 @@ import factories as f
 import pytest
 
 from generator.trust.errors import Code
+from generator.trust.model import CanonicalFacts
 from generator.trust.parse import document_kind, parse
 
 Doc = dict[str, Any]
@@ -260,6 +261,47 @@ def test_shape_problem_is_reported_at_its_pointer(kind: str, mutate: Any, expect
     mutate(doc)
     _, problems = shape(doc)
     assert problems == expected
+
+
+def test_a_valid_canonical_record_gives_its_facts_typed() -> None:
+    record = f.canonical_record(
+        source_id="hep-th/9901001", version=3, cross_cats=["math.OC", "cs.LG"], license="", schema_version="2"
+    )
+    record["metadata"]["cross_cats_sorted"].append(7)  # parse checks the list, not what it holds
+    for doc in (f.record_document(record=record), f.bundle(record=record)):
+        parsed, problems = shape(doc)
+        assert problems == set()
+        assert parsed.facts == CanonicalFacts(
+            source_kind="arxiv",
+            source_id="hep-th/9901001",
+            source_version=3,
+            submitted_at="2021-01-02T03:04:05Z",
+            primary_cat="cs.DC",
+            cross_cats=("cs.LG", "math.OC", "7"),
+            license="",
+            schema_version="2",
+        )
+        assert parsed.canonical_record == doc["canonical_record"]  # kept as decoded, for its bytes
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        remove("/canonical_record/source"),
+        put("/canonical_record/source/version", "2"),
+        put("/canonical_record/source/version", True),
+        remove("/canonical_record/metadata/license"),
+        put("/canonical_record/metadata/cross_cats_sorted", "cs.LG"),
+        put("/canonical_record/metadata/title_canon_sha256", "ABC"),
+        put("/canonical_record/schema_version", 1),
+    ],
+)
+def test_a_canonical_record_of_another_shape_has_no_facts(mutate: Any) -> None:
+    doc = f.record_document()
+    mutate(doc)
+    parsed, problems = shape(doc)
+    assert parsed is not None and problems  # (later stages still run, and report it too)
+    assert parsed.facts is None
 
 
 def test_every_problem_is_reported_not_only_the_first() -> None:

@@ -8,6 +8,7 @@ shows a document string unescaped.
 from __future__ import annotations
 
 import json
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -18,16 +19,16 @@ from markupsafe import Markup
 from generator.site import claims_and_citations as ledger
 from generator.site.config import SiteConfig
 from generator.site.page_model import Publication, graph_snapshot, paper_block
+from generator.site.record_page import PaperText, RecordPage, RecordPaths
 from generator.site.render import (
     REASONS,
-    RecordPaths,
     merged_state,
     provenance_line,
     reason,
     record_context,
     render_publication,
 )
-from generator.site.templating import make_environment
+from generator.site.templating import make_environment, page_context
 from generator.trust import verify as verify_module
 from generator.trust.keys import Keyring
 from generator.trust.model import Provenance
@@ -142,6 +143,20 @@ def test_the_context_is_the_same_with_or_without_the_paper_block(
     assert given == computed
 
 
+def test_the_template_context_is_the_page_one_level_deep(keyring: Keyring, config: SiteConfig) -> None:
+    """Every field, by name, as the very value the page holds: templates read its
+    parts' attributes, so nothing may be turned into dicts or copied."""
+    pub, raw = bundle_publication(keyring)
+    _, summary = render_publication(
+        pub, merged_state(pub), None, raw, make_environment(config, keyring), config
+    )
+    page = record_context(pub, summary, *graph_snapshot(pub), None, config)
+    context = page_context(page)
+    assert list(context) == [f.name for f in fields(RecordPage)]
+    assert all(context[name] is getattr(page, name) for name in context)
+    assert isinstance(context["paper"], PaperText) and isinstance(context["paths"], RecordPaths)
+
+
 def test_lookup_links_follow_the_aliases_in_order(keyring: Keyring, config: SiteConfig) -> None:
     """Each alias links the resolver's own look-up of it, which the resolve page answers."""
     pub, raw = bundle_publication(keyring)
@@ -149,12 +164,12 @@ def test_lookup_links_follow_the_aliases_in_order(keyring: Keyring, config: Site
         pub, merged_state(pub), None, raw, make_environment(config, keyring), config
     )
     context = record_context(pub, summary, *graph_snapshot(pub), None, config)
-    assert [(kind, value) for kind, value, _ in context["aliases"]] == list(summary.aliases)
+    assert [(kind, value) for kind, value, _ in context.aliases] == list(summary.aliases)
     assert len(summary.aliases) == 6
-    assert [link for _, _, link in context["aliases"]] == [
+    assert [link for _, _, link in context.aliases] == [
         f"/api/pith-number/resolve?{kind}={value}&json=true" for kind, value in summary.aliases
     ]
-    doi = [link for kind, _, link in context["aliases"] if kind == "doi"]
+    doi = [link for kind, _, link in context.aliases if kind == "doi"]
     assert doi == ["/api/pith-number/resolve?doi=10.48550/arxiv.2101.00001&json=true"]
 
 
@@ -213,8 +228,8 @@ def test_an_unsigned_snapshot_does_not_set_the_badges_of_a_bundles_state(
         pub, merged_state(pub), b"{}", b"{}", make_environment(config, keyring), config
     )
     context = record_context(pub, summary, snapshot, origin, None, config)
-    assert ("refs pending", False) in context["status"]
-    assert '<a href="/guide#merged">' in group_of("status badges", context["prov"].header)
+    assert ("refs pending", False) in context.status
+    assert '<a href="/guide#merged">' in group_of("status badges", context.prov.header)
 
 
 def test_a_record_only_status_may_show_the_unsigned_snapshot_under_its_unsigned_label(
@@ -227,8 +242,8 @@ def test_a_record_only_status_may_show_the_unsigned_snapshot_under_its_unsigned_
         record_only, merged_state(record_only), b"{}", None, make_environment(config, keyring), config
     )
     context = record_context(record_only, summary, snapshot, origin, None, config)
-    assert ("refs resolved", True) in context["status"]
-    assert "Not signed" in group_of("status badges", context["prov"].header)
+    assert ("refs resolved", True) in context.status
+    assert "Not signed" in group_of("status badges", context.prov.header)
 
 
 @pytest.mark.parametrize(
@@ -252,7 +267,7 @@ def test_the_receipt_times_say_whether_a_signature_covers_them(
         make_environment(config, keyring),
         config,
     )
-    line = record_context(pub, summary, *graph_snapshot(pub), None, config)["prov"].receipt
+    line = record_context(pub, summary, *graph_snapshot(pub), None, config).prov.receipt
     assert f">{label}</b> {says}times and builder</a>" in line
     assert says in line
 
