@@ -95,16 +95,6 @@ def safe_relative(path: str) -> bool:
     return all(_SAFE_SEGMENT.fullmatch(s) and s not in (".", "..") for s in segments)
 
 
-def integrity_path(endpoint: object, source: object) -> str | None:
-    """`source_integrity_path` for a canonical record's `source` object as decoded."""
-    if not isinstance(source, dict):
-        return None
-    kind, source_id = source.get("kind"), source.get("id")
-    if not isinstance(kind, str) or not isinstance(source_id, str):
-        return None
-    return source_integrity_path(endpoint, kind, source_id)
-
-
 def source_integrity_path(endpoint: object, kind: str, source_id: str) -> str | None:
     """`pith/<arXiv id>/integrity.json`, only for the record's own arXiv id.
 

@@ -432,7 +432,7 @@ OLD_ID = {"kind": "arxiv", "id": "hep-lat/0305021", "version": 1}
     ],
 )
 def test_integrity_path(endpoint: object, source: dict[str, object], expected: str | None) -> None:
-    assert layout.integrity_path(endpoint, source) == expected
+    assert layout.source_integrity_path(endpoint, str(source["kind"]), str(source["id"])) == expected
 
 
 @pytest.mark.parametrize(
