@@ -19,9 +19,12 @@ Rules:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import re
 import tempfile
+import unicodedata
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
@@ -34,9 +37,12 @@ from ..site import layout
 from ..trust.canonical import pretty_json
 from ..trust.model import number_body
 from .config import SiteConfig
-from .page_model import TERM_SEPARATOR, SearchRow, Summary, row_terms
+from .page_model import SearchRow, Summary, alias_pairs
 
 SEARCH_CHUNK = 1000
+
+TERM_SEPARATOR = "\x1f"
+"""Between a term and what follows it in a posting: a character no term holds."""
 
 _SHARD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
 
@@ -240,3 +246,63 @@ def shard_json(segments: list[bytes]) -> bytes:
     out += b"]}" if last is not None else b"}"
     del postings
     return bytes(out)
+
+
+def row_terms(row: SearchRow) -> list[str]:
+    """The search terms of a `SearchRow` (the same rules as search.js), sorted."""
+    pith_number, title, authors, source_id, source_kind, source_version, alias_data, categories, _ = row
+    aliases = alias_pairs(alias_data)
+    terms = search_terms(title, authors, pith_number, aliases, source_kind, source_id, source_version)
+    for category in categories:  # "cs.DC" as an identifier (search.js reads a "." so), "hep-th" as words
+        terms |= {category.lower(), *(w for w in words_of(category) if len(w) >= 2)}
+    return sorted(t for t in terms if TERM_SEPARATOR not in t)  # (no one types a control character)
+
+
+def _mark_ranges() -> str:
+    """Every combining mark (Unicode categories Mn, Mc, Me) as ranges for a character
+    class. Marks lie in planes 0, 1 and 14 only: looking there takes about 25 ms."""
+    code_points = [*range(0x20000), *range(0xE0000, 0xE1000)]
+    marks = [c for c in code_points if unicodedata.category(chr(c)).startswith("M")]
+    ranges: list[list[int]] = []
+    for c in marks:
+        if ranges and ranges[-1][1] == c - 1:
+            ranges[-1][1] = c
+        else:
+            ranges.append([c, c])
+    return "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in ranges)
+
+
+@functools.cache
+def _word_separators() -> re.Pattern[str]:
+    """What splits text into words: anything but letters, digits and combining marks
+    (search.js: `[^\\p{L}\\p{N}\\p{M}]+`). A mark belongs to the letter before it: in
+    Devanagari, Bengali or Thai most words hold one, and splitting there left
+    nothing a reader could type. (Made once a process, when first needed.)"""
+    return re.compile(f"(?:[^\\w{_mark_ranges()}]|_)+")
+
+
+def words_of(text: str) -> list[str]:
+    """The words of a title or author list, as search.js splits a query: NFC (so an
+    "ö" typed whole finds one stored as "o" and a combining diaeresis), lower-cased,
+    split on anything but letters, digits and marks."""
+    return _word_separators().split(unicodedata.normalize("NFC", text).lower())
+
+
+def search_terms(
+    title: str,
+    authors: str,
+    pith_number: str,
+    aliases: tuple[tuple[str, str], ...],
+    source_kind: str,
+    source_id: str,
+    source_version: int,
+) -> set[str]:
+    """Words of the title and authors, and every identifier, lower-cased."""
+    words = words_of(f"{title} {authors}")
+    terms = {w for w in words if len(w) >= 2}
+    body = number_body(pith_number).lower()
+    terms |= {body, pith_number.lower(), f"pith:{body[:8]}", body[:8], body[:12], body[:16]}
+    terms |= {value.lower() for kind, value in aliases if kind in ("arxiv", "arxiv_version", "doi")}
+    if source_kind == "arxiv":
+        terms |= {source_id.lower(), f"{source_id}v{source_version}".lower()}
+    return terms

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from generator.site.page_model import words_of
+from generator.site.search_index import words_of
 
 from .conftest import BUNDLE_FILE, RECORD_FILE
 
@@ -26,7 +26,7 @@ CHUNK = 7  # small, so results span several record chunks
 
 def words(text: str) -> list[str]:
     """Words of a title or author list: NFC, lower-cased, split on anything not a
-    letter, digit or combining mark (the build's own rule, `view.words_of`)."""
+    letter, digit or combining mark (the build's own rule, `search_index.words_of`)."""
     return [w for w in words_of(text) if len(w) >= 2]
 
 

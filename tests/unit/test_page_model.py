@@ -30,8 +30,8 @@ from generator.site.page_model import (
     paper_block,
     snapshot_view,
     summarize,
-    words_of,
 )
+from generator.site.search_index import words_of
 from generator.trust.keys import Keyring
 from generator.trust.verify import verify_document
 

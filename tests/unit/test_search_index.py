@@ -14,8 +14,15 @@ from hypothesis import strategies as st
 
 from generator.site import layout, search_index
 from generator.site.config import SiteConfig
-from generator.site.page_model import TERM_SEPARATOR, Summary, row_terms
-from generator.site.search_index import SEARCH_CHUNK, search_files, search_key, shard_key
+from generator.site.page_model import Summary
+from generator.site.search_index import (
+    SEARCH_CHUNK,
+    TERM_SEPARATOR,
+    row_terms,
+    search_files,
+    search_key,
+    shard_key,
+)
 
 _TERMS = st.text(
     alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters=TERM_SEPARATOR),
