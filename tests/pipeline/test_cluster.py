@@ -156,6 +156,44 @@ def test_an_incremental_build_on_a_cluster_equals_a_clean_build(
 
 
 @pytest.mark.usefixtures("small_tasks")
+def test_a_deletion_and_a_rollback_on_a_cluster(
+    tmp_path: Path, files: list[tuple[str, bytes]], dask_cluster: distributed.LocalCluster
+) -> None:
+    """A deleted document unpublishes its number, as a local build does; an older
+    bundle put back in place of the published one is refused, and the published
+    bundle stays, byte for byte."""
+    where = dask_cluster.scheduler_address
+    p = make(tmp_path / "p", files)
+    build_on(p, where)
+    title = "Clustered paper 3"
+    record = f.canonical_record(source_id="2301.00003", title=title, submitted_at="2023-01-04T00:00:00Z")
+    body = f.pith_body(record)
+    older = p.read("pith/" + body + "/bundle.json")
+    p.add("b/03.json", f.bundle(record=record, title=title, events=bundle_events(record, title, 3)))
+    assert build_on(p, where).mode == "incremental"
+    grown = p.read(f"pith/{body}/bundle.json")
+    assert grown != older
+
+    gone = f.pith_body(
+        f.canonical_record(
+            source_id="2301.00005", title="Clustered paper 5", submitted_at="2023-01-06T00:00:00Z"
+        )
+    )
+    assert (p.site / f"pith/{gone}.html").is_file()
+    p.remove("b/05.json")
+    p.remove("refused.json")  # (an unreadable file would keep every number whose documents are gone)
+    p.add("b/03.json", older)  # (the bundle with fewer events: a rollback)
+    report = build_on(p, where)
+    assert report.mode == "incremental" and report.published == 60
+    assert [r.code.value for r in report.rejections if r.file.endswith("b/03.json")] == ["bundle.rollback"]
+    assert p.read(f"pith/{body}/bundle.json") == grown
+    assert p.read(f".well-known/pith/{body}/bundle.json") == grown
+    assert not (p.site / f"pith/{gone}.html").exists() and not (p.site / f"pith/{gone}").exists()
+    manifest = p.text(".well-known/pith/mirror.json")
+    assert gone not in manifest and body in manifest
+
+
+@pytest.mark.usefixtures("small_tasks")
 def test_a_worker_killed_during_a_build_changes_no_byte(
     tmp_path: Path,
     files: list[tuple[str, bytes]],
@@ -215,6 +253,37 @@ def test_a_task_whose_workers_keep_dying_stops_the_build_and_site_stays(
     assert raised.value.path == dask_cluster.scheduler_address
     assert tree(p.site) == before and all_paths(tmp_path) == paths
     client.wait_for_workers(2, timeout=30)
+
+
+@pytest.mark.usefixtures("small_tasks")
+def test_a_cluster_build_uploaded_to_an_s3_stand_in_holds_a_local_builds_bytes(
+    tmp_path: Path, files: list[tuple[str, bytes]], dask_cluster: distributed.LocalCluster
+) -> None:
+    """The cluster's site, published by `upload` to moto's S3 on loopback (a few
+    documents: the stand-in takes about 150 writes a second), object for object
+    the files of a local build of the same content; a throttled write is retried."""
+    need("moto.server", "ci")
+    need("obstore", "storage")
+    import storagekit
+
+    from generator.publish.storage import RESERVED, RetryPolicy, open_storage
+    from generator.publish.upload import upload_site
+
+    local = make(tmp_path / "local", few(files))
+    local.build(jobs=2, per_page=PER_PAGE)
+    expected = {path: data for path, data in tree(local.site).items() if path != "_headers"}
+    clustered = make(tmp_path / "cluster", few(files))
+    build_on(clustered, dask_cluster.scheduler_address)
+    retry = RetryPolicy(retries=3, first_wait=0.01, longest_wait=0.05, give_up_after=10)
+    with storagekit.s3_stand_in() as s3:
+        bucket = s3.new_bucket()
+        storage = open_storage(f"s3://{bucket}/mirror/", options=s3.options(), retry=retry)
+        s3.proxy.reset(fail_next=2)  # (two 503 SlowDown answers first)
+        upload_site(clustered.site, storage, workers=4)
+        assert s3.proxy.failed == 2
+        listed = {o.key: o for o in storage.list() if not o.key.startswith(RESERVED)}
+        assert sorted(listed) == sorted(expected)
+        assert [key for key in listed if storage.read(key) != expected[key]] == []
 
 
 def free_port() -> int:
