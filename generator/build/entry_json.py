@@ -140,7 +140,7 @@ def _document_json(c: Candidate | None, files: Mapping[str, FileEntry]) -> str |
 
 def _hashes_json(data: bytes) -> str | list[str | None]:
     """The summary's hashes: its packed digests as one hex string, when they are
-    digests; else the four values (see view.pack_hashes)."""
+    digests; else the four values (see page_model.pack_hashes)."""
     if data[:1] == HASH_DIGESTS:
         return data[1:].hex()
     return list(hash_values(data))

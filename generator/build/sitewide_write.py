@@ -88,7 +88,7 @@ class SitewideStage:
     renewed: set[str]
     """Numbers given a new entry by this build."""
     suspect: set[str]
-    """Family paths written by renders then discarded: recomputed or removed."""
+    """Shareable paths written by renders then discarded: recomputed or removed."""
     plan: Plan | None = None
     """An incremental build's changes to SITE, made once all are staged (see journal.py)."""
     written: int = 0
@@ -322,7 +322,7 @@ class SitewideStage:
         return any(heads[number_body(n)[:8]] > 1 for n in same)
 
     def affected_shareable_paths(self, summaries: list[Summary]) -> set[str]:
-        """Family paths to compute here: in a full build, those more than one
+        """Shareable paths to compute here: in a full build, those more than one
         record claims and those of discarded renders (workers wrote the rest);
         in an incremental one, those claimed by records added, removed or
         changed since the last build."""

@@ -68,7 +68,7 @@ class Stages:
         self.site = config.site
         self.written = 0
         self.suspect: set[str] = set()
-        """Family paths written by renders then discarded: recomputed or removed."""
+        """Shareable paths written by renders then discarded: recomputed or removed."""
         self.hints: list[str] | None = None
         """The only content names that may have changed since the cache (see `build`)."""
         self.renewed: set[str] = set()
@@ -205,8 +205,8 @@ class Stages:
                     pass
             tasks.append(Task(path, name, root))
         fresh: dict[str, DocumentResult] = {}
-        examined = run_tasks(document_task, tasks, self.pool, self.progress, "verified")
-        for task, result in zip(tasks, examined, strict=True):
+        results = run_tasks(document_task, tasks, self.pool, self.progress, "verified")
+        for task, result in zip(tasks, results, strict=True):
             # (keyed by the candidate's copy of the name when there is one: the
             # task's copy then goes with the task, one string less per document)
             candidate = result.entry.candidate

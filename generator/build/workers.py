@@ -157,7 +157,7 @@ class Task:
 
 @dataclass(frozen=True, slots=True)
 class DocumentResult:
-    """What examining one task found (in the order of the tasks: the caller has
+    """What one document's task found (in the order of the tasks: the caller has
     each task already, so it is not sent back)."""
 
     entry: FileEntry

@@ -128,7 +128,7 @@ class RecordPage:
     categories: str
     """The primary category, then the cross-lists, joined by " · "."""
     license: str
-    """"" when the canonical record states none (the page says so)."""
+    """As signed; "" when the signed value is empty (the page then shows none)."""
     schema_version: str
     canonical_pretty: Markup
     """The signed canonical record, pretty-printed, as escaped text."""

@@ -97,7 +97,7 @@ class CanonicalFacts:
     cross_cats: tuple[str, ...]
     """`cross_cats_sorted`, each as text: parse checks the list, not what it holds."""
     license: str
-    """"" when the record states none."""
+    """As signed (required: "" only when the signed value is empty)."""
     schema_version: str
 
 
