@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import json
 import os
 import signal
@@ -53,10 +54,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+HELD_IMPORTS = ("orjson",)
+"""Native modules imported with SIGINT and SIGTERM held back (see `import_held`)."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     previous = stop_on_signals()  # (first: a SIGTERM from here on stops the command cleanly)
     begun = False
     try:
+        import_held(HELD_IMPORTS)
         args = build_parser().parse_args(argv)
         args.argv = list(sys.argv[1:] if argv is None else argv)  # (for the command a build suggests next)
         begun = True
@@ -98,6 +104,28 @@ def stop_on_signals() -> dict[int, Any]:
 
 def _interrupt(signum: int, _frame: object) -> None:
     raise Interrupted(signum)
+
+
+def import_held(modules: Sequence[str]) -> None:
+    """Import `modules` with SIGINT and SIGTERM held back until they are in; one that
+    came meanwhile is then handled as usual.
+
+    orjson's native module imports Python modules while it starts and does not
+    expect that to fail: a handler that raises then (Ctrl-C, or a SIGTERM in the
+    command's first tenth of a second, which `stop_on_signals` turns into an
+    exception) crashed the whole process with SIGSEGV instead of stopping it.
+    (Held only where signals can be, on the main thread of a POSIX system.)"""
+    hold = getattr(signal, "pthread_sigmask", None)
+    if hold is None or threading.current_thread() is not threading.main_thread():
+        for module in modules:
+            importlib.import_module(module)
+        return
+    was = hold(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        for module in modules:
+            importlib.import_module(module)
+    finally:
+        hold(signal.SIG_SETMASK, was)
 
 
 def reader_went_away() -> int:
