@@ -44,18 +44,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import corpus  # noqa: E402
+from bench.processes import CHILD_ENV, rss, tree  # noqa: E402
 
 TARGET = 0.15
 """The issue's: a build on a LocalCluster at most 15 % slower than with the pool."""
 
 
 SAMPLE_SECONDS = 0.05
-PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 SUMMARY = re.compile(r"files written in ([0-9.]+)s")
-CHILD_ENV = {  # (the builds import `generator` from this tree, as bench/run.py's do)
-    **os.environ,
-    "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-}
 
 
 @dataclass
@@ -68,33 +64,6 @@ class Measured:
     """RSS summed over the build and every process under it (its workers, a LocalCluster's
     nannies and workers), sampled every SAMPLE_SECONDS: as bench/run.py samples it."""
     processes: int
-
-
-def _tree(root: int) -> list[int]:
-    """`root` and every process under it (Linux: /proc/PID/task/TID/children)."""
-    pids, queue = [], [root]
-    while queue:
-        pid = queue.pop()
-        pids.append(pid)
-        try:
-            tasks = os.listdir(f"/proc/{pid}/task")
-        except OSError:
-            continue
-        for tid in tasks:
-            try:
-                with open(f"/proc/{pid}/task/{tid}/children") as handle:
-                    queue += [int(child) for child in handle.read().split()]
-            except OSError:
-                continue
-    return pids
-
-
-def _rss(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/statm") as handle:
-            return int(handle.read().split()[1]) * PAGE_SIZE
-    except (OSError, IndexError, ValueError):
-        return 0
 
 
 def measure(command: list[str], cwd: Path) -> Measured:
@@ -110,8 +79,8 @@ def measure(command: list[str], cwd: Path) -> Measured:
 
     def sample() -> None:
         while not done.is_set():
-            pids = _tree(proc.pid)
-            peak["rss"] = max(peak["rss"], sum(_rss(pid) for pid in pids))
+            pids = tree(proc.pid)
+            peak["rss"] = max(peak["rss"], sum(rss(pid) for pid in pids))
             peak["processes"] = max(peak["processes"], len(pids))
             done.wait(SAMPLE_SECONDS)
 

@@ -55,6 +55,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import corpus  # noqa: E402
+from bench.processes import CHILD_ENV, rss, tree  # noqa: E402
 from generator import __version__  # noqa: E402
 from generator.site.config import default_templates  # noqa: E402
 from generator.site.layout import lookup_key, resolve_query  # noqa: E402
@@ -67,7 +68,6 @@ Row = tuple[str, str, str, str, str, str, str]
 records/CPU-s, against Hugo, notes."""
 DEFAULT_OUT = ROOT / "bench" / "results" / "latest.json"
 SAMPLE_SECONDS = 0.02
-PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 HUGO_REFERENCE = (
     "Hugo writing one page + two JSON files per record: about 1,200-1,350 records/s (pages alone ~1,900/s)"
 )
@@ -104,78 +104,7 @@ class Measured:
     samples: int = 0
 
 
-def _children(pid: int) -> list[int]:
-    """Direct children of pid, from /proc/<pid>/task/*/children (Linux)."""
-    found: list[int] = []
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return found
-    for tid in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/children") as handle:
-                found += [int(p) for p in handle.read().split()]
-        except OSError:
-            continue
-    return found
-
-
-def _children_by_scan(pid: int) -> list[int]:
-    """Fallback when the kernel has no /proc/.../children: scan every process's parent."""
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as handle:
-                stat = handle.read()
-        except OSError:
-            continue
-        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-            found.append(int(name))
-    return found
-
-
-CHILDREN = (
-    _children if os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children") else _children_by_scan
-)
-
-
-def _tree(root: int) -> list[int]:
-    pids, queue = [], [root]
-    while queue:
-        pid = queue.pop()
-        pids.append(pid)
-        queue += CHILDREN(pid)
-    return pids
-
-
-def _rss(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/statm") as handle:
-            return int(handle.read().split()[1]) * PAGE_SIZE
-    except (OSError, IndexError, ValueError):
-        return 0
-
-
-def _pss(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as handle:
-            for line in handle:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError):
-        pass
-    return 0
-
-
 RUNNING: list[subprocess.Popen[str]] = []
-# The builds import `generator` from this script's own tree (not whatever an
-# editable install points at), so a copy of the repository benchmarks itself.
-CHILD_ENV = {
-    **os.environ,
-    "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-}
 
 
 def measure(
@@ -216,10 +145,10 @@ def measure(
 
     def sampler() -> None:
         while not done.is_set():
-            pids = _tree(proc.pid)
-            peaks["rss"] = max(peaks["rss"], sum(_rss(p) for p in pids))
+            pids = tree(proc.pid)
+            peaks["rss"] = max(peaks["rss"], sum(rss(p) for p in pids))
             if pss:
-                peaks["pss"] = max(peaks["pss"], sum(_pss(p) for p in pids))
+                peaks["pss"] = max(peaks["pss"], sum(pss(p) for p in pids))
             peaks["procs"] = max(peaks["procs"], len(pids))
             peaks["samples"] += 1
             done.wait(SAMPLE_SECONDS)
