@@ -56,6 +56,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench import corpus  # noqa: E402
 from bench.processes import CHILD_ENV, rss, tree  # noqa: E402
+from bench.processes import pss as pss_of  # noqa: E402  (`measure` has a setting named pss)
 from generator import __version__  # noqa: E402
 from generator.site.config import default_templates  # noqa: E402
 from generator.site.layout import lookup_key, resolve_query  # noqa: E402
@@ -148,7 +149,7 @@ def measure(
             pids = tree(proc.pid)
             peaks["rss"] = max(peaks["rss"], sum(rss(p) for p in pids))
             if pss:
-                peaks["pss"] = max(peaks["pss"], sum(pss(p) for p in pids))
+                peaks["pss"] = max(peaks["pss"], sum(pss_of(p) for p in pids))
             peaks["procs"] = max(peaks["procs"], len(pids))
             peaks["samples"] += 1
             done.wait(SAMPLE_SECONDS)
