@@ -27,8 +27,8 @@ from generator.commands.cli import main as cli_main
 STAGES: tuple[tuple[str, str, str], ...] = (
     # (stage, file suffix, function): cumulative time of that function
     ("load and decode (bytes -> JSON)", "trust/load.py", "load_document"),
-    ("parse (JSON -> typed document)", "trust/parse.py", "parse"),
-    ("hash and verify signatures", "trust/verify.py", "verify_parsed"),
+    ("parse, hash and verify signatures", "trust/verify.py", "verify_document"),
+    ("  of which: parse (JSON -> typed document)", "trust/parse.py", "parse"),
     ("  of which: the merge, recomputed", "trust/merge.py", "merge"),
     ("  of which: Ed25519 checks", "trust/keys.py", "verify_signature"),
     ("render a record's files", "site/render.py", "render_publication"),

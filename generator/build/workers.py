@@ -51,12 +51,10 @@ from ..site.sitewide import Lazy, PageRender
 from ..site.templating import make_environment
 from ..trust.check import verify_file
 from ..trust.choose import Candidate, Choice, pack_event_ids
-from ..trust.errors import Code, Problem, Rejection, RejectionError
+from ..trust.errors import Code, Rejection
 from ..trust.keys import Keyring
-from ..trust.load import Limits, load_document
+from ..trust.load import Limits
 from ..trust.model import Verified
-from ..trust.parse import parse
-from ..trust.verify import verify_parsed
 from .change_check import stat_key
 from .state import FileEntry
 from .write import Writer, remove_tree
@@ -183,15 +181,14 @@ def document_task(task: Task) -> DocumentResult:
         stat = stat_key(path)
     except OSError:
         stat = 0
-    try:
-        source = load_document(path, task.name, Path(task.root), _WORKER["limits"])  # load
-    except RejectionError as exc:
-        return _refused(task, stat, "", None, (exc.problem,))
-    doc, problems = parse(source)  # parse
-    verdict, verified = verify_parsed(source, doc, problems, _WORKER["keyring"])  # verify
-    raw_sha256 = source.raw_sha256  # (one string for entry and candidate)
-    if verified is None:
-        return _refused(task, stat, raw_sha256, verdict.pith_number, verdict.problems)
+    # load -> parse -> verify (trust/check.py: the one path to "trusted")
+    verdict, verified, source = verify_file(
+        path, task.name, Path(task.root), _WORKER["keyring"], _WORKER["limits"]
+    )
+    raw_sha256 = source.raw_sha256 if source else ""  # (one string for entry and candidate)
+    if verified is None or source is None:
+        rejections = tuple(Rejection(task.name, p.pointer, p.code, p.message) for p in verdict.problems)
+        return DocumentResult(FileEntry(stat, raw_sha256, verdict.pith_number, rejections, None))
     candidate = Candidate(
         file=task.name,
         kind=verified.kind,
@@ -211,14 +208,6 @@ def document_task(task: Task) -> DocumentResult:
     )
     written, summary = render_and_write(pub, {verified.kind: source.raw})  # merge, render, write
     return DocumentResult(entry, written=written, summary=summary)
-
-
-def _refused(
-    task: Task, stat: int, raw_sha256: str, pith_number: str | None, problems: tuple[Problem, ...]
-) -> DocumentResult:
-    """The entry of a file the build refused: its problems, as rejections of the file."""
-    rejections = tuple(Rejection(task.name, p.pointer, p.code, p.message) for p in problems)
-    return DocumentResult(FileEntry(stat, raw_sha256, pith_number, rejections, None))
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,8 +12,7 @@ from .errors import RejectionError
 from .keys import Keyring
 from .load import Limits, SourceDocument, load_document
 from .model import Verdict, Verified
-from .parse import parse
-from .verify import verify_parsed
+from .verify import verify_document
 
 
 def verify_file(
@@ -24,6 +23,5 @@ def verify_file(
         source = load_document(path, file, content, limits)  # bytes -> decoded JSON
     except RejectionError as exc:
         return Verdict(file, None, None, (exc.problem,)), None, None
-    doc, problems = parse(source)  # JSON -> a typed document, or what is wrong with its shape
-    verdict, verified = verify_parsed(source, doc, problems, keyring)  # hashes, signatures, merge
+    verdict, verified = verify_document(source, keyring)  # parse, then hashes, signatures, merge
     return verdict, verified, source

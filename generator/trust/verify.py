@@ -48,17 +48,10 @@ Path = tuple[str | int, ...]
 
 
 def verify_document(source: SourceDocument, keyring: Keyring) -> tuple[Verdict, Verified | None]:
-    """Parse one decoded document and verify it: steps 3-7, never raising for bad content."""
+    """Parse one decoded document and verify it: steps 3-7, never raising for bad
+    content. A bundle's merged state is recomputed here, from its signed events:
+    the state it carries must be exactly that one."""
     doc, problems = parse(source)
-    return verify_parsed(source, doc, problems, keyring)
-
-
-def verify_parsed(
-    source: SourceDocument, doc: ParsedDoc | None, problems: Problems, keyring: Keyring
-) -> tuple[Verdict, Verified | None]:
-    """Steps 4-7 on what `parse` made of `source` (`doc` None: its shape was wrong,
-    and `problems` say how). A bundle's merged state is recomputed here, from its
-    signed events: the state it carries must be exactly that one."""
     if doc is None:
         return Verdict(source.file, None, None, problems.listed()), None
     checker = _Checker(doc, keyring, problems)
