@@ -151,11 +151,12 @@ def _build(
         if incremental and cache is None:
             cache = load_cache(config.cache_dir, key, site)
         listed = seen.listed
+        # (hints count only beside the warm cache they were made against)
+        warm_hints = hints if warm is not None and cache is not None and cache is warm.cache else None
         if cache is not None:  # (past a share of changed documents, a full build is faster)
-            warm_hints = hints if warm is not None and cache is warm.cache else None
             full, listed = full_is_faster(cache, config.content, listed, warm_hints)
             if full:
-                cache = None
+                cache = warm_hints = None
         if warm is not None:  # read (above) before SITE changes; written again by save_warm
             forget_saved(config.cache_dir)
         shared_files = cache is None  # a full build: workers write what records share too
@@ -193,13 +194,21 @@ def _build(
     try:
         # (an incremental build changes nothing in SITE until every new file is staged)
         plan = Plan(site, staging) if cache is not None else None
-        stages = Stages(config, keyring, staging, pool, progress, cache, key, extra)
-        stages.plan = plan
-        stages.keeps_manifest = warm is not None
-        stages.listed = listed
-        stages.deployed = deployed
-        if hints is not None and warm is not None and cache is not None and cache is warm.cache:
-            stages.hints = sorted(set(hints))
+        stages = Stages(
+            config,
+            keyring,
+            staging,
+            pool,
+            progress,
+            cache,
+            key,
+            extra,
+            plan=plan,
+            keeps_manifest=warm is not None,
+            listed=listed,
+            deployed=deployed,
+            hints=None if warm_hints is None else sorted(set(warm_hints)),
+        )
         with _collection_deferred():
             report, new_state = stages.run(started)
         if pool is not None:  # (before the publication: no worker is left if it is stopped)

@@ -63,20 +63,20 @@ def refusals(entries: FileTable) -> Refusals:
 
 
 def numbers_to_decide(
-    last_files: FileTable | None,
+    last_files: FileTable,
     last_contested: set[str],
     entries: FileTable,
     changed: Iterable[str],
     refused: Refusals,
 ) -> set[str] | None:
-    """The numbers to decide again; None for every number (a full build, or a
+    """The numbers an incremental build decides again; None for every number (a
     refusal that names no number).
 
     Every other number is settled: the selection would decide it as last time,
     and silently, since none of its documents changed or was refused and last
     time it had nothing to say about it. An incremental build leaves those as
     they are instead of deciding 20,000 numbers again for one changed file."""
-    if last_files is None or refused.unidentified:
+    if refused.unidentified:
         return None
     touched = set(refused.numbers) | last_contested
     for name in changed:

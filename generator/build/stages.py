@@ -59,6 +59,12 @@ class Stages:
         cache: BuildState | None,
         key: str,
         extra: str,
+        *,
+        plan: Plan | None,
+        keeps_manifest: bool,
+        listed: Listed | None,
+        deployed: set[str],
+        hints: list[str] | None,
     ) -> None:
         self.config, self.keyring, self.staging = config, keyring, staging
         self.extra = extra
@@ -69,17 +75,17 @@ class Stages:
         self.written = 0
         self.suspect: set[str] = set()
         """Shareable paths written by renders then discarded: recomputed or removed."""
-        self.hints: list[str] | None = None
+        self.hints = hints
         """The only content names that may have changed since the cache (see `build`)."""
         self.renewed: set[str] = set()
         """Numbers given a new entry by this build; every other keeps the cache's object."""
-        self.keeps_manifest = False
+        self.keeps_manifest = keeps_manifest
         """Keep each number's manifest lines on its entry, for the next build (warm)."""
-        self.plan: Plan | None = None
+        self.plan = plan
         """An incremental build's changes to SITE, made once all are staged (see journal.py)."""
-        self.listed: Listed | None = None
+        self.listed = listed
         """(path, name, stat) of every input, when the check for no change listed them."""
-        self.deployed: set[str] = set()
+        self.deployed = deployed
         """Numbers the deployed site publishes, besides SITE's (`config.deployed`)."""
         self.previous: set[str] = set(cache.numbers) if cache else set()
         """Every number SITE publishes before this build."""
@@ -91,7 +97,12 @@ class Stages:
         entries, fresh, changed = self.verify_changed_files()
         refused = planning.refusals(entries)
         # 4 choose one record and one bundle per number, refusing rollbacks
-        touched = None if self.cache is None else self.numbers_to_decide(entries, changed, refused)
+        last = self.cache
+        touched = (
+            None
+            if last is None
+            else planning.numbers_to_decide(last.files, last.contested, entries, changed, refused)
+        )
         candidates = planning.candidates_to_decide(entries, touched)
         published = self.published_documents(candidates, touched)
         selection = select(candidates, published, set(refused.numbers), refused.unidentified)
@@ -148,12 +159,6 @@ class Stages:
             else {},  # (what the cache folder holds: see state.save_cache)
         )
         return report, state
-
-    def numbers_to_decide(
-        self, entries: FileTable, changed: list[str], refused: planning.Refusals
-    ) -> set[str] | None:
-        assert self.cache is not None
-        return planning.numbers_to_decide(self.cache.files, self.cache.contested, entries, changed, refused)
 
     def sitewide_stage(self, numbers: NumberTable) -> SitewideStage:
         return SitewideStage(

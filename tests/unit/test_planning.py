@@ -56,11 +56,10 @@ def test_a_refusal_that_names_no_number_it_can_be_held_to_holds_every_number() -
         assert found.unidentified and found.numbers == set()
 
 
-def test_a_full_build_or_an_unidentified_refusal_decides_every_number() -> None:
+def test_an_unidentified_refusal_decides_every_number() -> None:
     files = table(a=ok("a", A))
-    nothing = Refusals((), frozenset(), False)
-    assert numbers_to_decide(None, set(), files, ["a"], nothing) is None
     assert numbers_to_decide(files, set(), files, ["a"], Refusals((), frozenset(), True)) is None
+    assert numbers_to_decide(files, set(), files, ["a"], Refusals((), frozenset(), False)) == {A}
 
 
 def test_an_incremental_build_decides_the_numbers_its_changes_touch_before_and_now() -> None:
