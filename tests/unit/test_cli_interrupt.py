@@ -98,6 +98,14 @@ def test_a_signal_during_a_held_import_is_handled_once_the_module_is_in(
     assert done.stdout.split() == [str(int(signal.SIGTERM)), str(whole)], done.stderr
 
 
-def test_orjson_is_imported_held() -> None:
-    """The one native module seen to crash on a signal while it starts."""
-    assert "orjson" in cli.HELD_IMPORTS
+def test_the_command_imports_orjson_held_before_anything_else(monkeypatch: pytest.MonkeyPatch) -> None:
+    """orjson, the one native module seen to crash on a signal while it starts, is
+    imported held once the handlers are in, before the commands' modules are."""
+    calls: list[object] = []
+    real_parser = cli.build_parser
+    monkeypatch.setattr(cli, "stop_on_signals", lambda: calls.append("handlers") or {})
+    monkeypatch.setattr(cli, "import_held", lambda modules: calls.append(tuple(modules)))
+    monkeypatch.setattr(cli, "build_parser", lambda: calls.append("parser") or real_parser())
+    with pytest.raises(SystemExit):
+        cli.main(["--version"])
+    assert calls == ["handlers", ("orjson",), "parser"]
