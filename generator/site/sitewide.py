@@ -228,6 +228,7 @@ def listing_pages(
 ) -> list[Lazy]:
     """A paged listing: `path/` then `path/page/2/` and so on; `side` is its `browse_side`."""
     pages = max(1, -(-len(records) // per_page))
+    side_key = fingerprint(side)  # (a few kB, the same on every page: hashed once)
     files: list[Lazy] = []
     prefix = f"{path}/" if path else ""
     for number in range(1, pages + 1):
@@ -244,7 +245,7 @@ def listing_pages(
             browse_side=side,
             home=home,
         )
-        key = fingerprint(heading, number, pages, len(records), home, side, *(s.digest for s in chunk))
+        key = fingerprint(heading, number, pages, len(records), home, side_key, *(s.digest for s in chunk))
         job = PageRender("index.html", listing)
         make = partial(job.html, env)
         if number == 1 and not path:
