@@ -125,7 +125,8 @@ def _report_build(args: argparse.Namespace, config: SiteConfig, report: BuildRep
 
 def view_command(args: argparse.Namespace) -> str:
     """The `serve` command that shows the site just built: this build's own words with
-    `serve` for `build` (the same folders, keys and settings), and the program as it was
+    `serve` for `build` (the same folders, keys and settings, less the options only
+    `build` takes, such as `--scheduler`), and the program as it was
     started when that is inside the folder it runs in (`.venv/bin/pith-mirror`, which
     works before the environment is activated)."""
     shown = "pith-mirror"
@@ -134,12 +135,12 @@ def view_command(args: argparse.Namespace) -> str:
         with contextlib.suppress(ValueError, OSError):
             shown = program.absolute().relative_to(Path.cwd()).as_posix()
     words = list(getattr(args, "argv", None) or ["build"])
-    return shlex.join([shown, "serve", *_without_scheduler(words[1:])])
+    return shlex.join([shown, "serve", *_serve_words(words[1:], getattr(args, "build_only", {}))])
 
 
-def _without_scheduler(words: list[str]) -> list[str]:
-    """`words` less `--scheduler ADDRESS` (however abbreviated): a `build` option,
-    and a built site is viewed without a cluster."""
+def _serve_words(words: list[str], build_only: dict[str, bool]) -> list[str]:
+    """`words` less every option `serve` does not take (`build_only`: each such
+    option's name, and whether it takes a value), however abbreviated."""
     kept: list[str] = []
     skip = False
     for word in words:
@@ -147,8 +148,9 @@ def _without_scheduler(words: list[str]) -> list[str]:
             skip = False
             continue
         flag, equals, _ = word.partition("=")
-        if flag.startswith("--sc") and "--scheduler".startswith(flag):
-            skip = not equals
+        named = [name for name in build_only if flag.startswith("--") and name.startswith(flag)]
+        if len(named) == 1:  # (an abbreviation argparse took for it)
+            skip = build_only[named[0]] and not equals
             continue
         kept.append(word)
     return kept
@@ -185,14 +187,18 @@ def run_serve(args: argparse.Namespace) -> int:
 def add_site_commands(commands: Any) -> None:
     build = commands.add_parser("build", help="verify content/ and write the static site into site/")
     add_site_options(build)
-    build.add_argument("--watch", action="store_true", help="then rebuild whenever an input changes")
-    build.add_argument(
-        "--scheduler",
-        metavar="ADDR",
-        help="run the workers' tasks on a Dask cluster: its scheduler's address (tcp://host:8786),"
-        " or 'local' for one of --jobs processes on this machine (needs pith-mirror[cluster])",
-    )
-    build.set_defaults(handler=run_build_or_watch)
+    build_only = [
+        build.add_argument("--watch", action="store_true", help="then rebuild whenever an input changes"),
+        build.add_argument(
+            "--scheduler",
+            metavar="ADDR",
+            help="run the workers' tasks on a Dask cluster: its scheduler's address (tcp://host:8786),"
+            " or 'local' for one of --jobs processes on this machine (needs pith-mirror[cluster])",
+        ),
+    ]
+    # (what the `serve` command a build suggests leaves out: see `view_command`)
+    names = {name: action.nargs != 0 for action in build_only for name in action.option_strings}
+    build.set_defaults(handler=run_build_or_watch, build_only=names)
 
     serve = commands.add_parser("serve", help="build, preview the site locally and rebuild it on changes")
     add_site_options(serve)

@@ -4,7 +4,7 @@ installed (these run in the quick start, which installs no Dask)."""
 
 from __future__ import annotations
 
-import argparse
+import shlex
 import sys
 from pathlib import Path
 
@@ -13,7 +13,7 @@ from clusterkit import cli_build, few, inputs, make
 from sitekit import Project, all_paths, tree
 
 from generator.build import cluster as cluster_module
-from generator.commands.cli import main
+from generator.commands.cli import build_parser, main
 from generator.commands.site_commands import view_command
 from generator.site.config import SiteConfig, is_scheduler, load_config
 from generator.trust.errors import ConfigError
@@ -75,8 +75,15 @@ def test_a_bad_scheduler_setting_is_refused(tmp_path: Path, capsys: pytest.Captu
 
 
 def test_the_suggested_serve_command_leaves_the_scheduler_out() -> None:
+    """Options only `build` takes are left out, however written, and what is left is a
+    command `serve` takes."""
     words = ["build", "content", "site", "--scheduler", "tcp://h:8786", "--jobs", "4", "--sched=local"]
-    assert view_command(argparse.Namespace(argv=words)).endswith("serve content site --jobs 4")
+    args = build_parser().parse_args(words)
+    args.argv = words
+    suggested = view_command(args)
+    assert suggested.endswith("serve content site --jobs 4")
+    serve = build_parser().parse_args(shlex.split(suggested)[1:])
+    assert serve.command == "serve" and serve.jobs == 4 and str(serve.site) == "site"
 
 
 def test_batches_are_one_to_four_a_worker_of_hundreds_and_never_over_max_batch() -> None:
