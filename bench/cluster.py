@@ -11,8 +11,8 @@ What one run does (see bench/README.md):
 2. K rounds, each a cold `python -m generator build ... --quiet --jobs J` with
    the local pool and one with `--scheduler local` (a LocalCluster of J worker
    processes, started and closed by the build), in turn first and second from
-   round to round; output on tmpfs, start-up included, memory sampled as in
-   bench/run.py;
+   round to round; output on tmpfs, start-up included, measured as bench/run.py
+   measures its builds (bench/measure.py);
 3. checks that every build wrote the same files, byte for byte;
 4. prints each build, the medians and the cluster's overhead against the
    pool (the issue's target: at most 15 %), writes them as JSON (default
@@ -25,17 +25,11 @@ import argparse
 import hashlib
 import json
 import os
-import platform
 import re
-import resource
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
-import time
-from dataclasses import dataclass
 from multiprocessing import Pool
 from pathlib import Path
 from typing import Any
@@ -44,85 +38,31 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import corpus  # noqa: E402
-from bench.processes import CHILD_ENV, rss, tree  # noqa: E402
+from bench.measure import Measured, loadavg, machine, measure  # noqa: E402
 
 TARGET = 0.15
 """The issue's: a build on a LocalCluster at most 15 % slower than with the pool."""
 
 
-SAMPLE_SECONDS = 0.05
 SUMMARY = re.compile(r"files written in ([0-9.]+)s")
+"""The build's own clock, in its summary line (no interpreter start or exit)."""
 
 
-@dataclass
-class Measured:
-    seconds: float
-    own_seconds: float
-    """The build's own clock, from its summary line (no interpreter start or exit)."""
-    cpu_seconds: float
-    peak_rss_bytes: int
-    """RSS summed over the build and every process under it (its workers, a LocalCluster's
-    nannies and workers), sampled every SAMPLE_SECONDS: as bench/run.py samples it."""
-    processes: int
-
-
-def measure(command: list[str], cwd: Path) -> Measured:
-    """Run one build: wall time, CPU (of it and the processes it waited for), peak RSS."""
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu_before = usage.ru_utime + usage.ru_stime
-    started = time.perf_counter()
-    proc = subprocess.Popen(
-        command, cwd=cwd, env=CHILD_ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    peak = {"rss": 0, "processes": 0}
-    done = threading.Event()
-
-    def sample() -> None:
-        while not done.is_set():
-            pids = tree(proc.pid)
-            peak["rss"] = max(peak["rss"], sum(rss(pid) for pid in pids))
-            peak["processes"] = max(peak["processes"], len(pids))
-            done.wait(SAMPLE_SECONDS)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    stdout, stderr = proc.communicate()
-    seconds = time.perf_counter() - started
-    done.set()
-    sampler.join()
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    found = SUMMARY.search(stdout)
-    if proc.returncode != 0 or found is None:
-        raise SystemExit(f"bench: the build failed (exit {proc.returncode}):\n{stdout}{stderr}")
-    return Measured(
-        seconds,
-        float(found.group(1)),
-        usage.ru_utime + usage.ru_stime - cpu_before,
-        peak["rss"],
-        peak["processes"],
-    )
+def build_once(command: list[str], cwd: Path) -> tuple[Measured, float]:
+    """One build, measured as bench/run.py measures its builds, and its own clock."""
+    result = measure(command, cwd, sample=True)
+    found = SUMMARY.search(result.stdout)
+    if result.returncode != 0 or found is None:
+        raise SystemExit(
+            f"bench: the build failed (exit {result.returncode}):\n{result.stdout}{result.stderr}"
+        )
+    return result, float(found.group(1))
 
 
 def _write(args: tuple[Path, int]) -> None:
     folder, index = args
     body, data = corpus.make_bundle(index)
     (folder / f"{body}.bundle.json").write_bytes(data)
-
-
-def loadavg() -> list[float]:
-    return [round(x, 2) for x in os.getloadavg()]
-
-
-def machine() -> dict[str, Any]:
-    model = ""
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            model = line.split(":", 1)[1].strip()
-            break
-    commit = subprocess.run(
-        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
-    ).stdout.strip()
-    return {"cpus": os.cpu_count(), "cpu": model, "python": platform.python_version(), "commit": commit}
 
 
 def tree_digest(root: Path) -> tuple[int, str]:
@@ -179,17 +119,17 @@ def main(argv: list[str] | None = None) -> int:
                 shutil.rmtree(site, ignore_errors=True)
                 shutil.rmtree(base / ".pith-cache", ignore_errors=True)
                 print(f"bench: round {round_ + 1}, {kind} ...", file=sys.stderr)
-                result = measure(kinds[kind], base)
+                result, own_seconds = build_once(kinds[kind], base)
                 outputs.add(tree_digest(site))
                 runs.append(
                     {
                         "kind": kind,
                         "round": round_ + 1,
                         "seconds": round(result.seconds, 2),
-                        "own_seconds": result.own_seconds,
+                        "own_seconds": own_seconds,
                         "cpu_seconds": round(result.cpu_seconds, 2),
                         "peak_rss_mb": round(result.peak_rss_bytes / 1e6),
-                        "processes": result.processes,
+                        "processes": result.peak_processes,
                         "loadavg_after": loadavg(),
                     }
                 )

@@ -33,9 +33,7 @@ import contextlib
 import importlib.util
 import json
 import os
-import platform
 import re
-import resource
 import shutil
 import signal
 import statistics
@@ -55,9 +53,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import corpus  # noqa: E402
-from bench.processes import CHILD_ENV, rss, tree  # noqa: E402
-from bench.processes import pss as pss_of  # noqa: E402  (`measure` has a setting named pss)
-from generator import __version__  # noqa: E402
+from bench.measure import CHILD_ENV, RUNNING, Measured, loadavg, machine, measure  # noqa: E402
 from generator.site.config import default_templates  # noqa: E402
 from generator.site.layout import lookup_key, resolve_query  # noqa: E402
 from generator.site.page_model import CHECKLIST  # noqa: E402
@@ -68,7 +64,6 @@ Row = tuple[str, str, str, str, str, str, str]
 """One line of the printed table: measurement, wall s, records/s, CPU s,
 records/CPU-s, against Hugo, notes."""
 DEFAULT_OUT = ROOT / "bench" / "results" / "latest.json"
-SAMPLE_SECONDS = 0.02
 HUGO_REFERENCE = (
     "Hugo writing one page + two JSON files per record: about 1,200-1,350 records/s (pages alone ~1,900/s)"
 )
@@ -84,98 +79,6 @@ TARGETS = (
     ("tar", "Pages tar per record <= 45 kB", 20_000),
     ("peak_memory", "peak memory < 500 MB", 100_000),
 )
-
-
-# ---------------------------------------------------------------------------
-# Process measurement: wall time and the peak summed RSS of a process tree.
-
-
-@dataclass
-class Measured:
-    seconds: float
-    returncode: int
-    stdout: str
-    stderr: str
-    cpu_seconds: float = 0.0
-    """User + system CPU of the process and every descendant it waited for (its workers)."""
-    peak_rss_bytes: int = 0
-    peak_pss_bytes: int | None = None
-    """None when PSS was not read (see `measure`); 0 where /proc has no smaps_rollup."""
-    peak_processes: int = 0
-    samples: int = 0
-
-
-RUNNING: list[subprocess.Popen[str]] = []
-
-
-def measure(
-    cmd: list[str],
-    cwd: Path,
-    sample: bool,
-    before: Callable[[], None] | None = None,
-    pss: bool = False,
-) -> Measured:
-    """Run cmd; wall time from just before `before()` (or the start) to its exit.
-
-    With sample=True a thread sums RSS over the process and all its descendants
-    every ~20 ms and keeps the maximum. RSS counts pages shared by forked
-    workers once per process, so the RSS sum over-states real use; PSS splits
-    shared pages and is the fairer number, summed too with pss=True. Reading
-    PSS walks each process's whole memory map under the lock the process needs
-    to grow (about 3 ms for 150 MB, 50 ms for Hugo's 2.7 GB), so it is read
-    only where the time is not what is measured (`--memory-only`); reading RSS
-    costs 40 us a process.
-    """
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu_before = usage.ru_utime + usage.ru_stime
-    started = time.perf_counter()
-    if before is not None:
-        before()
-    proc = subprocess.Popen(
-        cmd,
-        cwd=cwd,
-        env=CHILD_ENV,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    RUNNING.append(proc)
-    peaks = {"rss": 0, "pss": 0, "procs": 0, "samples": 0}
-    done = threading.Event()
-
-    def sampler() -> None:
-        while not done.is_set():
-            pids = tree(proc.pid)
-            peaks["rss"] = max(peaks["rss"], sum(rss(p) for p in pids))
-            if pss:
-                peaks["pss"] = max(peaks["pss"], sum(pss_of(p) for p in pids))
-            peaks["procs"] = max(peaks["procs"], len(pids))
-            peaks["samples"] += 1
-            done.wait(SAMPLE_SECONDS)
-
-    thread = threading.Thread(target=sampler, daemon=True) if sample else None
-    if thread is not None:
-        thread.start()
-    stdout, stderr = proc.communicate()
-    seconds = time.perf_counter() - started
-    done.set()
-    if thread is not None:
-        thread.join()
-    RUNNING.remove(proc)
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = usage.ru_utime + usage.ru_stime - cpu_before
-    return Measured(
-        seconds,
-        proc.returncode,
-        stdout,
-        stderr,
-        cpu,
-        peaks["rss"],
-        peaks["pss"] if pss else None,
-        peaks["procs"],
-        peaks["samples"],
-    )
 
 
 WATCH_TIMEOUT = 600.0
@@ -435,13 +338,6 @@ def changed_bundle(raw: bytes, stamp: int) -> bytes:
 # Facts about the machine and the output.
 
 
-def loadavg() -> list[float]:
-    try:
-        return [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
-    except OSError:
-        return []
-
-
 def fstype(path: Path) -> str:
     """The file system type of the mount holding path (from /proc/self/mountinfo)."""
     best, kind = "", "unknown"
@@ -456,48 +352,6 @@ def fstype(path: Path) -> str:
         if (target == mount or target.startswith(mount.rstrip("/") + "/")) and len(mount) >= len(best):
             best, kind = mount, right.split()[0]
     return kind
-
-
-def machine() -> dict[str, Any]:
-    model = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = ""
-    with contextlib.suppress(OSError):
-        mem = subprocess.run(["free", "-h"], capture_output=True, text=True, check=False).stdout.strip()
-    return {
-        "nproc": os.cpu_count(),
-        "cpu_model": model,
-        "free_h": mem,
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "pith_mirror": __version__,
-        "code": code_version(),
-    }
-
-
-def code_version() -> dict[str, Any]:
-    """Which code was measured: the checkout's commit and any uncommitted change to it."""
-
-    def git(*args: str) -> str:
-        try:
-            result = subprocess.run(
-                ["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=False
-            )
-        except OSError:
-            return ""
-        return result.stdout.rstrip("\n") if result.returncode == 0 else ""
-
-    status = git("status", "--porcelain", "--", "generator", "templates", "pyproject.toml")
-    return {
-        "commit": git("rev-parse", "--short", "HEAD").strip() or "unknown (not a git checkout)",
-        "uncommitted": [line[3:] for line in status.splitlines()],
-    }
 
 
 @dataclass
