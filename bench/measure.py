@@ -115,6 +115,22 @@ class Measured:
 
 
 RUNNING: list[subprocess.Popen[str]] = []
+"""Builds started and not yet waited for: stopped if the benchmark is (bench/run.py)."""
+
+
+def start(cmd: list[str], cwd: Path) -> subprocess.Popen[str]:
+    """Start a build in a session of its own (its workers with it), output captured."""
+    proc = subprocess.Popen(
+        cmd,
+        cwd=cwd,
+        env=CHILD_ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    RUNNING.append(proc)
+    return proc
 
 
 def measure(
@@ -140,16 +156,7 @@ def measure(
     started = time.perf_counter()
     if before is not None:
         before()
-    proc = subprocess.Popen(
-        cmd,
-        cwd=cwd,
-        env=CHILD_ENV,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    RUNNING.append(proc)
+    proc = start(cmd, cwd)
     peaks = {"rss": 0, "pss": 0, "procs": 0, "samples": 0}
     done = threading.Event()
 

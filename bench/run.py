@@ -53,7 +53,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import corpus  # noqa: E402
-from bench.measure import CHILD_ENV, RUNNING, Measured, loadavg, machine, measure  # noqa: E402
+from bench.measure import RUNNING, Measured, loadavg, machine, measure, start  # noqa: E402
 from generator.site.config import default_templates  # noqa: E402
 from generator.site.layout import lookup_key, resolve_query  # noqa: E402
 from generator.site.page_model import CHECKLIST  # noqa: E402
@@ -109,16 +109,7 @@ def watched_changes(
 
     Between changes it waits for the cache file the watcher writes after each
     report, so one change's timing never includes the last one's save."""
-    proc = subprocess.Popen(
-        cmd,
-        cwd=cwd,
-        env=CHILD_ENV,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    RUNNING.append(proc)
+    proc = start(cmd, cwd)
     lines: list[str] = []
     arrived = threading.Condition()
 
