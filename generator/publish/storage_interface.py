@@ -4,7 +4,7 @@
 names from; the backends (`storage_local`, `storage_object`) import them from here.
 
 Rules:
-- One small interface, `Storage`: read, write, delete, list and exists an object
+- One small interface, `Storage`: read, write, delete and list objects
   by its key, and a lease. A build or an upload needs nothing more, so every
   backend can offer all of it, and a test can stand in for any of them.
 - A key is the file's path below the site's root ("pith/X.json"): relative,
@@ -150,10 +150,6 @@ class Storage(abc.ABC):
     @abc.abstractmethod
     def list(self, prefix: str = "") -> Iterator[StoredObject]:
         """Every object below the folder `prefix` ("" for all), in no set order."""
-
-    @abc.abstractmethod
-    def exists(self, key: str) -> bool:
-        """Whether the object exists."""
 
     @abc.abstractmethod
     def content_tag(self, data: bytes) -> str | None:

@@ -100,9 +100,6 @@ class LocalStorage(Storage):
                     data = self.read(key)
                     yield StoredObject(key, len(data), _md5(data))
 
-    def exists(self, key: str) -> bool:
-        return self._path(key).is_file()
-
     def content_tag(self, data: bytes) -> str | None:
         return _md5(data)
 

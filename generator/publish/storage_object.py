@@ -147,15 +147,6 @@ class ObjectStorage(Storage):
         except (BaseError, OSError) as exc:
             raise self._failed(folder, "list these objects", exc) from None
 
-    def exists(self, key: str) -> bool:
-        try:
-            obstore.head(self.store, check_key(key))
-        except FileNotFoundError:
-            return False
-        except (BaseError, OSError) as exc:
-            raise self._failed(key, "look this object up", exc) from None
-        return True
-
     def content_tag(self, data: bytes) -> str | None:
         return hashlib.md5(data, usedforsecurity=False).hexdigest() if self.md5_tags else None
 
