@@ -5,7 +5,7 @@ names from; the backends (`storage_local`, `storage_object`) import them from he
 
 Rules:
 - One small interface, `Storage`: read, write, delete and list objects
-  by its key, and a lease. A build or an upload needs nothing more, so every
+  by their keys, and a lease. A build or an upload needs nothing more, so every
   backend can offer all of it, and a test can stand in for any of them.
 - A key is the file's path below the site's root ("pith/X.json"): relative,
   "/"-separated, no empty, "." or ".." segment. Keys under `RESERVED` are the
