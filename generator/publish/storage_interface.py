@@ -158,24 +158,45 @@ class Storage(abc.ABC):
 
     # -- the three conditional operations a lease is made of
 
+    # (on the storage's own small objects: leases, and the note of what was uploaded,
+    # named "lease-site" or "published"; below RESERVED in a store, beside a folder)
+
     @staticmethod
-    def _lease_key(name: str) -> str:
-        return f"{RESERVED}lease-{name}.json"
+    def _own_key(name: str) -> str:
+        return f"{RESERVED}{name}.json"
 
-    def _lease_url(self, name: str) -> str:
-        return self.url(self._lease_key(name))
-
-    @abc.abstractmethod
-    def _lease_read(self, name: str) -> tuple[bytes, str] | None:
-        """The lease object's bytes and version, read together; None if absent."""
+    def _own_url(self, name: str) -> str:
+        return self.url(self._own_key(name))
 
     @abc.abstractmethod
-    def _lease_create(self, name: str, data: bytes) -> str | None:
-        """Write the lease object only if absent: its new version, or None."""
+    def _own_read(self, name: str) -> tuple[bytes, str] | None:
+        """The object's bytes and version, read together; None if absent."""
 
     @abc.abstractmethod
-    def _lease_swap(self, name: str, data: bytes, version: str) -> str | None:
-        """Replace the lease object only if it is still at `version`: the new version, or None."""
+    def _own_create(self, name: str, data: bytes) -> str | None:
+        """Write the object only if absent: its new version, or None."""
+
+    @abc.abstractmethod
+    def _own_swap(self, name: str, data: bytes, version: str) -> str | None:
+        """Replace the object only if it is still at `version`: the new version, or None."""
+
+    # -- notes: a small object of the storage's own, written by the lease's holder
+
+    def read_note(self, name: str) -> bytes | None:
+        """The note `name` ("published": see `publish.upload`); None if there is none."""
+        current = self._own_read(name)
+        return None if current is None or not current[0] else current[0]
+
+    def write_note(self, name: str, data: bytes) -> None:
+        """Replace the note `name` (empty bytes: as if none). Only the holder of the
+        site's lease writes notes, so a plain read-then-swap is enough; a swap that
+        fails all the same (another writer despite the lease) is a StorageError."""
+        current = self._own_read(name)
+        done = self._own_create(name, data) if current is None else self._own_swap(name, data, current[1])
+        if done is None:
+            raise StorageError(
+                self._own_url(name), self._own_key(name), "another writer changed this note meanwhile"
+            )
 
     # -- leases, the same on every backend
 
@@ -187,29 +208,29 @@ class Storage(abc.ABC):
         holder = holder or new_holder()
         expires_at = time.time() + ttl
         body = _lease_body(name, holder, expires_at)
-        version = self._lease_create(name, body)
+        version = self._own_create(_lease(name), body)
         if version is not None:
             return Lease(name, holder, expires_at, version)
-        current = self._lease_read(name)
+        current = self._own_read(_lease(name))
         if current is None:  # (released and removed in between: try once more)
-            version = self._lease_create(name, body)
+            version = self._own_create(_lease(name), body)
             if version is not None:
                 return Lease(name, holder, expires_at, version)
-            current = self._lease_read(name)
+            current = self._own_read(_lease(name))
         if current is not None:
             held = _lease_state(current[0])
             if held == (holder, expires_at):
                 # (our own create, answered late: a retried request met what it had written)
                 return Lease(name, holder, expires_at, current[1])
             if held[1] <= time.time():
-                version = self._lease_swap(name, body, current[1])
+                version = self._own_swap(_lease(name), body, current[1])
                 if version is not None:
                     return Lease(name, holder, expires_at, version)
-            current = self._lease_read(name) or current
+            current = self._own_read(_lease(name)) or current
         other, until = _lease_state(current[0]) if current else ("another writer", expires_at)
         raise LeaseHeld(
-            self._lease_url(name),
-            self._lease_key(name),
+            self._own_url(_lease(name)),
+            self._own_key(_lease(name)),
             f"another writer ({other}) holds this site's lease until "
             f"{time.strftime('%Y-%m-%d %H:%M:%S %Z', time.localtime(until))}; "
             "run again once it has finished, or once its lease has expired",
@@ -219,13 +240,13 @@ class Storage(abc.ABC):
         """The same lease for `ttl` more seconds from now; `LeaseLost` if it expired and
         another writer took it over (this writer's work is no longer alone)."""
         expires_at = time.time() + ttl
-        version = self._lease_swap(
-            lease.name, _lease_body(lease.name, lease.holder, expires_at), lease.version
+        version = self._own_swap(
+            _lease(lease.name), _lease_body(lease.name, lease.holder, expires_at), lease.version
         )
         if version is None:
             raise LeaseLost(
-                self._lease_url(lease.name),
-                self._lease_key(lease.name),
+                self._own_url(_lease(lease.name)),
+                self._own_key(_lease(lease.name)),
                 "this writer's lease expired and another writer took it over; stopped, "
                 "so that two writers do not change the site at once",
             )
@@ -236,7 +257,12 @@ class Storage(abc.ABC):
         once). False if it was no longer this writer's: nothing to give up. Never
         raises for that, as it runs while another error may be on its way out."""
         body = _lease_body(lease.name, lease.holder, 0.0)
-        return self._lease_swap(lease.name, body, lease.version) is not None
+        return self._own_swap(_lease(lease.name), body, lease.version) is not None
+
+
+def _lease(name: str) -> str:
+    """The own object a lease is kept in."""
+    return f"lease-{name}"
 
 
 def _lease_body(name: str, holder: str, expires_at: float) -> bytes:

@@ -103,22 +103,22 @@ class LocalStorage(Storage):
     def content_tag(self, data: bytes) -> str | None:
         return _md5(data)
 
-    # -- leases: a file beside the folder, changed under an exclusive flock
+    # -- its own objects (leases, notes): a file beside the folder, changed under an exclusive flock
 
-    def _lease_file(self, name: str) -> Path:
-        return self.root.with_name(f".{self.root.name}.lease-{name}.json")
+    def _own_file(self, name: str) -> Path:
+        return self.root.with_name(f".{self.root.name}.{name}.json")
 
-    def _lease_url(self, name: str) -> str:
-        return str(self._lease_file(name))
+    def _own_url(self, name: str) -> str:
+        return str(self._own_file(name))
 
     @contextlib.contextmanager
     def _locked(self, name: str) -> Iterator[None]:
-        lock = self._lease_file(name).with_suffix(".lock")
+        lock = self._own_file(name).with_suffix(".lock")
         try:
             lock.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
         except OSError as exc:
-            raise self._failed(self._lease_key(name), exc) from None
+            raise self._failed(self._own_key(name), exc) from None
         try:
             with contextlib.suppress(ImportError):
                 import fcntl
@@ -128,35 +128,35 @@ class LocalStorage(Storage):
         finally:
             os.close(fd)  # (closing releases the flock)
 
-    def _lease_read(self, name: str) -> tuple[bytes, str] | None:
+    def _own_read(self, name: str) -> tuple[bytes, str] | None:
         with self._locked(name):
-            return self._lease_read_locked(name)
+            return self._own_read_locked(name)
 
-    def _lease_read_locked(self, name: str) -> tuple[bytes, str] | None:
+    def _own_read_locked(self, name: str) -> tuple[bytes, str] | None:
         try:
-            data = read_regular(self._lease_file(name), 64 * 1024)
+            data = read_regular(self._own_file(name), 64 * 1024)
         except FileNotFoundError:
             return None
         except OSError as exc:
-            raise self._failed(self._lease_key(name), exc) from None
+            raise self._failed(self._own_key(name), exc) from None
         return data, hashlib.sha256(data).hexdigest()
 
-    def _lease_write_locked(self, name: str, data: bytes) -> str:
+    def _own_write_locked(self, name: str, data: bytes) -> str:
         try:
-            write_atomic(self._lease_file(name), data)
+            write_atomic(self._own_file(name), data)
         except OSError as exc:
-            raise self._failed(self._lease_key(name), exc) from None
+            raise self._failed(self._own_key(name), exc) from None
         return hashlib.sha256(data).hexdigest()
 
-    def _lease_create(self, name: str, data: bytes) -> str | None:
+    def _own_create(self, name: str, data: bytes) -> str | None:
         with self._locked(name):
-            if self._lease_read_locked(name) is not None:
+            if self._own_read_locked(name) is not None:
                 return None
-            return self._lease_write_locked(name, data)
+            return self._own_write_locked(name, data)
 
-    def _lease_swap(self, name: str, data: bytes, version: str) -> str | None:
+    def _own_swap(self, name: str, data: bytes, version: str) -> str | None:
         with self._locked(name):
-            current = self._lease_read_locked(name)
+            current = self._own_read_locked(name)
             if current is None or current[1] != version:
                 return None
-            return self._lease_write_locked(name, data)
+            return self._own_write_locked(name, data)

@@ -150,31 +150,31 @@ class ObjectStorage(Storage):
     def content_tag(self, data: bytes) -> str | None:
         return hashlib.md5(data, usedforsecurity=False).hexdigest() if self.md5_tags else None
 
-    # -- leases: the store's conditional PUT
+    # -- its own objects (leases, notes): the store's conditional PUT
 
-    def _lease_read(self, name: str) -> tuple[bytes, str] | None:
-        key = self._lease_key(name)
+    def _own_read(self, name: str) -> tuple[bytes, str] | None:
+        key = self._own_key(name)
         try:
             got = obstore.get(self.store, key)
             data = bytes(got.bytes())
         except FileNotFoundError:
             return None
         except (BaseError, OSError) as exc:
-            raise self._failed(key, "read the lease", exc) from None
+            raise self._failed(key, f"read {_what(name)}", exc) from None
         return data, _version(got.meta["e_tag"], got.meta["version"])
 
-    def _lease_create(self, name: str, data: bytes) -> str | None:
-        key = self._lease_key(name)
+    def _own_create(self, name: str, data: bytes) -> str | None:
+        key = self._own_key(name)
         try:
             done = obstore.put(self.store, key, data, mode="create", use_multipart=False)
         except (AlreadyExistsError, PreconditionError):
             return None
         except (BaseError, OSError) as exc:
-            raise self._failed(key, "create the lease", exc) from None
+            raise self._failed(key, f"create {_what(name)}", exc) from None
         return _version(done["e_tag"], done["version"])
 
-    def _lease_swap(self, name: str, data: bytes, version: str) -> str | None:
-        key = self._lease_key(name)
+    def _own_swap(self, name: str, data: bytes, version: str) -> str | None:
+        key = self._own_key(name)
         e_tag, _, generation = version.partition(" ")
         mode: UpdateVersion = {"e_tag": e_tag}
         if generation:
@@ -184,8 +184,13 @@ class ObjectStorage(Storage):
         except (PreconditionError, AlreadyExistsError, FileNotFoundError):
             return None
         except (BaseError, OSError) as exc:
-            raise self._failed(key, "replace the lease", exc) from None
+            raise self._failed(key, f"replace {_what(name)}", exc) from None
         return _version(done["e_tag"], done["version"])
+
+
+def _what(name: str) -> str:
+    """One of the storage's own objects, for a person: "the lease", "the note published"."""
+    return "the lease" if name.startswith("lease-") else f"the note {name}"
 
 
 def _version(e_tag: str | None, generation: str | None) -> str:

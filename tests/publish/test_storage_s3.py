@@ -99,10 +99,10 @@ def test_two_takers_of_an_expired_lease_cannot_both_win(s3_storage: Storage) -> 
     """The takeover is a swap on the version both read: the second swap finds it changed."""
     s3_storage.acquire_lease(SITE_LEASE, ttl=0.01)
     time.sleep(0.05)
-    read = s3_storage._lease_read(SITE_LEASE)
+    read = s3_storage._own_read(f"lease-{SITE_LEASE}")
     assert read is not None
-    first = s3_storage._lease_swap(SITE_LEASE, b'{"holder": "a", "expires_at": 1e12}', read[1])
-    second = s3_storage._lease_swap(SITE_LEASE, b'{"holder": "b", "expires_at": 1e12}', read[1])
+    first = s3_storage._own_swap(f"lease-{SITE_LEASE}", b'{"holder": "a", "expires_at": 1e12}', read[1])
+    second = s3_storage._own_swap(f"lease-{SITE_LEASE}", b'{"holder": "b", "expires_at": 1e12}', read[1])
     assert first is not None and second is None
 
 
