@@ -14,6 +14,7 @@ import pytest
 
 from generator.build.journal import undo_path
 from generator.build.write import lock_path, previous_path, staging_path
+from generator.publish.change_log import log_path
 from generator.site.config import SiteConfig
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,7 +66,8 @@ def test_what_a_build_leaves_beside_the_site_is_ignored_by_git() -> None:
         undo_path(site),
         SiteConfig(site=site).cache_dir,
     ]
-    names = [f"{path.relative_to(ROOT)}/" for path in folders] + [str(lock_path(site).relative_to(ROOT))]
+    files = [lock_path(site), log_path(site)]
+    names = [f"{path.relative_to(ROOT)}/" for path in folders] + [str(p.relative_to(ROOT)) for p in files]
     for relative in names:
         result = subprocess.run(["git", "check-ignore", "-q", "--no-index", relative], cwd=ROOT, check=False)
         assert result.returncode == 0, f"{relative} is not ignored by git"

@@ -32,5 +32,13 @@ def test_ruff_check_and_format() -> None:
 
 def test_mypy_strict_on_the_package_and_the_benchmark() -> None:
     # (bench/run.py imports bench/corpus.py, which mypy follows and checks too)
-    result = run("mypy", "generator", "bench/run.py", "bench/pull.py", "bench/stages.py", "bench/cluster.py")
+    result = run(
+        "mypy",
+        "generator",
+        "bench/run.py",
+        "bench/pull.py",
+        "bench/stages.py",
+        "bench/cluster.py",
+        "bench/upload.py",
+    )
     assert result.returncode == 0, result.stdout + result.stderr

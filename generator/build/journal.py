@@ -72,6 +72,13 @@ class Plan:
     def __bool__(self) -> bool:
         return bool(self.steps)
 
+    def paths(self) -> set[str]:
+        """Every path the plan puts or removes (for SITE's change log: publish.change_log)."""
+        found: set[str] = set()
+        for _, what in self.steps:
+            found.update(what if isinstance(what, frozenset) else (what,))
+        return found
+
     def apply(self, journal: Journal) -> None:
         """Make the changes in order, the manifest last (it names every record's files)."""
         last: list[str] = []

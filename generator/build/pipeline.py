@@ -36,6 +36,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import replace
 from pathlib import Path
 
+from ..publish import change_log
 from ..site.config import SiteConfig
 from ..site.layout import MANIFEST_PATH, SIGNATURE_PATH, SUMS_PATH
 from ..trust.errors import BuildError, Interrupted, SiteBusy
@@ -220,6 +221,7 @@ def _build(
 
                 make_relative(staging, config.base_path)
             finish_publication(staging, config)
+            change_log.start(site)  # (a whole new tree: the next upload compares every object)
             try:
                 swap_in(staging, site)
             except OSError as exc:
@@ -234,10 +236,17 @@ def _build(
                 remove_tree(staging)
                 report = _with_note(report, f"{site} is a mount point: its files were replaced in place")
             published = True
+            _log_completed(site, 0)
         else:
-            if plan or _publication_files(site, config):  # (else nothing to change in SITE)
+            finishing = _publication_files(site, config)
+            if plan or finishing:  # (else nothing to change in SITE)
+                # (listed before SITE changes: an upload then sends what this changed)
+                seq = change_log.ahead(
+                    site, plan.paths() | ({SUMS_PATH, SIGNATURE_PATH} if finishing else set())
+                )
                 interrupted = publish(plan, lambda journal: finish_publication(site, config, journal))
                 published = True
+                _log_completed(site, seq)
                 if interrupted is not None:
                     raise interrupted
             remove_tree(staging)
@@ -394,6 +403,13 @@ def finish_publication(root: Path, config: SiteConfig, journal: Journal | None =
     if key is not None:
         manifest = (root / MANIFEST_PATH).read_bytes()
         put(SIGNATURE_PATH, sign_manifest(manifest, sums, key))
+
+
+def _log_completed(site: Path, seq: int) -> None:
+    """Note in SITE's change log that publication `seq` completed. Unnoted (a full disk),
+    the next upload compares every object instead of sending the changes: never wrong."""
+    with contextlib.suppress(OSError):
+        change_log.completed(site, seq)
 
 
 def _with_note(report: BuildReport, note: str) -> BuildReport:

@@ -9,6 +9,7 @@ to `cli.main`, which prints it and exits 2.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
@@ -17,6 +18,7 @@ from typing import Any
 
 from ..build.change_check import inside_a_built_site, is_built_site
 from ..build.journal import unfinished
+from ..publish import change_log
 from ..publish.integrity import files_disagree
 from ..site.config import INSIDE_SITE, inside
 from ..site.layout import SIGNATURE_PATH, SUMS_PATH
@@ -87,6 +89,12 @@ def add_publish_commands(commands: Any) -> None:
     )
     upload.add_argument(
         "--force", action="store_true", help="write every object, also those already there byte for byte"
+    )
+    upload.add_argument(
+        "--full",
+        action="store_true",
+        help="compare every object with the site, not only the files changed since the last upload"
+        " (for a storage changed by other means)",
     )
     upload.set_defaults(handler=run_upload)
 
@@ -170,6 +178,14 @@ def _write_atomic(path: Path, data: bytes) -> None:
         raise BuildError(str(path), f"cannot write: {exc.strerror}") from None
 
 
+def _log_ahead(site: Path, paths: list[str]) -> int:
+    """`change_log.ahead`, a failure named as the build names it: nothing is written."""
+    try:
+        return change_log.ahead(site, paths)
+    except OSError as exc:
+        raise BuildError(str(change_log.log_path(site)), f"cannot write: {exc.strerror or exc}") from None
+
+
 def run_checksums(args: argparse.Namespace) -> int:
     from ..publish.integrity import (
         SITE_FILE_LIMIT,
@@ -205,6 +221,7 @@ def run_checksums(args: argparse.Namespace) -> int:
         )
         return EXIT_DIFFERENT
     sums = sha256sums(site)
+    seq = _log_ahead(site, [SUMS_PATH, SIGNATURE_PATH])  # (so that the next upload sends them)
     _write_atomic(site / SUMS_PATH, sums)
     print(f"wrote {site / SUMS_PATH} ({len(sums.splitlines())} files)")
     if key is not None:
@@ -221,6 +238,8 @@ def run_checksums(args: argparse.Namespace) -> int:
             "sign again with --mirror-key FILE or delete it",
             file=sys.stderr,
         )
+    with contextlib.suppress(OSError):  # (unsaid, the next upload compares every object)
+        change_log.completed(site, seq)
     return EXIT_OK
 
 
@@ -275,13 +294,14 @@ def manifest_problems(site: Path) -> list[str]:
     files disagree with its own manifest (`files_disagree`). Both state "this mirror
     publishes exactly this manifest and these files", which must not be said of a
     half-updated or edited site."""
-    problems: list[str] = []
-    if unfinished(site):
-        problems.append(
-            f"{site}: a build of this site is running or did not finish (some files may be new,"
-            " others old): build it again first"
-        )
+    problems = [UNFINISHED.format(site=site)] if unfinished(site) else []
     return problems + files_disagree(site)
+
+
+UNFINISHED = (
+    "{site}: a build of this site is running or did not finish (some files may be new,"
+    " others old): build it again first"
+)
 
 
 # ---------------------------------------------------------------- upload
@@ -289,10 +309,10 @@ def manifest_problems(site: Path) -> list[str]:
 
 def run_upload(args: argparse.Namespace) -> int:
     """Upload a built site as `publish/upload.py` orders it. Refused (exit 1, nothing
-    written) for a site whose build did not finish or whose files disagree with its
-    manifest, as `checksums` refuses: a mirror must not publish half a build."""
+    written) for a site whose build did not finish or whose files to upload disagree
+    with its manifest, as `checksums` refuses: a mirror must not publish half a build."""
     from ..publish.storage import open_storage
-    from ..publish.upload import upload_site
+    from ..publish.upload import UploadRefused, upload_site
 
     site: Path = args.site
     if args.jobs < 1:
@@ -301,19 +321,31 @@ def run_upload(args: argparse.Namespace) -> int:
         raise ConfigError("site", f"no such folder: {site}")
     if not is_built_site(site):
         raise ConfigError("site", f"{site} has no manifest that pith-mirror wrote: build it first")
-    problems = manifest_problems(site)
-    if problems:
-        for problem in problems:
-            print(f"FAILED: {problem}", file=sys.stderr)
-        print(
-            f"{site}: refusing to upload: its files disagree with its manifest ({len(problems)} problem(s))"
-        )
-        return EXIT_DIFFERENT
     storage = open_storage(args.target, setting="upload target")
     started = time.monotonic()
-    report = upload_site(site, storage, workers=args.jobs, delete=not args.keep_removed, force=args.force)
+    try:
+        if unfinished(site):
+            raise UploadRefused([UNFINISHED.format(site=site)])
+        report = upload_site(
+            site,
+            storage,
+            workers=args.jobs,
+            delete=not args.keep_removed,
+            force=args.force,
+            full=args.full,
+            check=lambda paths: files_disagree(site, paths),
+        )
+    except UploadRefused as refused:
+        for problem in refused.problems:
+            print(f"FAILED: {problem}", file=sys.stderr)
+        print(
+            f"{site}: refusing to upload: its files disagree with its manifest"
+            f" ({len(refused.problems)} problem(s))"
+        )
+        return EXIT_DIFFERENT
+    how = "" if report.compared else " (the files changed since the last upload)"
     print(
-        f"uploaded {len(report.written):,} object(s), {report.unchanged:,} already there,"
+        f"uploaded {len(report.written):,} object(s){how}, {report.unchanged:,} already there,"
         f" {len(report.deleted):,} deleted in {time.monotonic() - started:.2f}s -> {args.target}"
     )
     return EXIT_OK

@@ -23,7 +23,7 @@ import binascii
 import contextlib
 import hashlib
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,12 +31,14 @@ from typing import Any
 from nacl.exceptions import BadSignatureError
 from nacl.signing import SigningKey, VerifyKey
 
+from ..site import layout
 from ..site.layout import MANIFEST_PATH, SIGNATURE_PATH, SUMS_PATH
 from ..trust.canonical import b32, canonical_digest, pretty_json
 from ..trust.errors import BuildError, ConfigError, pointer
 from ..trust.files import NotRegularFile, file_sha256, not_regular, read_regular
 from ..trust.keys import Keyring, PinnedKey, decode_signature, keyring_from_json
 from ..trust.load import NOT_UTF8_NAME, is_utf8, parse_json, read_json_setting, shown_name
+from ..trust.model import number_body
 
 SIGNATURE_TYPE = "pith_mirror_manifest_signature"
 SIGNED_MESSAGE = "mirror_manifest_signature_sha256_bytes"
@@ -205,9 +207,10 @@ def check_sha256sums(site: Path) -> list[str]:
     return problems
 
 
-def files_disagree(site: Path) -> list[str]:
+def files_disagree(site: Path, paths: Collection[str] | None = None) -> list[str]:
     """Where the site's files disagree with its manifest, as `compare` checks a site:
-    each listed number's record, bundles and state file against its entry."""
+    each listed number's record, bundles and state file against its entry (with
+    `paths`, only the numbers one of whose files is among them)."""
     from .compare import FolderSource, check_files, read_manifest
 
     source = FolderSource(site, str(site))
@@ -215,7 +218,21 @@ def files_disagree(site: Path) -> list[str]:
         published = read_manifest(source)
     except ConfigError as exc:
         return [exc.reason]
+    if paths is not None:
+        wanted = set(paths)
+        published = {n: e for n, e in published.items() if not wanted.isdisjoint(_signed_files(n))}
     return check_files(source, published)
+
+
+def _signed_files(number: str) -> tuple[str, ...]:
+    """The files of a number that its manifest entry vouches for."""
+    body = number_body(number)
+    return (
+        layout.record_json(body),
+        layout.bundle_json(body),
+        layout.well_known_bundle(body),
+        layout.state_json(body),
+    )
 
 
 # ---------------------------------------------------------------- the mirror key

@@ -16,9 +16,16 @@ Rules:
 - A stale signature (the new site has none, the store still has one) is deleted
   before the manifest is written, not with the other deletions: it would vouch
   for the old manifest beside the new one. Unsigned is better than wrong.
-- Only objects whose bytes changed are written: the listing's tag (an MD5 on
-  S3) against `Storage.content_tag` of the file, and the size. (A change of
-  headers alone is not seen that way: `force` writes everything.)
+- After a first upload, only the files SITE's change log (`change_log`) names
+  since the publication the storage's note (`PUBLISHED_NOTE`) says it holds are
+  sent: those SITE has are written, the others deleted, in the same waves, with
+  no listing and no other file read. Whenever the log cannot vouch for SITE
+  (`change_log.position`) or the note names another log, every object is
+  compared instead; that upload removes the note before it writes anything, and
+  writes it, naming where SITE was when it began, only once it is done.
+- When every object is compared, only those whose bytes changed are written: the
+  listing's tag (an MD5 on S3) against `Storage.content_tag` of the file, and the
+  size. (A change of headers alone is not seen that way: `force` writes everything.)
 - Each object gets the Content-Type and Cache-Control of `headers.object_headers`,
   the same rules as the site's `_headers`, which itself is not uploaded (a host's
   file; a bucket would serve it as a page).
@@ -32,7 +39,10 @@ Rules:
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable
+import json
+import os
+import stat
+from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +51,7 @@ from ..site.headers import PER_RECORD_JSON, matches, object_headers
 from ..site.layout import MANIFEST_PATH, SIGNATURE_PATH, SUMS_PATH
 from ..trust.errors import BuildError, ConfigError
 from ..trust.files import read_regular
+from . import change_log
 from .integrity import SITE_FILE_LIMIT, site_files
 from .storage import RESERVED, SITE_LEASE, LeaseKeeper, Storage, StorageError, StoredObject
 
@@ -63,6 +74,9 @@ class UploadReport:
     written: tuple[str, ...]
     unchanged: int
     deleted: tuple[str, ...]
+    compared: bool = True
+    """Whether every object was compared with the site (False: only the files the
+    site's change log named since the last upload were sent)."""
 
 
 def wave_of(key: str) -> int:
@@ -97,23 +111,93 @@ def upload_site(
     workers: int = 8,
     delete: bool = True,
     force: bool = False,
+    full: bool = False,
+    check: Callable[[set[str] | None], list[str]] | None = None,
 ) -> UploadReport:
-    """Publish the built folder `site` to `storage` (see the module's rules).
-    `ConfigError` for a folder pith-mirror did not
-    build; `StorageError` (after retries) or `BuildError` (an unreadable file) stop it
-    with the waves before complete, the current one perhaps in part: run it again."""
+    """Publish the built folder `site` to `storage` (see the module's rules): only the
+    files SITE's change log names since the storage's note, when the log can say
+    (`change_log.position`), else every file compared with the listing (and so
+    with `full` or `force`). `check(paths)` says why the files to publish (None: all)
+    must not be; `UploadRefused` then, before anything is written.
+
+    `ConfigError` for a folder pith-mirror did not build; `StorageError` (after
+    retries) or `BuildError` (an unreadable file) stop it with the waves before
+    complete, the current one perhaps in part: run it again."""
     if not (site / MANIFEST_PATH).is_file():
         raise ConfigError("site", f"{site}: no {MANIFEST_PATH}, so not a site pith-mirror built")
-    keys = [key for key in site_files(site) if _ours(key)]
     keeper = LeaseKeeper(storage, storage.acquire_lease(SITE_LEASE, LEASE_TTL), LEASE_TTL)
     try:
-        report = _publish(site, keys, storage, keeper, workers, delete, force)
+        report = _upload(site, storage, keeper, workers, delete, force or full, force, check)
     except BaseException:
         with contextlib.suppress(StorageError):  # (a store that is down: report the first failure)
             keeper.release()
         raise
     keeper.release()
     return report
+
+
+def _upload(
+    site: Path,
+    storage: Storage,
+    keeper: LeaseKeeper,
+    workers: int,
+    delete: bool,
+    compare_all: bool,
+    force: bool,
+    check: Callable[[set[str] | None], list[str]] | None,
+) -> UploadReport:
+    """The upload itself, with the lease held: which files, then the waves, then the note."""
+    log = change_log.read_log(site)
+    at = change_log.position(site, log)  # (before reading any file: a build may publish meanwhile)
+    noted = None if compare_all or at is None else _read_note(storage)
+    changed = None
+    if log is not None and at is not None and noted is not None and noted[0] == at[0] and noted[1] <= at[1]:
+        changed = change_log.paths_since(log, noted[1])
+    problems = check(changed) if check is not None else []
+    if problems:
+        raise UploadRefused(problems)
+    if changed is None:
+        # (a full upload stopped part-way must leave no note that a later one would trust)
+        if noted is not None or storage.read_note(PUBLISHED_NOTE) is not None:
+            storage.write_note(PUBLISHED_NOTE, b"")
+        keys = [key for key in site_files(site) if _ours(key)]
+        report = _publish(site, keys, storage, keeper, workers, delete, force)
+    else:
+        report = _publish_changes(site, changed, storage, keeper, workers, delete)
+    if at is not None:
+        storage.write_note(PUBLISHED_NOTE, _note(*at))
+    return report
+
+
+class UploadRefused(Exception):
+    """The files to upload disagree with the site's manifest (`check`): nothing written."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__(f"{len(problems)} problem(s)")
+        self.problems = problems
+
+
+PUBLISHED_NOTE = "published"
+"""The storage's note of what an upload last brought it up to: a change log's ID and
+the number of its last publication (`change_log`); empty while a full upload runs."""
+NOTE_TYPE = "pith_mirror_published"
+
+
+def _note(log_id: str, seq: int) -> bytes:
+    return json.dumps({"type": NOTE_TYPE, "log": log_id, "seq": seq}, sort_keys=True).encode()
+
+
+def _read_note(storage: Storage) -> tuple[str, int] | None:
+    """(log ID, publication) of the storage's note; None when there is none, or it is not one."""
+    data = storage.read_note(PUBLISHED_NOTE)
+    try:
+        value = json.loads(data) if data else None
+    except ValueError:
+        return None
+    if not isinstance(value, dict) or value.get("type") != NOTE_TYPE:
+        return None
+    log_id, seq = value.get("log"), value.get("seq")
+    return (log_id, seq) if isinstance(log_id, str) and type(seq) is int else None
 
 
 def _publish(
@@ -125,10 +209,54 @@ def _publish(
     delete: bool,
     force: bool,
 ) -> UploadReport:
-    """The upload itself, with the lease held."""
+    """Every file, each compared with the storage's listing."""
     stored = {entry.key: entry for entry in storage.list() if _ours(entry.key)}
     present = set(keys)
     stale = [key for key in stored if key not in present]
+    return _waves(site, keys, stale, stored, storage, keeper, workers, delete, force, compared=True)
+
+
+def _publish_changes(
+    site: Path,
+    changed: set[str],
+    storage: Storage,
+    keeper: LeaseKeeper,
+    workers: int,
+    delete: bool,
+) -> UploadReport:
+    """Only the files the change log names: those SITE has are written, the others
+    deleted, with no listing of the storage and no file read but theirs."""
+    keys: list[str] = []
+    gone: list[str] = []
+    for key in sorted(k for k in changed if _ours(k)):
+        try:
+            mode = os.lstat(site / key).st_mode
+        except FileNotFoundError:
+            gone.append(key)
+            continue
+        except OSError as exc:
+            raise BuildError(str(site / key), f"cannot read: {exc.strerror or exc}") from None
+        if stat.S_ISLNK(mode):
+            raise BuildError(str(site / key), "a symbolic link, which hosts refuse: build the site again")
+        (keys if stat.S_ISREG(mode) else gone).append(key)
+    return _waves(site, keys, gone, {}, storage, keeper, workers, delete, True, compared=False)
+
+
+def _waves(
+    site: Path,
+    keys: list[str],
+    stale: list[str],
+    stored: dict[str, StoredObject],
+    storage: Storage,
+    keeper: LeaseKeeper,
+    workers: int,
+    delete: bool,
+    force: bool,
+    *,
+    compared: bool,
+) -> UploadReport:
+    """Write `keys` in waves (unless `stored` holds their bytes), then delete `stale`."""
+    stale = list(stale)
     deleted: list[str] = []
     if SIGNATURE_PATH in stale:
         storage.delete([SIGNATURE_PATH])
@@ -150,7 +278,7 @@ def _publish(
             keeper.keep()
             storage.delete(wave)
             deleted.extend(wave)
-    return UploadReport(tuple(done), unchanged, tuple(deleted))
+    return UploadReport(tuple(done), unchanged, tuple(deleted), compared)
 
 
 def _finish_wave(futures: dict[Future[bool], str], keeper: LeaseKeeper) -> set[str]:

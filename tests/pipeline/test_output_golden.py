@@ -12,7 +12,7 @@ with a committed golden listing in tests/pipeline/golden/:
 - site-sha256.txt: a full build, made once with one worker and once with
   three, which must agree with each other before either is compared;
 - site-changed-sha256.txt: the same corpus after one bundle gained a signed
-  event (bench/run.py's `changed_bundle`), built incrementally over the first
+  event (bench/corpus.py's `changed_bundle`), built incrementally over the first
   build and also built in full from scratch: the incremental site, the full
   site and the golden listing must agree byte for byte.
 
@@ -49,7 +49,7 @@ if str(REPO) not in sys.path:  # for `bench`, which is no installed package
     sys.path.insert(0, str(REPO))
 
 from bench import corpus
-from bench.run import changed_bundle
+from bench.corpus import changed_bundle
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 FULL = GOLDEN / "site-sha256.txt"

@@ -223,8 +223,10 @@ def test_traversal_values_never_leave_the_site(project: Project) -> None:
 
     cache = project.config().cache_dir.relative_to(project.root).as_posix()
     created = {p for p in after - before if p.split("/")[0] != "site"}
-    # the build cache and the lock beside SITE are the build's own, named by SITE, never by a document
-    own = {p for p in created if cache.startswith(p) or p.startswith(cache)} | {".site.lock"}
+    # the build cache, the lock and the change log beside SITE are the build's own, named by SITE,
+    # never by a document
+    own = {p for p in created if cache.startswith(p) or p.startswith(cache)}
+    own |= {".site.lock", ".site.changes.jsonl"}
     assert created - own == set()
     assert [(r.file, r.code) for r in report.rejections] == [
         ("content/bad-number.json", Code.PITH_BAD_FORMAT)

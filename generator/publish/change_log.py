@@ -1,0 +1,155 @@
+"""SITE's change log: the files each publication into SITE may have changed, so that
+an upload sends only those instead of comparing every object in the storage.
+
+Rules:
+- The log is one file beside SITE, `.<name>.changes.jsonl`, one JSON line each:
+  the first names the log (`{"log": ID, "format": 1}`, ID random); then, for each
+  publication, the paths it may change, written (and flushed to disk) *before*
+  it changes any (`{"seq": N, "paths": [...]}`), and once it has completed, the
+  manifest SITE then has (`{"seq": N, "manifest": [sha256, size, mtime, inode]}`).
+- Listing too much is harmless: a path whose publication was put back, or whose
+  bytes came out the same, is sent again. Listing too little is not: a change
+  the log does not name never reaches the storage. So a change that cannot be
+  listed path by path (a full build's swap of the whole tree) starts a new log,
+  whose ID no storage knows, and the next upload compares every object.
+- An upload trusts the log only as far as it goes (`position`): the
+  storage must name this log and a publication it records, and the log's last
+  line must say that its last publication completed with the manifest SITE holds
+  now, byte for byte and as the same file (a SITE restored from a copy, or
+  edited by hand, has another stat). Anything else means "compare every object".
+- The log starts again past `LIMIT` bytes; the next upload is then a full one.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+from ..site.layout import MANIFEST_PATH
+from ..trust.files import file_sha256, read_at_most, write_atomic
+
+FORMAT = 1
+LIMIT = 16 * 1024 * 1024
+"""Bytes: about 10,000 publications of a few dozen files each."""
+_NAME = ".{name}.changes.jsonl"
+
+
+def log_path(site: Path) -> Path:
+    return site.parent / _NAME.format(name=site.name)
+
+
+@dataclass(frozen=True)
+class ChangeLog:
+    """A log as read: its ID, the paths of each publication it lists, and the
+    manifest its last completed publication left ([sha256, size, mtime, inode])."""
+
+    log_id: str
+    paths: tuple[tuple[int, tuple[str, ...]], ...]
+    completed: tuple[int, tuple[str, int, int, int]] | None
+
+    @property
+    def last_seq(self) -> int:
+        return self.paths[-1][0] if self.paths else 0
+
+
+def start(site: Path) -> str:
+    """Begin a new log for SITE (before it is replaced whole); returns its ID."""
+    log_id = secrets.token_hex(16)
+    write_atomic(log_path(site), _line({"log": log_id, "format": FORMAT}))
+    return log_id
+
+
+def ahead(site: Path, paths: Iterable[str]) -> int:
+    """Record, before a publication changes SITE, the paths it may change: its
+    sequence number. A missing, unreadable or overlong log is started again first."""
+    log = read_log(site)
+    path = log_path(site)
+    if log is None or path.stat().st_size > LIMIT:
+        start(site)
+        log = read_log(site)
+        assert log is not None
+    seq = log.last_seq + 1
+    _append(path, {"seq": seq, "paths": sorted(set(paths))})
+    return seq
+
+
+def completed(site: Path, seq: int) -> None:
+    """Record that publication `seq` completed, with the manifest SITE now holds."""
+    _append(log_path(site), {"seq": seq, "manifest": list(manifest_stamp(site))})
+
+
+def manifest_stamp(site: Path) -> tuple[str, int, int, int]:
+    """SITE's manifest as the log names it: its SHA-256, size, modification time and inode."""
+    manifest = site / MANIFEST_PATH
+    st = os.stat(manifest)
+    return (file_sha256(manifest), st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+def read_log(site: Path) -> ChangeLog | None:
+    """SITE's log, or None when there is none or it cannot be read whole (a line cut
+    short by a crash: the next publication then starts a new log)."""
+    try:
+        raw = read_at_most(log_path(site), 2 * LIMIT)
+    except (OSError, ValueError):
+        return None
+    lines = raw.split(b"\n")
+    try:
+        head = orjson.loads(lines[0])
+        if head.get("format") != FORMAT or not isinstance(head.get("log"), str):
+            return None
+        paths: list[tuple[int, tuple[str, ...]]] = []
+        done: tuple[int, tuple[str, int, int, int]] | None = None
+        for line in lines[1:]:
+            if not line:
+                continue
+            entry = orjson.loads(line)
+            seq = entry["seq"]
+            if "paths" in entry:
+                if type(seq) is not int or seq != len(paths) + 1:
+                    return None
+                paths.append((seq, tuple(str(p) for p in entry["paths"])))
+            else:
+                sha, size, mtime, inode = entry["manifest"]
+                done = (seq, (str(sha), int(size), int(mtime), int(inode)))
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return ChangeLog(str(head["log"]), tuple(paths), done)
+
+
+def position(site: Path, log: ChangeLog | None) -> tuple[str, int] | None:
+    """(log ID, publication) SITE is at by its log, when the log can say: its last
+    publication completed, and left the manifest SITE has now, byte for byte and
+    as the same file. None otherwise (see the module's rules)."""
+    if log is None or log.completed is None:
+        return None
+    last, stamp = log.completed
+    if last != log.last_seq:
+        return None  # (a publication began and did not complete)
+    try:
+        return (log.log_id, last) if manifest_stamp(site) == stamp else None
+    except OSError:
+        return None
+
+
+def paths_since(log: ChangeLog, seq: int) -> set[str]:
+    """Every path the publications after `seq` may have changed."""
+    return {p for n, paths in log.paths if n > seq for p in paths}
+
+
+def _line(value: object) -> bytes:
+    return orjson.dumps(value) + b"\n"
+
+
+def _append(path: Path, value: object) -> None:
+    """One line, on disk before this returns: a publication changes SITE only after."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0))
+    try:
+        os.write(fd, _line(value))
+        os.fsync(fd)
+    finally:
+        os.close(fd)

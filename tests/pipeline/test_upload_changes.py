@@ -1,0 +1,258 @@
+"""An upload after an incremental build sends what the build changed, found in
+SITE's change log (publish/change_log.py), not by listing the storage and reading
+every file: and the storage still ends up holding the site, file for file."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import factories as f
+import pytest
+from extraskit import need
+from sitekit import BOTH_KEYS, Project, bundle_events, record_doc, tree
+
+from generator.build.pipeline import build
+from generator.publish import change_log
+from generator.publish.storage import RESERVED, StorageError, StoredObject
+from generator.publish.storage_local import LocalStorage
+from generator.publish.upload import UploadReport, upload_site
+from generator.site.layout import MANIFEST_PATH, SIGNATURE_PATH, SUMS_PATH
+
+
+@dataclass(frozen=True)
+class RecordingStorage(LocalStorage):
+    """A folder that notes every call a full upload would make and a change upload should not."""
+
+    calls: list[tuple[str, str]] = field(default_factory=list, compare=False)
+    fail_after: list[int] = field(default_factory=list, compare=False)
+    """[n]: the write after n more fails (a store gone down part-way)."""
+
+    def write(self, key: str, data: bytes, content_type: str, cache_control: str) -> None:
+        if self.fail_after:
+            if self.fail_after[0] == 0:
+                raise StorageError(self.url(key), key, "the store answered 503 Service Unavailable")
+            self.fail_after[0] -= 1
+        self.calls.append(("write", key))
+        super().write(key, data, content_type, cache_control)
+
+    def delete(self, keys: Iterable[str]) -> None:
+        keys = list(keys)
+        self.calls.extend(("delete", key) for key in keys)
+        super().delete(keys)
+
+    def list(self, prefix: str = "") -> Iterator[StoredObject]:
+        self.calls.append(("list", prefix))
+        return super().list(prefix)
+
+    def written(self) -> list[str]:
+        return [key for call, key in self.calls if call == "write"]
+
+
+def paper(n: int, snapshots: int = 1) -> dict[str, object]:
+    title = f"Uploaded paper {n}"
+    record = f.canonical_record(source_id=f"2302.{n:05d}", title=title, submitted_at="2023-02-01T00:00:00Z")
+    return f.bundle(record=record, title=title, events=bundle_events(record, title, snapshots))
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Project:
+    p = Project(tmp_path / "mirror")
+    for n in range(4):
+        p.add(f"b/{n}.json", paper(n))
+    p.add("r/0.json", record_doc(source_id="2302.10000", title="A record alone"))
+    assert p.build().published == 5
+    return p
+
+
+def holds_the_site(storage: LocalStorage, site: Path) -> None:
+    """The storage holds exactly the site's files (but the host's `_headers`)."""
+    expected = {path: data for path, data in tree(site).items() if path != "_headers"}
+    assert tree(storage.root) == expected
+
+
+def changed_files(before: dict[str, bytes], after: dict[str, bytes]) -> set[str]:
+    return {p for p in before.keys() | after.keys() if before.get(p) != after.get(p)}
+
+
+def upload(project: Project, storage: RecordingStorage, **options: bool) -> UploadReport:
+    storage.calls.clear()
+    return upload_site(project.site, storage, workers=2, **options)
+
+
+def test_after_a_full_upload_only_the_changed_files_are_sent(project: Project, tmp_path: Path) -> None:
+    storage = RecordingStorage(tmp_path / "bucket")
+    first = upload(project, storage)
+    assert first.compared and ("list", "") in storage.calls
+    holds_the_site(storage, project.site)
+
+    before = tree(project.site)
+    project.add("b/2.json", paper(2, snapshots=2))  # (one bundle, one event longer)
+    report = project.build()
+    assert report.mode == "incremental" and len(report.changed) == 1
+    changed = changed_files(before, tree(project.site))
+    assert changed and MANIFEST_PATH in changed
+
+    log = change_log.read_log(project.site)
+    assert log is not None
+    logged = change_log.paths_since(log, 0)  # (what the build put: some with the same bytes)
+    again = upload(project, storage)
+    assert not again.compared and again.unchanged == 0
+    assert ("list", "") not in storage.calls, "a change upload lists nothing"
+    assert changed <= set(again.written) <= logged and len(again.written) < 50
+    assert again.written[-1] == MANIFEST_PATH  # (the integrity set last, as a full upload orders it)
+    holds_the_site(storage, project.site)
+
+    nothing = upload(project, storage)  # (no build since: nothing to send)
+    assert not nothing.compared and nothing.written == () and nothing.deleted == ()
+    assert storage.written() == []
+
+
+def test_a_removed_record_is_deleted_and_an_added_one_written(project: Project, tmp_path: Path) -> None:
+    storage = RecordingStorage(tmp_path / "bucket")
+    upload(project, storage)
+    before = tree(project.site)
+    project.remove("b/1.json")
+    project.add("b/9.json", paper(9))
+    project.build()
+    after = tree(project.site)
+    report = upload(project, storage)
+    assert not report.compared
+    gone = set(before) - set(after)
+    assert gone and set(report.deleted) == gone
+    assert set(after) - set(before) <= set(report.written)
+    holds_the_site(storage, project.site)
+
+
+def test_builds_between_uploads_are_sent_together(project: Project, tmp_path: Path) -> None:
+    storage = RecordingStorage(tmp_path / "bucket")
+    upload(project, storage)
+    before = tree(project.site)
+    project.add("b/0.json", paper(0, snapshots=2))
+    project.build()
+    project.add("b/3.json", paper(3, snapshots=3))
+    project.build()
+    report = upload(project, storage)
+    assert not report.compared and changed_files(before, tree(project.site)) <= set(report.written)
+    holds_the_site(storage, project.site)
+
+
+def test_a_full_build_a_restored_site_or_full_compare_every_object(project: Project, tmp_path: Path) -> None:
+    storage = RecordingStorage(tmp_path / "bucket")
+    upload(project, storage)
+    assert not upload(project, storage).compared
+
+    build(project.config(), BOTH_KEYS, incremental=False)  # (a whole new tree: a new log)
+    assert upload(project, storage).compared
+    assert not upload(project, storage).compared
+
+    copy = tmp_path / "copy"  # (SITE put back from a copy: the log cannot vouch for it)
+    shutil.copytree(project.site, copy)
+    shutil.rmtree(project.site)
+    copy.rename(project.site)
+    assert upload(project, storage).compared
+    assert upload(project, storage).compared  # (until a build publishes into it again)
+    project.add("b/2.json", paper(2, snapshots=2))
+    project.build()
+    assert upload(project, storage).compared  # (the storage's note went with the first full upload)
+    project.add("b/3.json", paper(3, snapshots=2))
+    project.build()
+    assert not upload(project, storage).compared
+
+    assert upload(project, storage, full=True).compared
+    holds_the_site(storage, project.site)
+
+
+def test_a_storage_written_from_another_site_is_compared_in_full(project: Project, tmp_path: Path) -> None:
+    storage = RecordingStorage(tmp_path / "bucket")
+    upload(project, storage)
+    other = Project(tmp_path / "other")
+    other.add("b/0.json", paper(0))
+    other.build()
+    assert upload(other, storage).compared  # (its log is not the one the storage names)
+    holds_the_site(storage, other.site)
+    assert upload(project, storage).compared  # (and the first site's log no longer either)
+    holds_the_site(storage, project.site)
+
+
+def test_an_upload_stopped_part_way_is_finished_by_the_next(project: Project, tmp_path: Path) -> None:
+    storage = RecordingStorage(tmp_path / "bucket")
+    upload(project, storage)
+    project.add("b/2.json", paper(2, snapshots=2))
+    project.build()
+    storage.fail_after.append(2)
+    with pytest.raises(StorageError):
+        upload(project, storage)
+    storage.fail_after.clear()
+    report = upload(project, storage)
+    assert not report.compared, "the storage's note still names the last upload: its changes are sent again"
+    holds_the_site(storage, project.site)
+
+    storage.fail_after.append(5)
+    with pytest.raises(StorageError):
+        upload(project, storage, force=True)  # (a full upload: the note is taken away first)
+    storage.fail_after.clear()
+    assert storage.read_note("published") is None
+    assert upload(project, storage).compared
+    holds_the_site(storage, project.site)
+
+
+def test_a_publication_that_did_not_complete_makes_the_next_upload_full(
+    project: Project, tmp_path: Path
+) -> None:
+    storage = RecordingStorage(tmp_path / "bucket")
+    upload(project, storage)
+    change_log.ahead(project.site, ["pith/X.html"])  # (as a build stopped while it published leaves it)
+    assert upload(project, storage).compared
+    holds_the_site(storage, project.site)
+
+
+def test_checksums_and_a_signature_are_sent_after_the_command_writes_them(
+    project: Project, tmp_path: Path
+) -> None:
+    from generator.commands.cli import main
+    from generator.publish.integrity import generate_mirror_key
+
+    storage = RecordingStorage(tmp_path / "bucket")
+    upload(project, storage)
+    key = tmp_path / "mirror-key.json"
+    generate_mirror_key(key, "test-mirror")
+    assert main(["checksums", str(project.site), "--mirror-key", str(key)]) == 0
+    report = upload(project, storage)
+    assert not report.compared and report.written == (SUMS_PATH, SIGNATURE_PATH)
+    holds_the_site(storage, project.site)
+
+    project.add("b/2.json", paper(2, snapshots=2))  # (a build without --checksums: the stale ones go)
+    project.build()
+    report = upload(project, storage)
+    assert not report.compared and SIGNATURE_PATH in report.deleted and SUMS_PATH in report.deleted
+    holds_the_site(storage, project.site)
+
+
+def test_a_change_upload_to_an_s3_stand_in(project: Project) -> None:
+    """On moto's S3 on loopback: one changed bundle is a handful of PUTs and no listing."""
+    need("moto.server", "ci")
+    need("obstore", "storage")
+    import storagekit
+
+    from generator.publish.storage import open_storage
+
+    with storagekit.s3_stand_in() as s3:
+        bucket = s3.new_bucket()
+        storage = open_storage(f"s3://{bucket}/mirror/", options=s3.options())
+        upload_site(project.site, storage, workers=4)
+        project.add("b/2.json", paper(2, snapshots=2))
+        project.build()
+        log = change_log.read_log(project.site)
+        assert log is not None
+        s3.proxy.reset()
+        report = upload_site(project.site, storage, workers=4)
+        assert not report.compared
+        objects = [p for p in s3.proxy.puts() if "/.pith-mirror/" not in p]
+        assert len(objects) == len(report.written) and set(report.written) <= change_log.paths_since(log, 0)
+        assert not [p for m, p in s3.proxy.seen if m == "GET" and "list-type" in p], "no listing"
+        listed = {o.key for o in storage.list() if not o.key.startswith(RESERVED)}
+        assert listed == set(tree(project.site)) - {"_headers"}
+        assert all(storage.read(key) == project.read(key) for key in report.written)

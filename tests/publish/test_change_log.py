@@ -1,0 +1,117 @@
+"""SITE's change log (publish/change_log.py): written ahead of each publication, read
+back by an upload, and trusted only while it describes the SITE that is there."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from generator.publish import change_log
+from generator.site.layout import MANIFEST_PATH
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Path:
+    site = tmp_path / "site"
+    (site / MANIFEST_PATH).parent.mkdir(parents=True)
+    (site / MANIFEST_PATH).write_text('{"records": []}')
+    return site
+
+
+def publish(site: Path, paths: list[str], manifest: str | None = None) -> int:
+    """One publication as a build makes it: paths logged first, then SITE changed."""
+    seq = change_log.ahead(site, paths)
+    if manifest is not None:
+        (site / MANIFEST_PATH).write_text(manifest)
+    change_log.completed(site, seq)
+    return seq
+
+
+def test_publications_are_numbered_and_their_paths_read_back(site: Path) -> None:
+    log_id = change_log.start(site)
+    change_log.completed(site, 0)
+    assert publish(site, ["pith/A.json", "pith/A.html"]) == 1
+    assert publish(site, ["pith/B.json", "pith/A.json"], manifest='{"records": [1]}') == 2
+    log = change_log.read_log(site)
+    assert log is not None and log.log_id == log_id and log.last_seq == 2
+    assert change_log.position(site, log) == (log_id, 2)
+    assert change_log.paths_since(log, 0) == {"pith/A.json", "pith/A.html", "pith/B.json"}
+    assert change_log.paths_since(log, 1) == {"pith/B.json", "pith/A.json"}
+    assert change_log.paths_since(log, 2) == set()
+
+
+def test_a_new_log_has_a_new_id_and_no_paths(site: Path) -> None:
+    first = change_log.start(site)
+    publish(site, ["x.html"])
+    second = change_log.start(site)
+    log = change_log.read_log(site)
+    assert first != second and log is not None and log.log_id == second and log.paths == ()
+
+
+def test_no_log_is_started_by_the_first_publication(site: Path) -> None:
+    assert change_log.read_log(site) is None and change_log.position(site, None) is None
+    assert publish(site, ["x.html"]) == 1
+    log = change_log.read_log(site)
+    assert log is not None and change_log.position(site, log) == (log.log_id, 1)
+
+
+def test_a_publication_that_did_not_complete_leaves_no_position(site: Path) -> None:
+    change_log.start(site)
+    publish(site, ["a.html"])
+    change_log.ahead(site, ["b.html"])  # (the build stopped, or its publication was put back)
+    log = change_log.read_log(site)
+    assert log is not None and log.last_seq == 2 and change_log.position(site, log) is None
+    publish(site, ["c.html"])  # (the next build completes: the unfinished one's paths still count)
+    log = change_log.read_log(site)
+    assert log is not None and change_log.position(site, log) == (log.log_id, 3)
+    assert change_log.paths_since(log, 1) == {"b.html", "c.html"}
+
+
+def test_a_manifest_edited_or_a_site_restored_from_a_copy_leaves_no_position(site: Path) -> None:
+    publish(site, ["a.html"])
+    log = change_log.read_log(site)
+    assert change_log.position(site, log) is not None
+    (site / MANIFEST_PATH).write_text('{"records": ["edited"]}')
+    assert change_log.position(site, log) is None
+
+    publish(site, ["b.html"])
+    log = change_log.read_log(site)
+    assert change_log.position(site, log) is not None
+    copy = site.with_name("copy")
+    shutil.copytree(site, copy)  # (the same bytes, another file: a restored SITE)
+    shutil.rmtree(site)
+    copy.rename(site)
+    assert change_log.position(site, log) is None
+    (site / MANIFEST_PATH).unlink()
+    assert change_log.position(site, log) is None
+
+
+@pytest.mark.parametrize("damage", [b'{"seq": 3, "pa', b"not json\n", b'{"seq": 7, "paths": []}\n'])
+def test_a_damaged_log_is_not_read_and_the_next_publication_starts_another(site: Path, damage: bytes) -> None:
+    old = change_log.start(site)
+    publish(site, ["a.html"])
+    with open(change_log.log_path(site), "ab") as log:
+        log.write(damage)
+    assert change_log.read_log(site) is None
+    assert publish(site, ["b.html"]) == 1
+    log = change_log.read_log(site)
+    assert log is not None and log.log_id != old and change_log.paths_since(log, 0) == {"b.html"}
+
+
+def test_a_long_log_starts_again(site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(change_log, "LIMIT", 200)
+    first = change_log.start(site)
+    publish(site, [f"pith/{n:04d}.html" for n in range(20)])
+    assert os.path.getsize(change_log.log_path(site)) > 200
+    publish(site, ["x.html"])
+    log = change_log.read_log(site)
+    assert log is not None and log.log_id != first and change_log.paths_since(log, 0) == {"x.html"}
+
+
+def test_the_log_lives_beside_the_site_never_in_it(site: Path) -> None:
+    publish(site, ["a.html"])
+    assert change_log.log_path(site) == site.parent / ".site.changes.jsonl"
+    assert not any(p.name.endswith(".jsonl") for p in site.rglob("*"))
