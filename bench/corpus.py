@@ -303,6 +303,40 @@ def write_keys(path: Path) -> None:
     path.write_text(json.dumps([key_entry()], indent=2) + "\n")
 
 
+def changed_bundle(raw: bytes, stamp: int) -> bytes:
+    """The same Pith number with one more signed event (a timestamp_anchor), re-merged
+    and re-signed as the corpus is signed. A reader of the changed record page sees
+    "anchored"."""
+    bundle = json.loads(raw)
+    number = bundle["pith_number"]
+    proof = base64.b64encode(canonical_digest({"bench": stamp, "n": number})).decode()
+    when = f"2026-07-09T00:00:{stamp % 60:02d}Z"
+    event = {
+        "event_type": "timestamp_anchor",
+        "subject_pith_number": number,
+        "target": "record",
+        "payload": {
+            "anchor_kind": "opentimestamps",
+            "canonical_sha256": bundle["canonical_sha256"],
+            "ots_proof_b64": proof,
+            "anchored_at": when,
+        },
+        "signer": {
+            "signer_id": "pith.science",
+            "signer_type": "pith_registry",
+            "key_id": KEY_ID,
+            "public_key_fingerprint": key_entry()["fingerprint_sha256_hex"],
+        },
+        "created_at": when,
+        "supersedes": [],
+        "prev_event": None,
+        "schema_version": "1.0",
+    }
+    bundle["events"].append(signed_event(event, "2026-07-09T00:00:01.000000Z"))
+    bundle["built_at"] = "2026-07-09T00:00:02Z"
+    return sign_bundle(bundle, "2026-07-09T00:00:02.000000Z")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="bench/corpus.py",

@@ -28,7 +28,6 @@ What one run does, in order (see bench/README.md):
 from __future__ import annotations
 
 import argparse
-import base64
 import contextlib
 import importlib.util
 import json
@@ -57,7 +56,6 @@ from bench.measure import RUNNING, Measured, loadavg, machine, measure, start  #
 from generator.site.config import default_templates  # noqa: E402
 from generator.site.layout import lookup_key, resolve_query  # noqa: E402
 from generator.site.page_model import CHECKLIST  # noqa: E402
-from generator.trust.canonical import canonical_digest  # noqa: E402
 
 HUGO_SKELETON = ROOT / "bench" / "hugo"
 Row = tuple[str, str, str, str, str, str, str]
@@ -289,40 +287,6 @@ def hugo_page(bundle: dict[str, Any]) -> str:
         },
     }
     return json.dumps(front, ensure_ascii=False, indent=1) + "\n\n" + str(paper["abstract_excerpt"]) + "\n"
-
-
-def changed_bundle(raw: bytes, stamp: int) -> bytes:
-    """The same Pith number with one more signed event (a timestamp_anchor), re-merged
-    and re-signed as bench/corpus.py signs. A reader of the changed record page sees
-    "anchored"."""
-    bundle = json.loads(raw)
-    number = bundle["pith_number"]
-    proof = base64.b64encode(canonical_digest({"bench": stamp, "n": number})).decode()
-    when = f"2026-07-09T00:00:{stamp % 60:02d}Z"
-    event = {
-        "event_type": "timestamp_anchor",
-        "subject_pith_number": number,
-        "target": "record",
-        "payload": {
-            "anchor_kind": "opentimestamps",
-            "canonical_sha256": bundle["canonical_sha256"],
-            "ots_proof_b64": proof,
-            "anchored_at": when,
-        },
-        "signer": {
-            "signer_id": "pith.science",
-            "signer_type": "pith_registry",
-            "key_id": corpus.KEY_ID,
-            "public_key_fingerprint": corpus.key_entry()["fingerprint_sha256_hex"],
-        },
-        "created_at": when,
-        "supersedes": [],
-        "prev_event": None,
-        "schema_version": "1.0",
-    }
-    bundle["events"].append(corpus.signed_event(event, "2026-07-09T00:00:01.000000Z"))
-    bundle["built_at"] = "2026-07-09T00:00:02Z"
-    return corpus.sign_bundle(bundle, "2026-07-09T00:00:02.000000Z")
 
 
 # ---------------------------------------------------------------------------
@@ -585,7 +549,7 @@ def run(args: argparse.Namespace, base: Path, notes: list[str], made: list[Path]
     changes = []
     for stamp, index in enumerate((n // 4, n // 2, (3 * n) // 4), 1):
         path = content / f"{bodies[index]}.bundle.json"
-        new = changed_bundle(path.read_bytes(), stamp)
+        new = corpus.changed_bundle(path.read_bytes(), stamp)
         result = measure(build_cmd(config, site), base, sample=False, before=partial(_write, path, new))
         summary = build_summary(result)
         page = (site / "pith" / f"{bodies[index]}.html").read_text("utf-8")
@@ -609,7 +573,7 @@ def run(args: argparse.Namespace, base: Path, notes: list[str], made: list[Path]
     # (c') the same, as `build --watch` (and `serve`) do it: a process that stays up
     print("bench: one changed bundle under build --watch ...", file=sys.stderr)
     picks = [(content / f"{bodies[i]}.bundle.json", i) for i in (n // 5, (2 * n) // 5, (4 * n) // 5)]
-    edits = [(path, changed_bundle(path.read_bytes(), 10 + k)) for k, (path, _) in enumerate(picks)]
+    edits = [(path, corpus.changed_bundle(path.read_bytes(), 10 + k)) for k, (path, _) in enumerate(picks)]
     watch_cmd = [*build_cmd(config, site)]
     watch_cmd.remove("--quiet")
     watch_cmd.insert(watch_cmd.index("build") + 1, "--watch")
