@@ -40,3 +40,16 @@ def test_a_shared_short_form_replaced_mid_write_leaves_the_longer_forms_alone(
     for n in (12, 16):  # (the 8-character form is shared: the site-wide stage remakes it)
         for page in (f"pith/{BODY[:n]}.html", f"pith/{BODY[:n]}/index.html"):
             assert (tmp_path / page).read_bytes() == ours, page
+
+
+@pytest.mark.parametrize("base", ["/", "/mirror/", "/a-mirror-name/"])
+def test_a_short_form_redirect_fits_one_tar_block(base: str) -> None:
+    """A GitHub Pages deployment is a tar, which stores a file in 512-byte blocks: a
+    record's six short-form files each take one block, not two, at the root and under
+    a base path of up to 15 characters."""
+    record = factories.summary(pith_number=f"pith:2021:{BODY}")
+    redirects = [f for f in own_shareable_files(record, base) if f.path.startswith("pith/")]
+    assert len(redirects) == 6
+    page = redirects[0].data
+    assert len(page) <= 512, len(page)
+    assert f'url={base}pith/{BODY}"'.encode() in page and f'href="{base}pith/{BODY}"'.encode() in page
