@@ -34,8 +34,9 @@ from ..site.layout import MANIFEST_PATH
 from ..trust.files import file_sha256, read_at_most, write_atomic
 
 FORMAT = 1
-LIMIT = 16 * 1024 * 1024
-"""Bytes: about 10,000 publications of a few dozen files each."""
+LIMIT = 4 * 1024 * 1024
+"""Bytes: about 3,000 publications of a few dozen files each (every publication reads
+the log once, to number itself)."""
 _NAME = ".{name}.changes.jsonl"
 
 
@@ -78,16 +79,18 @@ def ahead(site: Path, paths: Iterable[str]) -> int:
     return seq
 
 
-def completed(site: Path, seq: int) -> None:
-    """Record that publication `seq` completed, with the manifest SITE now holds."""
-    _append(log_path(site), {"seq": seq, "manifest": list(manifest_stamp(site))})
+def completed(site: Path, seq: int, manifest_sha256: str | None = None) -> None:
+    """Record that publication `seq` completed, with the manifest SITE now holds (whose
+    SHA-256 a build knows: it is not read again; a wrong one only makes the next upload
+    compare every object)."""
+    _append(log_path(site), {"seq": seq, "manifest": list(manifest_stamp(site, manifest_sha256))})
 
 
-def manifest_stamp(site: Path) -> tuple[str, int, int, int]:
+def manifest_stamp(site: Path, sha256: str | None = None) -> tuple[str, int, int, int]:
     """SITE's manifest as the log names it: its SHA-256, size, modification time and inode."""
     manifest = site / MANIFEST_PATH
     st = os.stat(manifest)
-    return (file_sha256(manifest), st.st_size, st.st_mtime_ns, st.st_ino)
+    return (sha256 or file_sha256(manifest), st.st_size, st.st_mtime_ns, st.st_ino)
 
 
 def read_log(site: Path) -> ChangeLog | None:
