@@ -219,11 +219,18 @@ class Watcher:
     def start(self, scope: Scope) -> list[WatchTrouble | FolderMissing]:
         """Watch the scope's folders and begin delivering events; what `sync` found.
 
-        No inotify instance at all is a usage error (ConfigError), not a bug."""
+        Watching nothing at all (no inotify instance to be had, or not one watch) is a
+        usage error (ConfigError), not a bug; some folders unwatched is a warning."""
         try:
-            self._observer = Observer()  # (the inotify instance is made here, or by start())
+            # (watchdog makes the inotify instance in Observer(), in start(), or, since
+            # 7.0, at the first schedule(): sync() then reports it as trouble)
+            self._observer = Observer()
             self._observer.daemon = True
             found = self.sync(scope)
+            if not self._watches:
+                for trouble in found:
+                    if isinstance(trouble, WatchTrouble):
+                        raise trouble.error
             self._observer.start()
         except OSError as exc:
             observer, self._observer = self._observer, None
