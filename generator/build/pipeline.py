@@ -236,7 +236,7 @@ def _build(
                 remove_tree(staging)
                 report = _with_note(report, f"{site} is a mount point: its files were replaced in place")
             published = True
-            _log_completed(site, 0, new_state.manifest_sha256)
+            change_log.completed(site, 0, new_state.manifest_sha256 or None)
         else:
             finishing = _publication_files(site, config)
             if plan or finishing:  # (else nothing to change in SITE)
@@ -246,10 +246,8 @@ def _build(
                 )
                 interrupted = publish(plan, lambda journal: finish_publication(site, config, journal))
                 published = True
-                # (the manifest this build wrote, or the last one's, which it kept)
-                _log_completed(
-                    site, seq, new_state.manifest_sha256 or (cache.manifest_sha256 if cache else None)
-                )
+                # (the state names the manifest this build wrote, or the last one, which it kept)
+                change_log.completed(site, seq, new_state.manifest_sha256 or None)
                 if interrupted is not None:
                     raise interrupted
             remove_tree(staging)
@@ -406,13 +404,6 @@ def finish_publication(root: Path, config: SiteConfig, journal: Journal | None =
     if key is not None:
         manifest = (root / MANIFEST_PATH).read_bytes()
         put(SIGNATURE_PATH, sign_manifest(manifest, sums, key))
-
-
-def _log_completed(site: Path, seq: int, manifest_sha256: str | None) -> None:
-    """Note in SITE's change log that publication `seq` completed. Unnoted (a full disk),
-    the next upload compares every object instead of sending the changes: never wrong."""
-    with contextlib.suppress(OSError):
-        change_log.completed(site, seq, manifest_sha256 or None)
 
 
 def _with_note(report: BuildReport, note: str) -> BuildReport:

@@ -22,6 +22,7 @@ Rules:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 from collections.abc import Iterable
@@ -32,6 +33,7 @@ import orjson
 
 from ..site.layout import MANIFEST_PATH
 from ..trust.files import file_sha256, read_at_most, write_atomic
+from .storage_interface import check_key
 
 FORMAT = 1
 LIMIT = 4 * 1024 * 1024
@@ -41,7 +43,10 @@ _NAME = ".{name}.changes.jsonl"
 
 
 def log_path(site: Path) -> Path:
-    return site.parent / _NAME.format(name=site.name)
+    """Beside SITE, named by SITE's real path: "." and a link to it name one log,
+    never one inside the folder, where it would be published."""
+    real = Path(os.path.realpath(site))
+    return real.parent / _NAME.format(name=real.name)
 
 
 @dataclass(frozen=True)
@@ -67,10 +72,13 @@ def start(site: Path) -> str:
 
 def ahead(site: Path, paths: Iterable[str]) -> int:
     """Record, before a publication changes SITE, the paths it may change: its
-    sequence number. A missing, unreadable or overlong log is started again first."""
+    sequence number. The log is started again first when it no longer describes SITE
+    (missing, unreadable, overlong, or its last completed publication left another
+    manifest file than SITE holds: a SITE restored or edited since), so that what
+    this publication adds is never taken for all that changed."""
     log = read_log(site)
     path = log_path(site)
-    if log is None or path.stat().st_size > LIMIT:
+    if log is None or path.stat().st_size > LIMIT or not _still_describes(site, log):
         start(site)
         log = read_log(site)
         assert log is not None
@@ -79,11 +87,26 @@ def ahead(site: Path, paths: Iterable[str]) -> int:
     return seq
 
 
+def _still_describes(site: Path, log: ChangeLog) -> bool:
+    """Whether SITE's manifest is the very file the log's last completed publication
+    left (by its stat: an upload checks its bytes too, see `position`). A publication
+    put back restores that file itself (a hard link), so it still is."""
+    if log.completed is None:
+        return False
+    try:
+        st = os.stat(site / MANIFEST_PATH)
+    except OSError:
+        return False
+    return (st.st_size, st.st_mtime_ns, st.st_ino) == log.completed[1][1:]
+
+
 def completed(site: Path, seq: int, manifest_sha256: str | None = None) -> None:
     """Record that publication `seq` completed, with the manifest SITE now holds (whose
     SHA-256 a build knows: it is not read again; a wrong one only makes the next upload
-    compare every object)."""
-    _append(log_path(site), {"seq": seq, "manifest": list(manifest_stamp(site, manifest_sha256))})
+    compare every object). Never raises: unrecorded (a full disk), the next upload
+    compares every object instead of sending the changes, which is never wrong."""
+    with contextlib.suppress(OSError):
+        _append(log_path(site), {"seq": seq, "manifest": list(manifest_stamp(site, manifest_sha256))})
 
 
 def manifest_stamp(site: Path, sha256: str | None = None) -> tuple[str, int, int, int]:
@@ -113,9 +136,10 @@ def read_log(site: Path) -> ChangeLog | None:
             entry = orjson.loads(line)
             seq = entry["seq"]
             if "paths" in entry:
-                if type(seq) is not int or seq != len(paths) + 1:
+                listed = entry["paths"]
+                if type(seq) is not int or seq != len(paths) + 1 or type(listed) is not list:
                     return None
-                paths.append((seq, tuple(str(p) for p in entry["paths"])))
+                paths.append((seq, tuple(check_key(p) for p in listed)))  # (ValueError: not a path)
             else:
                 sha, size, mtime, inode = entry["manifest"]
                 done = (seq, (str(sha), int(size), int(mtime), int(inode)))

@@ -115,3 +115,31 @@ def test_the_log_lives_beside_the_site_never_in_it(site: Path) -> None:
     publish(site, ["a.html"])
     assert change_log.log_path(site) == site.parent / ".site.changes.jsonl"
     assert not any(p.name.endswith(".jsonl") for p in site.rglob("*"))
+
+
+@pytest.mark.parametrize("listed", ['["/etc/passwd"]', '["../outside.html"]', '["a//b"]', '"abc"', "[7]"])
+def test_a_log_naming_no_path_of_the_site_is_not_read(site: Path, listed: str) -> None:
+    change_log.start(site)
+    with open(change_log.log_path(site), "a", encoding="utf-8") as log:
+        log.write(f'{{"seq": 1, "paths": {listed}}}\n')
+    assert change_log.read_log(site) is None
+
+
+def test_a_log_no_longer_describing_the_site_is_started_again(site: Path) -> None:
+    """A publication into a SITE restored or edited since the last one starts a new log:
+    what it adds must not be taken for all that changed since the last upload."""
+    old = change_log.start(site)
+    publish(site, ["a.html"])
+    (site / MANIFEST_PATH).unlink()
+    (site / MANIFEST_PATH).write_text('{"records": ["restored"]}')  # (another file)
+    assert publish(site, ["SHA256SUMS"]) == 1
+    log = change_log.read_log(site)
+    assert log is not None and log.log_id != old
+
+
+def test_the_site_named_as_dot_has_its_log_beside_it(site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(site)
+    assert change_log.log_path(Path(".")) == change_log.log_path(site) == site.parent / ".site.changes.jsonl"
+    link = site.parent / "link"
+    link.symlink_to(site)
+    assert change_log.log_path(link) == change_log.log_path(site)
