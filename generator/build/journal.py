@@ -306,8 +306,16 @@ def unfinished(site: Path) -> bool:
     build completes or is undone), the old site of a full build's swap interrupted
     half-way (`write.previous_path`), and the lock a build holds while it runs
     (`write.lock_path`, held with `flock`). A full build's staging folder left
-    alone is no mark: a killed full build never changed SITE."""
+    alone is no mark: a killed full build never changed SITE.
 
+    The marks are looked for beside SITE as spelled (made absolute: "." is the
+    folder a command runs in, whose marks are beside it, not in it) and beside its
+    real path: a build given "." takes the real one, one given a link the link."""
+    spellings = {Path(os.path.abspath(site)), Path(os.path.realpath(site))}
+    return any(_marked(spelled) for spelled in spellings)
+
+
+def _marked(site: Path) -> bool:
     if os.path.lexists(undo_path(site)) or os.path.lexists(previous_path(site)):
         return True
     try:

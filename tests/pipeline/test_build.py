@@ -940,3 +940,20 @@ def test_unfinished_says_whether_a_build_is_in_progress_or_was_stopped(project: 
     project.staging.mkdir()  # a build stopped before it changed SITE: SITE is whole
     assert not journal.unfinished(project.site)
     project.staging.rmdir()
+
+
+def test_unfinished_sees_a_build_whatever_the_site_is_called(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A command run inside the site (`pith-mirror upload . URL`) or through a link to it
+    sees the marks of a build that was given the folder's own path, and the reverse."""
+    project.add_real()
+    project.build()
+    link = project.root / "link"
+    link.symlink_to(project.site)
+    monkeypatch.chdir(project.site)
+    with one_build_at_a_time(project.site):
+        assert journal.unfinished(Path(".")) and journal.unfinished(link)
+    with one_build_at_a_time(link):  # (a build given the link: its lock is beside the link)
+        assert journal.unfinished(link) and not journal.unfinished(project.site)
+    assert not journal.unfinished(Path(".")) and not journal.unfinished(link)
