@@ -9,7 +9,6 @@ to `cli.main`, which prints it and exits 2.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import sys
 import time
@@ -238,8 +237,7 @@ def run_checksums(args: argparse.Namespace) -> int:
             "sign again with --mirror-key FILE or delete it",
             file=sys.stderr,
         )
-    with contextlib.suppress(OSError):  # (unsaid, the next upload compares every object)
-        change_log.completed(site, seq)
+    change_log.completed(site, seq)
     return EXIT_OK
 
 
@@ -321,11 +319,13 @@ def run_upload(args: argparse.Namespace) -> int:
         raise ConfigError("site", f"no such folder: {site}")
     if not is_built_site(site):
         raise ConfigError("site", f"{site} has no manifest that pith-mirror wrote: build it first")
+    if unfinished(site):
+        print(f"FAILED: {UNFINISHED.format(site=site)}", file=sys.stderr)
+        print(f"{site}: refusing to upload half a build")
+        return EXIT_DIFFERENT
     storage = open_storage(args.target, setting="upload target")
     started = time.monotonic()
     try:
-        if unfinished(site):
-            raise UploadRefused([UNFINISHED.format(site=site)])
         report = upload_site(
             site,
             storage,
@@ -344,8 +344,9 @@ def run_upload(args: argparse.Namespace) -> int:
         )
         return EXIT_DIFFERENT
     how = "" if report.compared else " (the files changed since the last upload)"
+    kept = f", {len(report.kept):,} the site no longer has kept" if report.kept else ""
     print(
         f"uploaded {len(report.written):,} object(s){how}, {report.unchanged:,} already there,"
-        f" {len(report.deleted):,} deleted in {time.monotonic() - started:.2f}s -> {args.target}"
+        f" {len(report.deleted):,} deleted{kept} in {time.monotonic() - started:.2f}s -> {args.target}"
     )
     return EXIT_OK

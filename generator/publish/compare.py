@@ -246,14 +246,15 @@ def check_files(
         def lie(path: str, why: str, number: str = number) -> None:
             problems.append(f"{number}: {path}: {LIES} ({why})")
 
-        record = source.read(layout.record_json(body))
+        record_path, bundle_path, well_known_path, state_path = layout.vouched_files(body)
+        record = source.read(record_path)
         if record is None:
-            lie(layout.record_json(body), "missing")
+            lie(record_path, "missing")
         elif _sha256(record) != entry.get("record_sha256"):
-            lie(layout.record_json(body), "sha256 is not record_sha256")
+            lie(record_path, "sha256 is not record_sha256")
 
         listed_bundle = entry.get("bundle_sha256")
-        for path in (layout.bundle_json(body), layout.well_known_bundle(body)):
+        for path in (bundle_path, well_known_path):
             bundle = source.read(path)
             if listed_bundle is None:
                 if bundle is not None:
@@ -263,7 +264,6 @@ def check_files(
             elif _sha256(bundle) != listed_bundle:
                 lie(path, "sha256 is not bundle_sha256")
 
-        state_path = layout.state_json(body)
         state_bytes = source.read(state_path)
         if state_bytes is None:
             lie(state_path, "missing")

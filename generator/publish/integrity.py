@@ -220,19 +220,10 @@ def files_disagree(site: Path, paths: Collection[str] | None = None) -> list[str
         return [exc.reason]
     if paths is not None:
         wanted = set(paths)
-        published = {n: e for n, e in published.items() if not wanted.isdisjoint(_signed_files(n))}
+        published = {
+            n: e for n, e in published.items() if not wanted.isdisjoint(layout.vouched_files(number_body(n)))
+        }
     return check_files(source, published)
-
-
-def _signed_files(number: str) -> tuple[str, ...]:
-    """The files of a number that its manifest entry vouches for."""
-    body = number_body(number)
-    return (
-        layout.record_json(body),
-        layout.bundle_json(body),
-        layout.well_known_bundle(body),
-        layout.state_json(body),
-    )
 
 
 # ---------------------------------------------------------------- the mirror key

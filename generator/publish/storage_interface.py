@@ -9,7 +9,7 @@ Rules:
   backend can offer all of it, and a test can stand in for any of them.
 - A key is the file's path below the site's root ("pith/X.json"): relative,
   "/"-separated, no empty, "." or ".." segment. Keys under `RESERVED` are the
-  storage's own (leases), never a site's file.
+  storage's own (leases, the upload's note), never a site's file.
 - A write replaces an object whole: no reader sees half of one. The folder
   backend writes a temporary file and renames it (`trust.files.write_atomic`);
   an object store's PUT is atomic. Object stores have no rename, so a
@@ -41,8 +41,8 @@ from dataclasses import dataclass
 from ..trust.errors import BuildError, SiteBusy
 
 RESERVED = ".pith-mirror/"
-"""Keys below this belong to the storage (leases), never to a site: an upload
-neither writes nor deletes them."""
+"""Keys below this belong to the storage (leases, the upload's note), never to a
+site: an upload neither writes nor deletes them as the site's."""
 SITE_LEASE = "site"
 """The lease every writer of a site takes (an upload; later a build writing to storage)."""
 LEASE_TYPE = "pith_mirror_lease"
@@ -148,6 +148,10 @@ class Storage(abc.ABC):
         """Remove these objects; one already absent is no error."""
 
     @abc.abstractmethod
+    def head(self, key: str) -> StoredObject | None:
+        """One object's size and tag, as `list` gives them, without its bytes; None if absent."""
+
+    @abc.abstractmethod
     def list(self, prefix: str = "") -> Iterator[StoredObject]:
         """Every object below the folder `prefix` ("" for all), in no set order."""
 
@@ -156,10 +160,9 @@ class Storage(abc.ABC):
         """The tag `list` would report for an object holding `data`, or None where the
         store's tag does not follow from the bytes (then every object counts as changed)."""
 
-    # -- the three conditional operations a lease is made of
-
-    # (on the storage's own small objects: leases, and the note of what was uploaded,
-    # named "lease-site" or "published"; below RESERVED in a store, beside a folder)
+    # -- the three conditional operations on the storage's own small objects (leases,
+    # and the upload's note), named "lease-site" or "published": below RESERVED in a
+    # store, beside the folder for a folder
 
     @staticmethod
     def _own_key(name: str) -> str:

@@ -10,11 +10,12 @@ Rules:
   `_headers` file instead).
 - Deleting a file also removes the folders it leaves empty, as an object store
   has no folders: listing after a delete shows what a bucket would.
-- Leases live beside the folder (`.SITE.lease-NAME.json`), as the build's lock
-  does, never inside it: a file in the site would be published, and would change
-  the site's checksums each time a writer came and went. Their check-and-set is
-  made atomic by an exclusive `flock` on `.SITE.lease-NAME.lock` (where the
-  system has none, two writers on one machine are not kept apart).
+- The storage's own objects, leases and the upload's note, live beside the folder
+  (`.SITE.lease-NAME.json`, `.SITE.published.json`), as the build's lock does,
+  never inside it: a file in the site would be published, and would change the
+  site's checksums each time a writer came and went. Their check-and-set is made
+  atomic by an exclusive `flock` on `.SITE.NAME.lock` (where the system has
+  none, two writers on one machine are not kept apart).
 - Every OSError becomes a `StorageError` naming the file and the reason.
 """
 
@@ -81,6 +82,13 @@ class LocalStorage(Storage):
                 except OSError:  # (not empty, or gone: either way, done)
                     break
                 folder = folder.parent
+
+    def head(self, key: str) -> StoredObject | None:
+        try:
+            data = self.read(key)
+        except MissingObject:
+            return None
+        return StoredObject(key, len(data), _md5(data))
 
     def list(self, prefix: str = "") -> Iterator[StoredObject]:
         start = self._path(prefix.rstrip("/")) if prefix.strip("/") else self.root

@@ -138,6 +138,15 @@ class ObjectStorage(Storage):
         except (BaseError, OSError) as exc:
             raise self._failed(batch[0], f"delete {len(batch)} object(s)", exc) from None
 
+    def head(self, key: str) -> StoredObject | None:
+        try:
+            meta = obstore.head(self.store, check_key(key))
+        except FileNotFoundError:
+            return None
+        except (BaseError, OSError) as exc:
+            raise self._failed(key, "read this object's size and tag", exc) from None
+        return StoredObject(meta["path"], meta["size"], (meta["e_tag"] or "").strip('"'))
+
     def list(self, prefix: str = "") -> Iterator[StoredObject]:
         folder = prefix.strip("/")
         try:
@@ -189,8 +198,9 @@ class ObjectStorage(Storage):
 
 
 def _what(name: str) -> str:
-    """One of the storage's own objects, for a person: "the lease", "the note published"."""
-    return "the lease" if name.startswith("lease-") else f"the note {name}"
+    """One of the storage's own objects, for a person: "the lease", or "the upload note
+    (.pith-mirror/published.json)"."""
+    return "the lease" if name.startswith("lease-") else f"the upload note ({Storage._own_key(name)})"
 
 
 def _version(e_tag: str | None, generation: str | None) -> str:

@@ -19,21 +19,26 @@ Rules:
 - After a first upload, only the files SITE's change log (`change_log`) names
   since the publication the storage's note (`PUBLISHED_NOTE`) says it holds are
   sent: those SITE has are written, the others deleted, in the same waves, with
-  no listing and no other file read. Whenever the log cannot vouch for SITE
-  (`change_log.position`) or the note names another log, every object is
-  compared instead; that upload removes the note before it writes anything, and
-  writes it, naming where SITE was when it began, only once it is done.
+  no listing. Every object is compared instead whenever the log cannot vouch for
+  SITE (`change_log.position`), the note names another log, or the stored
+  manifest is not the object the note recorded (a writer that keeps no note
+  changed the storage). A full upload removes the note before it writes
+  anything. Either kind writes the note, naming where SITE was when it began,
+  only once it is done, and not when it left objects the site no longer has
+  (`delete` off): the next upload must still see them.
 - When every object is compared, only those whose bytes changed are written: the
   listing's tag (an MD5 on S3) against `Storage.content_tag` of the file, and the
   size. (A change of headers alone is not seen that way: `force` writes everything.)
 - Each object gets the Content-Type and Cache-Control of `headers.object_headers`,
   the same rules as the site's `_headers`, which itself is not uploaded (a host's
   file; a bucket would serve it as a page).
-- Keys under `storage.RESERVED` (leases) are never written nor deleted.
+- Keys under `storage.RESERVED` (the storage's own: leases, the note) are never
+  written nor deleted as the site's.
 - The writer holds the site's lease (`SITE_LEASE`) throughout, renewed between
   files: a second upload to the same storage is refused (`LeaseHeld`).
-- The caller checks the folder first: no build stopped half-way in it, its files
-  as its manifest lists them (the command layer's `manifest_problems`).
+- The caller checks first that no build stopped half-way in the folder
+  (`journal.unfinished`), and passes `check`: the files to be sent must be as
+  the site's manifest lists them (`integrity.files_disagree`).
 """
 
 from __future__ import annotations
@@ -77,6 +82,9 @@ class UploadReport:
     compared: bool = True
     """Whether every object was compared with the site (False: only the files the
     site's change log named since the last upload were sent)."""
+    kept: tuple[str, ...] = ()
+    """Keys the site no longer has, left in the storage (`delete` off). The storage's
+    note is then not moved on, so that the next upload still sees them."""
 
 
 def wave_of(key: str) -> int:
@@ -127,7 +135,16 @@ def upload_site(
         raise ConfigError("site", f"{site}: no {MANIFEST_PATH}, so not a site pith-mirror built")
     keeper = LeaseKeeper(storage, storage.acquire_lease(SITE_LEASE, LEASE_TTL), LEASE_TTL)
     try:
-        report = _upload(site, storage, keeper, workers, delete, force or full, force, check)
+        report = _upload(
+            site,
+            storage,
+            keeper,
+            workers=workers,
+            delete=delete,
+            compare_all=force or full,
+            force=force,
+            check=check,
+        )
     except BaseException:
         with contextlib.suppress(StorageError):  # (a store that is down: report the first failure)
             keeper.release()
@@ -140,6 +157,7 @@ def _upload(
     site: Path,
     storage: Storage,
     keeper: LeaseKeeper,
+    *,
     workers: int,
     delete: bool,
     compare_all: bool,
@@ -149,23 +167,33 @@ def _upload(
     """The upload itself, with the lease held: which files, then the waves, then the note."""
     log = change_log.read_log(site)
     at = change_log.position(site, log)  # (before reading any file: a build may publish meanwhile)
-    noted = None if compare_all or at is None else _read_note(storage)
+    raw_note = storage.read_note(PUBLISHED_NOTE)
+    note = _parse_note(raw_note)
     changed = None
-    if log is not None and at is not None and noted is not None and noted[0] == at[0] and noted[1] <= at[1]:
-        changed = change_log.paths_since(log, noted[1])
+    if (
+        not compare_all
+        and log is not None
+        and at is not None
+        and note is not None
+        and note.log_id == at[0]
+        and note.seq <= at[1]
+        and _manifest_as_noted(storage, note)
+    ):
+        changed = change_log.paths_since(log, note.seq)
     problems = check(changed) if check is not None else []
     if problems:
         raise UploadRefused(problems)
     if changed is None:
-        # (a full upload stopped part-way must leave no note that a later one would trust)
-        if noted is not None or storage.read_note(PUBLISHED_NOTE) is not None:
+        if raw_note is not None:  # (a full upload stopped part-way must leave no note to trust)
             storage.write_note(PUBLISHED_NOTE, b"")
         keys = [key for key in site_files(site) if _ours(key)]
-        report = _publish(site, keys, storage, keeper, workers, delete, force)
+        report = _publish(site, keys, storage, keeper, workers=workers, delete=delete, force=force)
     else:
-        report = _publish_changes(site, changed, storage, keeper, workers, delete)
-    if at is not None:
-        storage.write_note(PUBLISHED_NOTE, _note(*at))
+        report = _publish_changes(site, changed, storage, keeper, workers=workers, delete=delete)
+    if at is not None and not report.kept:  # (objects left behind: the next upload must see them)
+        stored = storage.head(MANIFEST_PATH)
+        if stored is not None:
+            storage.write_note(PUBLISHED_NOTE, _Note(at[0], at[1], stored.size, stored.tag).data())
     return report
 
 
@@ -178,26 +206,49 @@ class UploadRefused(Exception):
 
 
 PUBLISHED_NOTE = "published"
-"""The storage's note of what an upload last brought it up to: a change log's ID and
-the number of its last publication (`change_log`); empty while a full upload runs."""
+"""The storage's note (`.pith-mirror/published.json`) of what an upload last brought it
+up to: a change log's ID and the number of its last publication (`change_log`), and
+the manifest object as that upload left it; empty while a full upload runs."""
 NOTE_TYPE = "pith_mirror_published"
 
 
-def _note(log_id: str, seq: int) -> bytes:
-    return json.dumps({"type": NOTE_TYPE, "log": log_id, "seq": seq}, sort_keys=True).encode()
+@dataclass(frozen=True)
+class _Note:
+    log_id: str
+    seq: int
+    manifest_size: int
+    manifest_tag: str
+    """The stored manifest's size and tag once the upload was done: a writer that does
+    not keep the note (another tool, an older pith-mirror) rewrites the manifest, and
+    the next upload then compares every object."""
+
+    def data(self) -> bytes:
+        value = {
+            "type": NOTE_TYPE,
+            "log": self.log_id,
+            "seq": self.seq,
+            "manifest": [self.manifest_size, self.manifest_tag],
+        }
+        return json.dumps(value, sort_keys=True).encode()
 
 
-def _read_note(storage: Storage) -> tuple[str, int] | None:
-    """(log ID, publication) of the storage's note; None when there is none, or it is not one."""
-    data = storage.read_note(PUBLISHED_NOTE)
+def _parse_note(data: bytes | None) -> _Note | None:
+    """The storage's note; None when there is none, or it is not one."""
     try:
         value = json.loads(data) if data else None
-    except ValueError:
+        if not isinstance(value, dict) or value.get("type") != NOTE_TYPE:
+            return None
+        log_id, seq, (size, tag) = value["log"], value["seq"], value["manifest"]
+    except (ValueError, KeyError, TypeError):
         return None
-    if not isinstance(value, dict) or value.get("type") != NOTE_TYPE:
-        return None
-    log_id, seq = value.get("log"), value.get("seq")
-    return (log_id, seq) if isinstance(log_id, str) and type(seq) is int else None
+    ok = isinstance(log_id, str) and type(seq) is int and type(size) is int and isinstance(tag, str)
+    return _Note(log_id, seq, size, tag) if ok else None
+
+
+def _manifest_as_noted(storage: Storage, note: _Note) -> bool:
+    """Whether the stored manifest is the object the noted upload left (one request)."""
+    stored = storage.head(MANIFEST_PATH)
+    return stored is not None and (stored.size, stored.tag) == (note.manifest_size, note.manifest_tag)
 
 
 def _publish(
@@ -205,6 +256,7 @@ def _publish(
     keys: list[str],
     storage: Storage,
     keeper: LeaseKeeper,
+    *,
     workers: int,
     delete: bool,
     force: bool,
@@ -213,7 +265,9 @@ def _publish(
     stored = {entry.key: entry for entry in storage.list() if _ours(entry.key)}
     present = set(keys)
     stale = [key for key in stored if key not in present]
-    return _waves(site, keys, stale, stored, storage, keeper, workers, delete, force, compared=True)
+    return _waves(
+        site, keys, stale, stored, storage, keeper, workers=workers, delete=delete, force=force, compared=True
+    )
 
 
 def _publish_changes(
@@ -221,11 +275,13 @@ def _publish_changes(
     changed: set[str],
     storage: Storage,
     keeper: LeaseKeeper,
+    *,
     workers: int,
     delete: bool,
 ) -> UploadReport:
     """Only the files the change log names: those SITE has are written, the others
-    deleted, with no listing of the storage and no file read but theirs."""
+    deleted, with no listing of the storage and no other file of the site read
+    (the manifest is, for the check of the records these files belong to)."""
     keys: list[str] = []
     gone: list[str] = []
     for key in sorted(k for k in changed if _ours(k)):
@@ -239,7 +295,9 @@ def _publish_changes(
         if stat.S_ISLNK(mode):
             raise BuildError(str(site / key), "a symbolic link, which hosts refuse: build the site again")
         (keys if stat.S_ISREG(mode) else gone).append(key)
-    return _waves(site, keys, gone, {}, storage, keeper, workers, delete, True, compared=False)
+    return _waves(
+        site, keys, gone, {}, storage, keeper, workers=workers, delete=delete, force=True, compared=False
+    )
 
 
 def _waves(
@@ -249,16 +307,17 @@ def _waves(
     stored: dict[str, StoredObject],
     storage: Storage,
     keeper: LeaseKeeper,
+    *,
     workers: int,
     delete: bool,
     force: bool,
-    *,
     compared: bool,
 ) -> UploadReport:
-    """Write `keys` in waves (unless `stored` holds their bytes), then delete `stale`."""
+    """Write `keys` in waves (unless `stored` holds their bytes), then delete `stale`
+    (or leave them, reported as kept)."""
     stale = list(stale)
     deleted: list[str] = []
-    if SIGNATURE_PATH in stale:
+    if SIGNATURE_PATH in stale:  # (even with `delete` off: it would vouch for the old manifest)
         storage.delete([SIGNATURE_PATH])
         deleted.append(SIGNATURE_PATH)
         stale.remove(SIGNATURE_PATH)
@@ -273,12 +332,15 @@ def _waves(
                     done.append(key)
                 else:
                     unchanged += 1
-    if delete:
-        for wave in reversed(publication_waves(stale)):
-            keeper.keep()
-            storage.delete(wave)
-            deleted.extend(wave)
-    return UploadReport(tuple(done), unchanged, tuple(deleted), compared)
+    kept: list[str] = []
+    for wave in reversed(publication_waves(stale)):
+        if not delete:
+            kept.extend(wave)
+            continue
+        keeper.keep()
+        storage.delete(wave)
+        deleted.extend(wave)
+    return UploadReport(tuple(done), unchanged, tuple(deleted), compared, tuple(kept))
 
 
 def _finish_wave(futures: dict[Future[bool], str], keeper: LeaseKeeper) -> set[str]:

@@ -72,6 +72,12 @@ def well_known_bundle(body: str) -> str:
     return f".well-known/pith/{check_body(body)}/bundle.json"
 
 
+def vouched_files(body: str) -> tuple[str, str, str, str]:
+    """The files a number's manifest entry vouches for by hash: its record JSON, its
+    bundle at both paths, its state (what `compare.check_files` checks)."""
+    return record_json(body), bundle_json(body), well_known_bundle(body), state_json(body)
+
+
 def graph_json(body: str) -> str:
     return f"api/pith-number/{check_body(body)}/graph.json"
 

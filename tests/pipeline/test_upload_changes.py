@@ -256,3 +256,77 @@ def test_a_change_upload_to_an_s3_stand_in(project: Project) -> None:
         listed = {o.key for o in storage.list() if not o.key.startswith(RESERVED)}
         assert listed == set(tree(project.site)) - {"_headers"}
         assert all(storage.read(key) == project.read(key) for key in report.written)
+
+
+def test_checksums_into_a_restored_site_do_not_make_the_log_trusted(project: Project, tmp_path: Path) -> None:
+    """SITE put back from an older copy, then `checksums`: the log those checksums are
+    added to no longer describes SITE, so the next upload compares every object."""
+    from generator.commands.cli import main
+
+    older = tmp_path / "older"
+    shutil.copytree(project.site, older)
+    storage = RecordingStorage(tmp_path / "bucket")
+    upload(project, storage)
+    project.add("b/2.json", paper(2, snapshots=2))
+    project.build()
+    assert not upload(project, storage).compared
+    shutil.rmtree(project.site)
+    older.rename(project.site)
+    assert main(["checksums", str(project.site)]) == 0
+    report = upload(project, storage)
+    assert report.compared
+    holds_the_site(storage, project.site)
+
+
+def test_objects_kept_by_keep_removed_are_deleted_by_the_next_upload(
+    project: Project, tmp_path: Path
+) -> None:
+    storage = RecordingStorage(tmp_path / "bucket")
+    upload(project, storage)
+    before = set(tree(project.site))
+    project.remove("b/1.json")
+    project.build()
+    gone = before - set(tree(project.site))
+    kept = upload(project, storage, delete=False)
+    assert not kept.compared and set(kept.kept) == gone and kept.deleted == ()
+    again = upload(project, storage)
+    assert set(again.deleted) == gone
+    holds_the_site(storage, project.site)
+
+    project.remove("b/3.json")  # (the same after a full upload)
+    build(project.config(), BOTH_KEYS, incremental=False)
+    assert upload(project, storage, delete=False).kept
+    assert upload(project, storage).deleted
+    holds_the_site(storage, project.site)
+
+
+def test_a_manifest_another_writer_replaced_makes_the_next_upload_full(
+    project: Project, tmp_path: Path
+) -> None:
+    """A writer that keeps no note (another tool, an older version) rewrote the stored
+    manifest: the note's record of it no longer matches, so every object is compared."""
+    storage = RecordingStorage(tmp_path / "bucket")
+    upload(project, storage)
+    storage.write(MANIFEST_PATH, b'{"records": []}', "application/json", "no-cache")
+    (tmp_path / "bucket" / "pith" / "stray.html").write_text("another site's page")
+    report = upload(project, storage)
+    assert report.compared and "pith/stray.html" in report.deleted
+    holds_the_site(storage, project.site)
+
+
+def test_warm_rebuilds_as_serve_makes_them_are_uploaded_by_their_changes(
+    project: Project, tmp_path: Path
+) -> None:
+    from generator.build.state import WarmCache
+
+    storage = RecordingStorage(tmp_path / "bucket")
+    warm = WarmCache()
+    build(project.config(), BOTH_KEYS, warm=warm)
+    upload(project, storage)
+    before = tree(project.site)
+    project.add("b/0.json", paper(0, snapshots=3))
+    report = build(project.config(), BOTH_KEYS, warm=warm)
+    assert report.mode == "incremental"
+    again = upload(project, storage)
+    assert not again.compared and changed_files(before, tree(project.site)) <= set(again.written)
+    holds_the_site(storage, project.site)

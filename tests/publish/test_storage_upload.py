@@ -222,7 +222,9 @@ def test_a_store_that_goes_down_reports_its_first_failure(
     s3.proxy.fail_when = lambda method, path: len(s3.proxy.seen) > 1  # (all but the lease's create)
     with pytest.raises(StorageError) as caught:
         upload_site(signed_site, s3_storage)
-    assert caught.value.reason.startswith("could not read the note published: the store answered 503")
+    assert caught.value.reason.startswith(
+        "could not read the upload note (.pith-mirror/published.json): the store answered 503"
+    )
     assert any(m == "PUT" and "lease" in p for m, p in s3.proxy.seen[1:]), "it did try to give it back"
     s3.proxy.reset()
 
