@@ -13,11 +13,11 @@ What one run does (see bench/README.md):
    every call (writes, bytes, deletes, listings, objects listed, the lease's and
    the note's requests): an object store would get one request for each;
 3. K times: one bundle gains a signed event, an incremental build in a new process,
-   an upload (the files SITE's change log names), then a full one (every object
-   listed and compared, as an upload without the log must), which finds nothing left
-   to write;
-4. checks that the folder then holds the site, file for file, prints a table, writes
-   the figures as JSON (default bench/results/upload.json) and removes its folder.
+   an upload (the files SITE's change log names), a check that the folder then holds
+   the site file for file, and a full upload (every object listed and compared, as
+   an upload without the log must), which must find nothing left to write;
+4. prints a table, writes the figures as JSON (default bench/results/upload.json),
+   removes its folder, and exits 1 if any check failed.
 """
 
 from __future__ import annotations
@@ -163,16 +163,19 @@ def main(argv: list[str] | None = None) -> int:
         storage = CountingStorage(base / "bucket")
         print("bench: first upload ...", file=sys.stderr)
         first = upload(site, storage, full=False)
-        rounds = []
+        rounds: list[dict[str, Any]] = []
         for k in range(args.changes):
             path = content / f"{bodies[(k + 1) * args.records // (args.changes + 1)]}.bundle.json"
             path.write_bytes(changed_bundle(path.read_bytes(), 100 + k))
             print(f"bench: change {k + 1}: build, upload, full upload ...", file=sys.stderr)
             seconds = build(command, base)
+            changes = upload(site, storage, full=False)
+            whole = same_files(site, storage.root)  # (before the full upload, which would mend it)
             rounds.append(
                 {
                     "build_seconds": round(seconds, 3),
-                    "upload": upload(site, storage, full=False),
+                    "upload": changes,
+                    "identical_after_upload": whole,
                     "full_upload": upload(site, storage, full=True),
                 }
             )
@@ -182,7 +185,13 @@ def main(argv: list[str] | None = None) -> int:
             "cold_build_seconds": round(cold_build, 2),
             "first_upload": first,
             "changes": rounds,
-            "identical": same_files(site, storage.root),
+            "identical": all(
+                r["identical_after_upload"]
+                and r["full_upload"]["written"] == 0
+                and not r["upload"]["compared_every_object"]
+                for r in rounds
+            )
+            and same_files(site, storage.root),
             "loadavg_after": loadavg(),
             "machine": machine(),
         }
@@ -224,7 +233,7 @@ def table(results: dict[str, Any]) -> str:
             f"{median(kind, 'lease_and_note_requests'):.0f} |"
         )
     rows.append("")
-    rows.append(f"the folder holds the site, file for file: {results['identical']}")
+    rows.append(f"after each change upload the folder held the site, file for file: {results['identical']}")
     return "\n".join(rows)
 
 
