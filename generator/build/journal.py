@@ -297,7 +297,7 @@ def undo(site: Path) -> None:
     remove_tree(folder)
 
 
-def unfinished(site: Path) -> bool:
+def unfinished(site: Path, *, holding_lock: bool = False) -> bool:
     """Whether a build of SITE is running now or stopped before it finished, so SITE
     may hold some files of the new build and some of the old (checksums and a mirror
     signature must not vouch for such a mix).
@@ -310,14 +310,23 @@ def unfinished(site: Path) -> bool:
 
     The marks are looked for beside SITE as spelled (made absolute: "." is the
     folder a command runs in, whose marks are beside it, not in it) and beside its
-    real path: a build given "." takes the real one, one given a link the link."""
-    spellings = {Path(os.path.abspath(site)), Path(os.path.realpath(site))}
-    return any(_marked(spelled) for spelled in spellings)
+    real path: a build given "." takes the real one, one given a link the link.
+    A caller `holding_lock` (both spellings' locks, see `site_spellings`) knows no
+    build runs: only the marks a stopped build left count."""
+    return any(_marked(spelled, holding_lock) for spelled in site_spellings(site))
 
 
-def _marked(site: Path) -> bool:
+def site_spellings(site: Path) -> set[Path]:
+    """SITE as spelled (made absolute) and by its real path: the places a build of it
+    may have put its lock and marks."""
+    return {Path(os.path.abspath(site)), Path(os.path.realpath(site))}
+
+
+def _marked(site: Path, holding_lock: bool) -> bool:
     if os.path.lexists(undo_path(site)) or os.path.lexists(previous_path(site)):
         return True
+    if holding_lock:
+        return False
     try:
         import fcntl
     except ImportError:  # (not a POSIX system: builds take no lock there either)

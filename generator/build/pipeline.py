@@ -39,7 +39,7 @@ from pathlib import Path
 from ..publish import change_log
 from ..site.config import SiteConfig
 from ..site.layout import MANIFEST_PATH, SIGNATURE_PATH, SUMS_PATH
-from ..trust.errors import BuildError, Interrupted, SiteBusy
+from ..trust.errors import BuildError, Interrupted
 from ..trust.files import file_sha256, write_atomic
 from ..trust.keys import Keyring
 from ..trust.load import is_utf8, shown_name
@@ -58,7 +58,7 @@ from .state import (
     warm_cache_for,
 )
 from .workers import Progress, init_worker
-from .write import lock_path, prepare_staging, remove_tree, swap_in
+from .write import one_build_at_a_time, prepare_staging, remove_tree, swap_in
 
 
 def build(
@@ -280,34 +280,6 @@ def _abandon(exc: BaseException, pool: Executor | None, staging: Path, published
     shutil.rmtree(staging, ignore_errors=True)
     if isinstance(exc, Interrupted):  # (for the line that says what SITE holds)
         exc.published, exc.site = published, str(site)
-
-
-@contextlib.contextmanager
-def one_build_at_a_time(site: Path) -> Iterator[None]:
-    """Hold the lock of SITE (an exclusive `flock` on `.SITE.lock` beside it) while
-    building. Two builds at once share SITE's staging folder and undo journal: one
-    could swap in or undo the other's files, and leave a site that disagrees with
-    its own manifest. The second is refused instead. (The lock goes with the
-    process: a killed build holds it no longer. Where the system has no `flock`,
-    there is no lock.)"""
-    try:
-        import fcntl
-    except ImportError:  # (not a POSIX system)
-        yield
-        return
-    site.parent.mkdir(parents=True, exist_ok=True)  # (a build makes SITE's parents, as staging does)
-    fd = os.open(lock_path(site), os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise SiteBusy(
-                str(site),
-                "another pith-mirror build is writing this site now; build again once it has finished",
-            ) from None
-        yield
-    finally:
-        os.close(fd)
 
 
 def unnoticed_changes(config: SiteConfig, warm: WarmCache) -> list[str]:

@@ -24,11 +24,11 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..trust.errors import BuildError
+from ..trust.errors import BuildError, SiteBusy
 from ..trust.files import write_atomic
 
 if TYPE_CHECKING:  # (an annotation only: importing render would import the templates' engine)
@@ -49,8 +49,38 @@ def previous_path(site: Path) -> Path:
 
 
 def lock_path(site: Path) -> Path:
-    """The file a build holds locked while it changes SITE (see `pipeline.one_build_at_a_time`)."""
+    """The file a build (or `checksums`) holds locked while it changes SITE (see `one_build_at_a_time`)."""
     return site.parent / _LOCK.format(name=site.name)
+
+
+@contextlib.contextmanager
+def one_build_at_a_time(site: Path) -> Iterator[None]:
+    """Hold the lock of SITE (an exclusive `flock` on `.SITE.lock` beside it) while
+    building, or while `checksums` hashes and signs it. Two builds at once share
+    SITE's staging folder and undo journal: one could swap in or undo the other's
+    files, and leave a site that disagrees with its own manifest; checksums taken
+    while a build changes files would vouch for a mix of old and new. The second
+    is refused instead. (The lock goes with the process: a killed build holds it
+    no longer. Where the system has no `flock`, there is no lock.)"""
+    try:
+        import fcntl
+    except ImportError:  # (not a POSIX system)
+        yield
+        return
+    site.parent.mkdir(parents=True, exist_ok=True)  # (a build makes SITE's parents, as staging does)
+    fd = os.open(lock_path(site), os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise SiteBusy(
+                str(site),
+                "another pith-mirror build, or `checksums`, is writing this site now;"
+                " build again once it has finished",
+            ) from None
+        yield
+    finally:
+        os.close(fd)
 
 
 def recover(site: Path) -> None:

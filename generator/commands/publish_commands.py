@@ -9,20 +9,25 @@ to `cli.main`, which prints it and exits 2.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..build.change_check import inside_a_built_site, is_built_site
-from ..build.journal import unfinished
+from ..build.journal import site_spellings, unfinished
+from ..build.write import lock_path, one_build_at_a_time
 from ..publish import change_log
 from ..publish.integrity import files_disagree
 from ..site.config import INSIDE_SITE, inside
 from ..site.layout import SIGNATURE_PATH, SUMS_PATH
-from ..trust.errors import BuildError, ConfigError
+from ..trust.errors import BuildError, ConfigError, SiteBusy
 from ..trust.files import write_atomic
+
+if TYPE_CHECKING:
+    from ..publish.integrity import MirrorKey
 
 EXIT_OK, EXIT_DIFFERENT = 0, 1
 
@@ -186,22 +191,14 @@ def _log_ahead(site: Path, paths: list[str]) -> int:
 
 
 def run_checksums(args: argparse.Namespace) -> int:
-    from ..publish.integrity import (
-        SITE_FILE_LIMIT,
-        load_mirror_key,
-        sha256sums,
-        sign_manifest,
-        verify_manifest_signature,
-    )
+    from ..publish.integrity import load_mirror_key
     from ..site.layout import MANIFEST_PATH
-    from ..trust.files import read_regular
 
     site: Path = args.site
     if args.mirror_key is not None and inside(site, args.mirror_key):
         # (it would be listed in SHA256SUMS and uploaded with the site)
         raise ConfigError(str(args.mirror_key), f"the mirror key {INSIDE_SITE}")
     key = load_mirror_key(args.mirror_key) if args.mirror_key else None
-    manifest = site / MANIFEST_PATH
     if site.is_dir() and not is_built_site(site):  # (a missing folder is named as such below)
         raise ConfigError(
             "site",
@@ -210,7 +207,33 @@ def run_checksums(args: argparse.Namespace) -> int:
         )
     if not site.is_dir():
         raise ConfigError("site", f"no such folder: {site}")
-    disagreements = manifest_problems(site)
+    with contextlib.ExitStack() as held:
+        # A build that started while the sums were made would change files under them:
+        # it is refused until they are written (and a running one refuses these).
+        try:
+            for spelled in site_spellings(site):
+                try:
+                    held.enter_context(one_build_at_a_time(spelled))
+                except OSError as exc:  # (its lock file cannot be made: a build could not run either)
+                    lock = lock_path(spelled)
+                    raise BuildError(
+                        str(lock), f"cannot take the site's lock: {exc.strerror or exc}"
+                    ) from None
+        except SiteBusy:
+            print(f"FAILED: {UNFINISHED.format(site=site)}", file=sys.stderr)
+            print(f"{site}: refusing to write {SUMS_PATH}{' or sign' if key else ''}: a build is writing it")
+            return EXIT_DIFFERENT
+        return _write_checksums(site, key)
+
+
+def _write_checksums(site: Path, key: MirrorKey | None) -> int:
+    """`checksums` once it holds SITE's lock."""
+    from ..publish.integrity import SITE_FILE_LIMIT, sha256sums, sign_manifest, verify_manifest_signature
+    from ..site.layout import MANIFEST_PATH
+    from ..trust.files import read_regular
+
+    manifest = site / MANIFEST_PATH
+    disagreements = manifest_problems(site, holding_lock=True)
     if disagreements:  # (a half-updated or edited site: nothing is written or signed)
         for problem in disagreements:
             print(f"FAILED: {problem}", file=sys.stderr)
@@ -286,13 +309,13 @@ def run_verify_site(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def manifest_problems(site: Path) -> list[str]:
+def manifest_problems(site: Path, *, holding_lock: bool = False) -> list[str]:
     """Why SHA256SUMS or a mirror signature must not be written for `site`, one sentence
     each: a build of it is running or did not finish (`journal.unfinished`), or its
     files disagree with its own manifest (`files_disagree`). Both state "this mirror
     publishes exactly this manifest and these files", which must not be said of a
     half-updated or edited site."""
-    problems = [UNFINISHED.format(site=site)] if unfinished(site) else []
+    problems = [UNFINISHED.format(site=site)] if unfinished(site, holding_lock=holding_lock) else []
     return problems + files_disagree(site)
 
 

@@ -16,10 +16,11 @@ from pathlib import Path
 import pytest
 
 from generator.build import journal
-from generator.build.pipeline import one_build_at_a_time
+from generator.build.write import one_build_at_a_time
+from generator.publish import integrity
 from generator.publish.integrity import SIGNATURE_PATH, SUMS_PATH, generate_mirror_key, sha256sums
 
-from .conftest import BUNDLE_BODY, CONTENT, RECORD_BODY, REPO, run_module
+from .conftest import BUNDLE_BODY, CONTENT, RECORD_BODY, REPO, Result, publish_cli, run_module
 
 RECORD_FILE_PATH = f"pith/{RECORD_BODY}.json"
 
@@ -147,3 +148,41 @@ def test_unfinished_in_a_process_of_its_own(site_copy: Callable[[str], Path]) ->
         held = subprocess.run([sys.executable, "-c", code], cwd=REPO, timeout=60)
     free = subprocess.run([sys.executable, "-c", code], cwd=REPO, timeout=60)
     assert (held.returncode, free.returncode) == (1, 0)
+
+
+def test_a_build_cannot_start_while_checksums_are_made(
+    site_copy: Callable[[str], Path], key: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`checksums` holds SITE's lock from its check to its last write: a build started
+    meanwhile (a real one, in a process of its own) is refused, so the sums and the
+    signature describe one site, not a mix of the old and the new."""
+    site = site_copy("site")
+    builds: list[Result] = []
+
+    def sums_while_a_build_starts(folder: Path) -> bytes:
+        data = sha256sums(folder)
+        builds.append(run_module("build", CONTENT, site, "--jobs", "1", "--quiet", cwd=tmp_path))
+        return data
+
+    monkeypatch.setattr(integrity, "sha256sums", sums_while_a_build_starts)
+    result = publish_cli("checksums", site, "--mirror-key", key)
+    assert result.code == 0, result
+    [build] = builds
+    assert build.code == 2, build
+    assert "another pith-mirror build, or `checksums`, is writing this site now" in build.err
+    assert run_module("verify-site", site, "--trust", key, cwd=tmp_path).code == 0
+    assert not journal.unfinished(site)  # (the lock went with the command)
+    assert run_module("build", CONTENT, site, "--jobs", "1", "--quiet", cwd=tmp_path).code == 0
+
+
+def test_checksums_refuse_at_once_while_a_build_holds_the_lock(
+    site_copy: Callable[[str], Path], key: Path, tmp_path: Path
+) -> None:
+    """A build holding the lock (here, this process) makes `checksums` refuse at once, with
+    nothing written, as when it finds the build's marks."""
+    site = site_copy("site")
+    with one_build_at_a_time(site):
+        result = publish_cli("checksums", site, "--mirror-key", key)
+    assert result.code == 1 and "is running or did not finish" in result.err
+    assert "a build is writing it" in result.out
+    assert not (site / SUMS_PATH).exists() and not (site / SIGNATURE_PATH).exists()
