@@ -52,7 +52,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import corpus  # noqa: E402
-from bench.measure import RUNNING, Measured, loadavg, machine, measure, start  # noqa: E402
+from bench.measure import RUNNING, Measured, compile_package, loadavg, machine, measure, start  # noqa: E402
 from generator.site.config import default_templates  # noqa: E402
 from generator.site.layout import lookup_key, resolve_query  # noqa: E402
 from generator.site.page_model import CHECKLIST  # noqa: E402
@@ -1073,6 +1073,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     args.skip_hugo = args.skip_hugo or args.memory_only
+    compile_package()
     if args.records < 4 or args.jobs < 1 or args.pairs < 0:
         parser.error("--records must be at least 4, --jobs at least 1 and --pairs at least 0")
     if not args.skip_hugo:

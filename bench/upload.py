@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench import corpus  # noqa: E402
 from bench.corpus import changed_bundle  # noqa: E402
-from bench.measure import CHILD_ENV, loadavg, machine  # noqa: E402
+from bench.measure import CHILD_ENV, compile_package, loadavg, machine  # noqa: E402
 from generator.publish.storage import StoredObject  # noqa: E402
 from generator.publish.storage_local import LocalStorage  # noqa: E402
 from generator.publish.upload import UploadReport, upload_site  # noqa: E402
@@ -147,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.records < 1 or args.changes < 1 or args.jobs < 1:
         parser.error("--records, --changes and --jobs must be at least 1")
+    compile_package()
     shm = Path("/dev/shm")
     base = Path(tempfile.mkdtemp(prefix="pith-upload-bench-", dir=shm if shm.is_dir() else None))
     try:
