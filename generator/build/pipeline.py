@@ -186,7 +186,10 @@ def _build(
                 ),
             )
             pool = processes
-            if method == "fork":  # start the workers now, from a small parent (see `_fork_now`)
+            # A full build starts the workers now, from a small parent (see `_fork_now`).
+            # An incremental one already holds the state, so its workers start with the
+            # first task sent to them: one changed file is handled here, and forks none.
+            if method == "fork" and cache is None:
                 _fork_now(processes)
     except BaseException as exc:
         _abandon(exc, pool, staging, False, site)

@@ -21,7 +21,7 @@ import hashlib
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Executor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
@@ -92,6 +92,8 @@ class SitewideStage:
     plan: Plan | None = None
     """An incremental build's changes to SITE, made once all are staged (see journal.py)."""
     written: int = 0
+    entries: dict[str, NumberEntry] = field(default_factory=dict)
+    """Every number's entry, by number, once `every_summary` has read them."""
     manifest_sha256: str = ""
     """SHA-256 of the site manifest this stage wrote ("" if it kept the last one)."""
 
@@ -127,7 +129,7 @@ class SitewideStage:
         numbers = self.numbers
         if self.cache is not None and self.cache.sitewide_inputs == inputs and not self.relisted_prefix():
             if self.keeps_manifest:  # made now, so the first change does not wait for them
-                for summary in numbers.summaries():
+                for summary in self.every_summary():
                     self.kept_manifest_entry(summary)
             # (nothing any site-wide page shows changed)
             return SitewideWritten(self.cache.sitewide, inputs, context, "", set())
@@ -141,7 +143,7 @@ class SitewideStage:
         manifest = None
         if self.incremental and not listings and not self.keeps_manifest and asked is not None and not asked:
             manifest = self.spliced_manifest(rows, generated_at)
-        summaries = [] if manifest is not None else numbers.summaries()
+        summaries = [] if manifest is not None else self.every_summary()
         pool = self.pool
         # (a full build's search index is made by the workers, in staging)
         search = None if pool is None else SearchHandOver(pool, config.jobs, self.staging, config.base_path)
@@ -286,11 +288,19 @@ class SitewideStage:
         changed = {n: numbers[n].summary for n in self.renewed}
         return spliced_manifest(last, [r.pith_number for r in rows], changed, self.config, generated_at)
 
+    def every_summary(self) -> list[Summary]:
+        """Every number's summary, in number order; their entries are kept by number
+        for `kept_manifest_entry`, which then looks none up in the table."""
+        ordered = self.numbers.ordered_entries()
+        self.entries = {entry.summary.pith_number: entry for entry in ordered}
+        return [entry.summary for entry in ordered]
+
     def kept_manifest_entry(self, summary: Summary) -> bytes | None:
         """A number's manifest lines, made once per entry: unchanged numbers keep
         their entry from build to build, so a rebuild serialises only the new ones.
         (A cold `build` does not keep them: it writes the manifest once.)"""
-        entry = self.numbers[summary.pith_number]
+        number = summary.pith_number
+        entry = self.entries.get(number) or self.numbers[number]
         if entry.manifest_json is None:
             entry.manifest_json = indented_entry(summary)
         return entry.manifest_json
@@ -303,7 +313,7 @@ class SitewideStage:
         if self.cache is None or self.cache.context_inputs != context:
             return False
         old, new = self.cache.numbers, self.numbers
-        if len(old) != len(new) or old.keys() != new.keys():
+        if len(old) != len(new) or old.rows.keys() != new.rows.keys():
             return False
         return all(same_listing(old[n].summary, new[n].summary) for n in self.renewed)
 
@@ -340,7 +350,7 @@ class SitewideStage:
             paths.update(shareable_paths(after.summary))
             if before is not None:
                 paths.update(shareable_paths(before.summary))
-        for number in old.keys() - new.keys():
+        for number in old.rows.keys() - new.rows.keys():  # (the rows' dicts: a set difference in C)
             paths.update(shareable_paths(old[number].summary))
         return paths
 
@@ -364,7 +374,7 @@ class SitewideStage:
             paths.update(lookup_paths(after.summary, width))
             if before is not None:
                 paths.update(lookup_paths(before.summary, width))
-        for number in old.keys() - new.keys():
+        for number in old.rows.keys() - new.rows.keys():
             paths.update(lookup_paths(old[number].summary, width))
         return paths, paths
 
