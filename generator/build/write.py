@@ -56,12 +56,13 @@ def lock_path(site: Path) -> Path:
 @contextlib.contextmanager
 def one_build_at_a_time(site: Path) -> Iterator[None]:
     """Hold the lock of SITE (an exclusive `flock` on `.SITE.lock` beside it) while
-    building, or while `checksums` hashes and signs it. Two builds at once share
-    SITE's staging folder and undo journal: one could swap in or undo the other's
-    files, and leave a site that disagrees with its own manifest; checksums taken
-    while a build changes files would vouch for a mix of old and new. The second
-    is refused instead. (The lock goes with the process: a killed build holds it
-    no longer. Where the system has no `flock`, there is no lock.)"""
+    building, or while `checksums` hashes and signs it or `upload` sends it. Two
+    builds at once share SITE's staging folder and undo journal: one could swap in
+    or undo the other's files, and leave a site that disagrees with its own
+    manifest; sums made, or objects sent, while a build changes files would
+    publish a mix of old and new. The second is refused instead. (The lock goes
+    with the process: a killed build holds it no longer. Where the system has no
+    `flock`, there is no lock.)"""
     try:
         import fcntl
     except ImportError:  # (not a POSIX system)
@@ -75,8 +76,8 @@ def one_build_at_a_time(site: Path) -> Iterator[None]:
         except BlockingIOError:
             raise SiteBusy(
                 str(site),
-                "another pith-mirror build, or `checksums`, is writing this site now;"
-                " build again once it has finished",
+                "another pith-mirror command (a build, `checksums` or `upload`) is using this site"
+                " now; build again once it has finished",
             ) from None
         yield
     finally:

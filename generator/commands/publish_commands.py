@@ -11,13 +11,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..build.change_check import inside_a_built_site, is_built_site
-from ..build.journal import site_spellings, unfinished
+from ..build.journal import unfinished
 from ..build.write import lock_path, one_build_at_a_time
 from ..publish import change_log
 from ..publish.integrity import files_disagree
@@ -210,20 +211,30 @@ def run_checksums(args: argparse.Namespace) -> int:
     with contextlib.ExitStack() as held:
         # A build that started while the sums were made would change files under them:
         # it is refused until they are written (and a running one refuses these).
-        try:
-            for spelled in site_spellings(site):
-                try:
-                    held.enter_context(one_build_at_a_time(spelled))
-                except OSError as exc:  # (its lock file cannot be made: a build could not run either)
-                    lock = lock_path(spelled)
-                    raise BuildError(
-                        str(lock), f"cannot take the site's lock: {exc.strerror or exc}"
-                    ) from None
-        except SiteBusy:
+        if not _hold_site(held, site):
             print(f"FAILED: {UNFINISHED.format(site=site)}", file=sys.stderr)
             print(f"{site}: refusing to write {SUMS_PATH}{' or sign' if key else ''}: a build is writing it")
             return EXIT_DIFFERENT
         return _write_checksums(site, key)
+
+
+def _hold_site(held: contextlib.ExitStack, site: Path) -> bool:
+    """Take SITE's build lock until `held` closes; False when another command holds it.
+
+    The lock every build of SITE takes is the one beside its real path (a build
+    refuses a SITE that is itself a link, and names "." by its real path), so
+    that is the one taken, once: the same file reached by two spellings and
+    locked twice would refuse itself (`flock` locks each opening)."""
+    real = Path(os.path.realpath(site))
+    try:
+        held.enter_context(one_build_at_a_time(real))
+    except SiteBusy:
+        return False
+    except OSError as exc:  # (its lock file cannot be made: a build could not run either)
+        raise BuildError(
+            str(lock_path(real)), f"cannot take the site's lock: {exc.strerror or exc}"
+        ) from None
+    return True
 
 
 def _write_checksums(site: Path, key: MirrorKey | None) -> int:
@@ -332,9 +343,6 @@ def run_upload(args: argparse.Namespace) -> int:
     """Upload a built site as `publish/upload.py` orders it. Refused (exit 1, nothing
     written) for a site whose build did not finish or whose files to upload disagree
     with its manifest, as `checksums` refuses: a mirror must not publish half a build."""
-    from ..publish.storage import open_storage
-    from ..publish.upload import UploadRefused, upload_site
-
     site: Path = args.site
     if args.jobs < 1:
         raise ConfigError("--jobs", "must be at least 1")
@@ -342,10 +350,21 @@ def run_upload(args: argparse.Namespace) -> int:
         raise ConfigError("site", f"no such folder: {site}")
     if not is_built_site(site):
         raise ConfigError("site", f"{site} has no manifest that pith-mirror wrote: build it first")
-    if unfinished(site):
-        print(f"FAILED: {UNFINISHED.format(site=site)}", file=sys.stderr)
-        print(f"{site}: refusing to upload half a build")
-        return EXIT_DIFFERENT
+    with contextlib.ExitStack() as held:
+        # (a build that changed files while they were read would leave the store holding
+        # some of each build: builds wait, or are refused, until the upload is done)
+        if not _hold_site(held, site) or unfinished(site, holding_lock=True):
+            print(f"FAILED: {UNFINISHED.format(site=site)}", file=sys.stderr)
+            print(f"{site}: refusing to upload half a build")
+            return EXIT_DIFFERENT
+        return _upload(args, site)
+
+
+def _upload(args: argparse.Namespace, site: Path) -> int:
+    """`upload` once it holds SITE's lock."""
+    from ..publish.storage import open_storage
+    from ..publish.upload import UploadRefused, upload_site
+
     storage = open_storage(args.target, setting="upload target")
     started = time.monotonic()
     try:

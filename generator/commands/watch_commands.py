@@ -69,7 +69,7 @@ class Printer:
             self._say(report.traceback, error=True, end="")
         elif isinstance(report, WaitingForLock):
             self._say(
-                f"  waiting: another pith-mirror build is writing {report.site};"
+                f"  waiting: another pith-mirror command is using {report.site};"
                 " this rebuild starts once it has finished",
                 error=True,
             )

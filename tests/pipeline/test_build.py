@@ -853,7 +853,7 @@ def test_a_second_build_of_the_same_site_at_once_is_refused(
     with one_build_at_a_time(project.site):  # (another build, holding the lock)
         assert main(["build", "--keys", keys, "--jobs", "1", "--quiet"]) == 2
     err = capsys.readouterr().err
-    assert "another pith-mirror build, or `checksums`, is writing this site now" in err
+    assert "another pith-mirror command (a build, `checksums` or `upload`) is using this site now" in err
     assert tree(project.site) == before
     assert main(["build", "--keys", keys, "--jobs", "1", "--quiet"]) == 0  # once it is done
     assert tree(project.site) != before

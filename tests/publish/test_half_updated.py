@@ -17,6 +17,7 @@ import pytest
 
 from generator.build import journal
 from generator.build.write import one_build_at_a_time
+from generator.commands import publish_commands
 from generator.publish import integrity
 from generator.publish.integrity import SIGNATURE_PATH, SUMS_PATH, generate_mirror_key, sha256sums
 
@@ -169,7 +170,9 @@ def test_a_build_cannot_start_while_checksums_are_made(
     assert result.code == 0, result
     [build] = builds
     assert build.code == 2, build
-    assert "another pith-mirror build, or `checksums`, is writing this site now" in build.err
+    assert (
+        "another pith-mirror command (a build, `checksums` or `upload`) is using this site now" in build.err
+    )
     assert run_module("verify-site", site, "--trust", key, cwd=tmp_path).code == 0
     assert not journal.unfinished(site)  # (the lock went with the command)
     assert run_module("build", CONTENT, site, "--jobs", "1", "--quiet", cwd=tmp_path).code == 0
@@ -186,3 +189,44 @@ def test_checksums_refuse_at_once_while_a_build_holds_the_lock(
     assert result.code == 1 and "is running or did not finish" in result.err
     assert "a build is writing it" in result.out
     assert not (site / SUMS_PATH).exists() and not (site / SIGNATURE_PATH).exists()
+
+
+def test_a_build_cannot_start_while_the_site_is_uploaded(
+    site_copy: Callable[[str], Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`upload` holds SITE's lock while it reads and sends the files: a build started
+    meanwhile (a real one) is refused, so the store never gets some files of one build
+    and some of the next while the upload says it succeeded."""
+    site = site_copy("site")
+    builds: list[Result] = []
+    check = publish_commands.files_disagree
+
+    def check_while_a_build_starts(folder: Path, paths: set[str] | None = None) -> list[str]:
+        builds.append(run_module("build", CONTENT, site, "--jobs", "1", "--quiet", cwd=tmp_path))
+        return check(folder, paths)
+
+    monkeypatch.setattr(publish_commands, "files_disagree", check_while_a_build_starts)
+    result = publish_cli("upload", site, (tmp_path / "bucket").as_uri())
+    assert result.code == 0, result
+    assert builds and all(b.code == 2 and "is using this site" in b.err for b in builds), builds
+    assert not journal.unfinished(site)
+    assert run_module("build", CONTENT, site, "--jobs", "1", "--quiet", cwd=tmp_path).code == 0
+
+
+def test_a_site_reached_through_a_linked_folder_is_locked_once(tmp_path: Path) -> None:
+    """A build of `link/site` (`link` a link to `real`) locks the file beside the real
+    folder; `checksums` and `upload` given either spelling take that one lock, once (a
+    second `flock` of the same file by the same command would refuse itself)."""
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    linked, real = tmp_path / "link" / "site", tmp_path / "real" / "site"
+    assert run_module("build", CONTENT, linked, "--jobs", "1", "--quiet", cwd=tmp_path).code == 0
+    for spelled in (linked, real):
+        result = publish_cli("checksums", spelled)
+        assert result.code == 0, result
+        assert publish_cli("upload", spelled, (tmp_path / "bucket").as_uri()).code == 0
+    assert [p.name for p in (tmp_path / "real").glob(".*.lock")] == [".site.lock"]
+    with one_build_at_a_time(linked):  # (a build given the linked spelling)
+        for spelled in (linked, real):
+            assert publish_cli("checksums", spelled).code == 1
+            assert publish_cli("upload", spelled, (tmp_path / "bucket").as_uri()).code == 1

@@ -49,7 +49,7 @@ def test_failures_waits_and_warnings_are_one_line_each_on_stderr() -> None:
         "[12:00:01] first build -> configuration: keys: not JSON; the previous site stays",
         "[12:00:02] content/a.json modified -> build failed: site: disk full; the previous site stays",
         "[12:00:03] templates/base.html modified -> build interrupted",
-        "  waiting: another pith-mirror build is writing site; this rebuild starts once it has finished",
+        "  waiting: another pith-mirror command is using site; this rebuild starts once it has finished",
         "warning: the build cache could not be saved (No space left on device); "
         "the next build in another process is a full one",
         "warning: cannot watch every input ([Errno 28] inotify watch limit reached); "

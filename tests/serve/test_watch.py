@@ -604,7 +604,7 @@ def test_a_rebuild_that_meets_another_builds_lock_waits_for_it(
     try:
         fcntl.flock(held, fcntl.LOCK_EX)  # (as another build holds it)
         workspace.place(SEED_BUNDLE)
-        poll(lambda: "waiting: another pith-mirror build is writing" in workspace.err.text())
+        poll(lambda: "waiting: another pith-mirror command is using" in workspace.err.text())
         assert rebuilder.generation == generation and not rebuilder.idle
     finally:
         os.close(held)
