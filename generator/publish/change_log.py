@@ -57,10 +57,19 @@ class ChangeLog:
     log_id: str
     paths: tuple[tuple[int, tuple[str, ...]], ...]
     completed: tuple[int, tuple[str, int, int, int]] | None
+    manifests: tuple[tuple[int, str], ...] = ()
+    """(publication, SHA-256 of the manifest it left) of every completed one."""
 
     @property
     def last_seq(self) -> int:
         return self.paths[-1][0] if self.paths else 0
+
+    def manifest_after(self, seq: int) -> str | None:
+        """The SHA-256 of the manifest publication `seq` left, as this log records it:
+        a storage's note names it too, so that a log brought back by a snapshot, whose
+        later publications are numbered as the abandoned ones were, is not taken for
+        the history the storage saw."""
+        return next((sha for n, sha in reversed(self.manifests) if n == seq), None)
 
 
 def start(site: Path) -> str:
@@ -130,6 +139,7 @@ def read_log(site: Path) -> ChangeLog | None:
             return None
         paths: list[tuple[int, tuple[str, ...]]] = []
         done: tuple[int, tuple[str, int, int, int]] | None = None
+        manifests: list[tuple[int, str]] = []
         for line in lines[1:]:
             if not line:
                 continue
@@ -143,9 +153,10 @@ def read_log(site: Path) -> ChangeLog | None:
             else:
                 sha, size, mtime, inode = entry["manifest"]
                 done = (seq, (str(sha), int(size), int(mtime), int(inode)))
+                manifests.append((int(seq), str(sha)))
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
-    return ChangeLog(str(head["log"]), tuple(paths), done)
+    return ChangeLog(str(head["log"]), tuple(paths), done, tuple(manifests))
 
 
 def position(site: Path, log: ChangeLog | None) -> tuple[str, int] | None:

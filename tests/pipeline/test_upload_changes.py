@@ -4,6 +4,7 @@ every file: and the storage still ends up holding the site, file for file."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -329,4 +330,31 @@ def test_warm_rebuilds_as_serve_makes_them_are_uploaded_by_their_changes(
     assert report.mode == "incremental"
     again = upload(project, storage)
     assert not again.compared and changed_files(before, tree(project.site)) <= set(again.written)
+    holds_the_site(storage, project.site)
+
+
+def test_a_site_rolled_back_by_a_snapshot_is_compared_in_full(project: Project, tmp_path: Path) -> None:
+    """A snapshot restore (a file system's rollback, a VM's) brings SITE, its log and the
+    build cache back with every file's inode and time as they were: the log then numbers
+    the builds that follow as the abandoned ones were numbered, and the storage's note
+    matches it by log and number. The note also names the manifest SITE had at that
+    number, which the rolled-back history does not have: the upload compares every object."""
+    storage = RecordingStorage(tmp_path / "bucket")
+    upload(project, storage)
+    folders = {project.site: tmp_path / "site-then", project.config().cache_dir: tmp_path / "cache-then"}
+    for folder, then in folders.items():
+        shutil.copytree(folder, then, copy_function=os.link)  # (the same inodes and times)
+    log = change_log.log_path(project.site)
+    logged = log.read_bytes()
+    project.add("b/1.json", paper(1, snapshots=2))
+    project.build()
+    assert not upload(project, storage).compared  # (the note: this log, its publication 1)
+
+    for folder, then in folders.items():  # (rolled back: the manifest is the very file it was)
+        shutil.rmtree(folder)
+        then.rename(folder)
+    log.write_bytes(logged)
+    project.add("b/2.json", paper(2, snapshots=2))  # (another publication 1)
+    project.build()
+    assert upload(project, storage).compared
     holds_the_site(storage, project.site)
