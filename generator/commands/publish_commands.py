@@ -331,8 +331,9 @@ def manifest_problems(site: Path, *, holding_lock: bool = False) -> list[str]:
 
 
 UNFINISHED = (
-    "{site}: a build of this site is running or did not finish (some files may be new,"
-    " others old): build it again first"
+    "{site}: a build of this site is running or did not finish, or `checksums` or `upload`"
+    " is using it (some files may be new, others old): wait for it to end, or build again"
+    " if none is running"
 )
 
 
