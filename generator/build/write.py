@@ -84,6 +84,40 @@ def one_build_at_a_time(site: Path) -> Iterator[None]:
         os.close(fd)
 
 
+@contextlib.contextmanager
+def reading_site(site: Path) -> Iterator[None]:
+    """Hold a shared lock on SITE's lock file while a command reads SITE to publish it
+    elsewhere (`upload`): a build, or `checksums`, which take the lock exclusively,
+    is refused (a watched rebuild waits) until it is done, while other readers, a
+    second upload among them, go on. The file is opened for reading only: whoever
+    may read the site may upload it. Where the file does not exist and cannot be
+    made, no build can take it either, and there is nothing to hold."""
+    try:
+        import fcntl
+    except ImportError:  # (not a POSIX system)
+        yield
+        return
+    path, flags = lock_path(site), os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        try:
+            fd = os.open(path, flags | os.O_CREAT, 0o644)
+        except OSError:
+            yield
+            return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise SiteBusy(
+                str(site), "a pith-mirror build, or `checksums`, is writing this site now"
+            ) from None
+        yield
+    finally:
+        os.close(fd)
+
+
 def recover(site: Path) -> None:
     """Undo an interrupted swap and clear a dead build's staging folder."""
     previous, staging = previous_path(site), staging_path(site)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..build.change_check import inside_a_built_site, is_built_site
 from ..build.journal import unfinished
-from ..build.write import lock_path, one_build_at_a_time
+from ..build.write import lock_path, one_build_at_a_time, reading_site
 from ..publish import change_log
 from ..publish.integrity import files_disagree
 from ..site.config import INSIDE_SITE, inside
@@ -213,13 +213,17 @@ def run_checksums(args: argparse.Namespace) -> int:
         # it is refused until they are written (and a running one refuses these).
         if not _hold_site(held, site):
             print(f"FAILED: {UNFINISHED.format(site=site)}", file=sys.stderr)
-            print(f"{site}: refusing to write {SUMS_PATH}{' or sign' if key else ''}: a build is writing it")
+            print(
+                f"{site}: refusing to write {SUMS_PATH}{' or sign' if key else ''}:"
+                " another pith-mirror command is using it"
+            )
             return EXIT_DIFFERENT
         return _write_checksums(site, key)
 
 
-def _hold_site(held: contextlib.ExitStack, site: Path) -> bool:
-    """Take SITE's build lock until `held` closes; False when another command holds it.
+def _hold_site(held: contextlib.ExitStack, site: Path, *, reading: bool = False) -> bool:
+    """Take SITE's build lock until `held` closes: exclusively, or shared when only
+    `reading` it (`write.reading_site`); False when another command holds it so.
 
     The lock every build of SITE takes is the one beside its real path (a build
     refuses a SITE that is itself a link, and names "." by its real path), so
@@ -227,13 +231,12 @@ def _hold_site(held: contextlib.ExitStack, site: Path) -> bool:
     locked twice would refuse itself (`flock` locks each opening)."""
     real = Path(os.path.realpath(site))
     try:
-        held.enter_context(one_build_at_a_time(real))
+        held.enter_context(reading_site(real) if reading else one_build_at_a_time(real))
     except SiteBusy:
         return False
-    except OSError as exc:  # (its lock file cannot be made: a build could not run either)
-        raise BuildError(
-            str(lock_path(real)), f"cannot take the site's lock: {exc.strerror or exc}"
-        ) from None
+    except OSError as exc:  # (its lock file cannot be made or read: a build could not run either)
+        why = f"cannot take the site's lock: {exc.strerror or exc}"
+        raise BuildError(str(lock_path(real)), why) from None
     return True
 
 
@@ -354,7 +357,7 @@ def run_upload(args: argparse.Namespace) -> int:
     with contextlib.ExitStack() as held:
         # (a build that changed files while they were read would leave the store holding
         # some of each build: builds wait, or are refused, until the upload is done)
-        if not _hold_site(held, site) or unfinished(site, holding_lock=True):
+        if not _hold_site(held, site, reading=True) or unfinished(site, holding_lock=True):
             print(f"FAILED: {UNFINISHED.format(site=site)}", file=sys.stderr)
             print(f"{site}: refusing to upload half a build")
             return EXIT_DIFFERENT

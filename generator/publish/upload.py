@@ -38,8 +38,8 @@ Rules:
   written nor deleted as the site's.
 - The writer holds the site's lease (`SITE_LEASE`) throughout, renewed between
   files: a second upload to the same storage is refused (`LeaseHeld`).
-- The caller holds SITE's build lock throughout (no build changes a file while
-  it is read and sent), checks first that no build stopped half-way in the
+- The caller holds SITE's build lock, shared, throughout (no build changes a
+  file while it is read and sent), checks first that no build stopped half-way in the
   folder (`journal.unfinished`), and passes `check`: the files to be sent must
   be as the site's manifest lists them (`integrity.files_disagree`).
 """

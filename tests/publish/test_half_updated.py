@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from generator.build import journal
-from generator.build.write import one_build_at_a_time
+from generator.build.write import one_build_at_a_time, reading_site
 from generator.commands import publish_commands
 from generator.publish import integrity
 from generator.publish.integrity import SIGNATURE_PATH, SUMS_PATH, generate_mirror_key, sha256sums
@@ -187,7 +187,7 @@ def test_checksums_refuse_at_once_while_a_build_holds_the_lock(
     with one_build_at_a_time(site):
         result = publish_cli("checksums", site, "--mirror-key", key)
     assert result.code == 1 and "is running or did not finish" in result.err
-    assert "a build is writing it" in result.out
+    assert "another pith-mirror command is using it" in result.out
     assert not (site / SUMS_PATH).exists() and not (site / SIGNATURE_PATH).exists()
 
 
@@ -230,3 +230,19 @@ def test_a_site_reached_through_a_linked_folder_is_locked_once(tmp_path: Path) -
         for spelled in (linked, real):
             assert publish_cli("checksums", spelled).code == 1
             assert publish_cli("upload", spelled, (tmp_path / "bucket").as_uri()).code == 1
+
+
+def test_uploads_share_the_lock_and_builds_wait_for_them(
+    site_copy: Callable[[str], Path], tmp_path: Path
+) -> None:
+    """An upload only reads SITE: it holds the lock shared, so a second upload (to another
+    store) and `verify-site` go on beside it, while a build and `checksums`, which
+    write, are refused until it is done."""
+    site = site_copy("site")
+    with reading_site(site):  # (an upload in progress)
+        assert not journal.unfinished(site)  # (what verify-site and upload ask)
+        assert publish_cli("upload", site, (tmp_path / "other-store").as_uri()).code == 0
+        built = run_module("build", CONTENT, site, "--jobs", "1", "--quiet", cwd=tmp_path)
+        assert built.code == 2 and "is using this site" in built.err
+        assert publish_cli("checksums", site).code == 1
+    assert publish_cli("checksums", site).code == 0
