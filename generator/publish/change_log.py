@@ -3,10 +3,11 @@ an upload sends only those instead of comparing every object in the storage.
 
 Rules:
 - The log is one file beside SITE, `.<name>.changes.jsonl`, one JSON line each:
-  the first names the log (`{"log": ID, "format": 1}`, ID random); then, for each
+  the first names the log (`{"log": ID, "format": 2}`, ID random); then, for each
   publication, the paths it may change, written (and flushed to disk) *before*
-  it changes any (`{"seq": N, "paths": [...]}`), and once it has completed, the
-  manifest SITE then has (`{"seq": N, "manifest": [sha256, size, mtime, inode]}`).
+  it changes any (`{"seq": N, "id": ID, "paths": [...]}`, ID random: see
+  `ChangeLog.publication_id`), and once it has completed, the manifest SITE then
+  has (`{"seq": N, "manifest": [sha256, size, mtime, inode]}`).
 - Listing too much is harmless: a path whose publication was put back, or whose
   bytes came out the same, is sent again. Listing too little is not: a change
   the log does not name never reaches the storage. So a change that cannot be
@@ -35,7 +36,8 @@ from ..site.layout import MANIFEST_PATH
 from ..trust.files import file_sha256, read_at_most, write_atomic
 from .storage_interface import check_key
 
-FORMAT = 1
+FORMAT = 2
+"""2: each publication has an ID of its own (a log of format 1 is started again)."""
 LIMIT = 4 * 1024 * 1024
 """Bytes: about 3,000 publications of a few dozen files each (every publication reads
 the log once, to number itself)."""
@@ -57,19 +59,22 @@ class ChangeLog:
     log_id: str
     paths: tuple[tuple[int, tuple[str, ...]], ...]
     completed: tuple[int, tuple[str, int, int, int]] | None
-    manifests: tuple[tuple[int, str], ...] = ()
-    """(publication, SHA-256 of the manifest it left) of every completed one."""
+    ids: tuple[str, ...] = ()
+    """Each publication's random ID, in order (publication N's is `ids[N - 1]`)."""
 
     @property
     def last_seq(self) -> int:
         return self.paths[-1][0] if self.paths else 0
 
-    def manifest_after(self, seq: int) -> str | None:
-        """The SHA-256 of the manifest publication `seq` left, as this log records it:
-        a storage's note names it too, so that a log brought back by a snapshot, whose
-        later publications are numbered as the abandoned ones were, is not taken for
-        the history the storage saw."""
-        return next((sha for n, sha in reversed(self.manifests) if n == seq), None)
+    def publication_id(self, seq: int) -> str | None:
+        """Publication `seq`'s ID (0, the log's start: the log's own). A storage's note
+        names it with the number: a log brought back by a snapshot numbers its next
+        publications as the abandoned ones were, but gives them new IDs, so its history
+        is never taken for the one the storage saw, even where the two left the same
+        manifest (a Markdown page edited two ways)."""
+        if seq == 0:
+            return self.log_id
+        return self.ids[seq - 1] if 0 < seq <= len(self.ids) else None
 
 
 def start(site: Path) -> str:
@@ -92,7 +97,7 @@ def ahead(site: Path, paths: Iterable[str]) -> int:
         log = read_log(site)
         assert log is not None
     seq = log.last_seq + 1
-    _append(path, {"seq": seq, "paths": sorted(set(paths))})
+    _append(path, {"seq": seq, "id": secrets.token_hex(16), "paths": sorted(set(paths))})
     return seq
 
 
@@ -139,24 +144,26 @@ def read_log(site: Path) -> ChangeLog | None:
             return None
         paths: list[tuple[int, tuple[str, ...]]] = []
         done: tuple[int, tuple[str, int, int, int]] | None = None
-        manifests: list[tuple[int, str]] = []
+        ids: list[str] = []
         for line in lines[1:]:
             if not line:
                 continue
             entry = orjson.loads(line)
             seq = entry["seq"]
             if "paths" in entry:
-                listed = entry["paths"]
+                listed, publication = entry["paths"], entry["id"]
                 if type(seq) is not int or seq != len(paths) + 1 or type(listed) is not list:
                     return None
+                if type(publication) is not str:
+                    return None
                 paths.append((seq, tuple(check_key(p) for p in listed)))  # (ValueError: not a path)
+                ids.append(publication)
             else:
                 sha, size, mtime, inode = entry["manifest"]
                 done = (seq, (str(sha), int(size), int(mtime), int(inode)))
-                manifests.append((int(seq), str(sha)))
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
-    return ChangeLog(str(head["log"]), tuple(paths), done, tuple(manifests))
+    return ChangeLog(str(head["log"]), tuple(paths), done, tuple(ids))
 
 
 def position(site: Path, log: ChangeLog | None) -> tuple[str, int] | None:

@@ -20,8 +20,8 @@ Rules:
   since the publication the storage's note (`PUBLISHED_NOTE`) says it holds are
   sent: those SITE has are written, the others deleted, in the same waves, with
   no listing. Every object is compared instead whenever the log cannot vouch for
-  SITE (`change_log.position`), the note names another log or another manifest
-  at its publication than the log records (a SITE and log rolled back by a
+  SITE (`change_log.position`), the note names another log, or another
+  publication by that number than the log has (a SITE and log rolled back by a
   snapshot, numbering new publications as abandoned ones were), or the stored
   manifest is not the object the note recorded (a writer that keeps no note
   changed the storage). A full upload removes the note before it writes
@@ -180,7 +180,7 @@ def _upload(
         and note is not None
         and note.log_id == at[0]
         and note.seq <= at[1]
-        and log.manifest_after(note.seq) == note.site_manifest
+        and log.publication_id(note.seq) == note.publication
         and _manifest_as_noted(storage, note)
     ):
         changed = change_log.paths_since(log, note.seq)
@@ -194,12 +194,12 @@ def _upload(
         report = _publish(site, keys, storage, keeper, workers=workers, delete=delete, force=force)
     else:
         report = _publish_changes(site, changed, storage, keeper, workers=workers, delete=delete)
-    site_manifest = None if log is None or at is None else log.manifest_after(at[1])
+    publication = None if log is None or at is None else log.publication_id(at[1])
     # (not with objects left behind: the next upload must see them)
-    if at is not None and site_manifest is not None and not report.kept:
+    if at is not None and publication is not None and not report.kept:
         stored = storage.head(MANIFEST_PATH)
         if stored is not None:
-            note = _Note(at[0], at[1], site_manifest, stored.size, stored.tag)
+            note = _Note(at[0], at[1], publication, stored.size, stored.tag)
             storage.write_note(PUBLISHED_NOTE, note.data())
     return report
 
@@ -223,9 +223,8 @@ NOTE_TYPE = "pith_mirror_published"
 class _Note:
     log_id: str
     seq: int
-    site_manifest: str
-    """The SHA-256 of the manifest SITE had at publication `seq`, as its log records it
-    (see `change_log.ChangeLog.manifest_after`)."""
+    publication: str
+    """Publication `seq`'s own ID in the log (see `change_log.ChangeLog.publication_id`)."""
     manifest_size: int
     manifest_tag: str
     """The stored manifest's size and tag once the upload was done: a writer that does
@@ -237,7 +236,7 @@ class _Note:
             "type": NOTE_TYPE,
             "log": self.log_id,
             "seq": self.seq,
-            "site_manifest": self.site_manifest,
+            "publication": self.publication,
             "manifest": [self.manifest_size, self.manifest_tag],
         }
         return json.dumps(value, sort_keys=True).encode()
@@ -250,12 +249,12 @@ def _parse_note(data: bytes | None) -> _Note | None:
         if not isinstance(value, dict) or value.get("type") != NOTE_TYPE:
             return None
         log_id, seq, (size, tag) = value["log"], value["seq"], value["manifest"]
-        site_manifest = value["site_manifest"]  # (a note without it: compare every object)
+        publication = value["publication"]  # (a note without it: compare every object)
     except (ValueError, KeyError, TypeError):
         return None
     ok = isinstance(log_id, str) and type(seq) is int and type(size) is int and isinstance(tag, str)
-    ok = ok and isinstance(site_manifest, str)
-    return _Note(log_id, seq, site_manifest, size, tag) if ok else None
+    ok = ok and isinstance(publication, str)
+    return _Note(log_id, seq, publication, size, tag) if ok else None
 
 
 def _manifest_as_noted(storage: Storage, note: _Note) -> bool:

@@ -333,28 +333,47 @@ def test_warm_rebuilds_as_serve_makes_them_are_uploaded_by_their_changes(
     holds_the_site(storage, project.site)
 
 
-def test_a_site_rolled_back_by_a_snapshot_is_compared_in_full(project: Project, tmp_path: Path) -> None:
+ABOUT = "# About\n\n{}\n"
+
+
+@pytest.mark.parametrize(
+    ("first", "then"),
+    [
+        (("b/1.json", paper(1, snapshots=2)), ("b/2.json", paper(2, snapshots=2))),
+        # (a page's text, its title kept: the manifest, which names records only, is the same)
+        (
+            ("pages/about.md", ABOUT.format("One text.").encode()),
+            ("pages/about.md", ABOUT.format("Another.").encode()),
+        ),
+    ],
+    ids=["another record", "a page edited another way"],
+)
+def test_a_site_rolled_back_by_a_snapshot_is_compared_in_full(
+    project: Project, tmp_path: Path, first: tuple[str, object], then: tuple[str, object]
+) -> None:
     """A snapshot restore (a file system's rollback, a VM's) brings SITE, its log and the
     build cache back with every file's inode and time as they were: the log then numbers
     the builds that follow as the abandoned ones were numbered, and the storage's note
-    matches it by log and number. The note also names the manifest SITE had at that
-    number, which the rolled-back history does not have: the upload compares every object."""
+    matches it by log and number. Each publication also has an ID of its own, which the
+    note names and the rolled-back history does not have: the upload compares every object."""
+    project.add("pages/about.md", ABOUT.format("The first text.").encode())
+    project.build()
     storage = RecordingStorage(tmp_path / "bucket")
     upload(project, storage)
     folders = {project.site: tmp_path / "site-then", project.config().cache_dir: tmp_path / "cache-then"}
-    for folder, then in folders.items():
-        shutil.copytree(folder, then, copy_function=os.link)  # (the same inodes and times)
+    for folder, snapshot in folders.items():
+        shutil.copytree(folder, snapshot, copy_function=os.link)  # (the same inodes and times)
     log = change_log.log_path(project.site)
     logged = log.read_bytes()
-    project.add("b/1.json", paper(1, snapshots=2))
-    project.build()
-    assert not upload(project, storage).compared  # (the note: this log, its publication 1)
+    project.add(*first)
+    assert project.build().mode == "incremental"
+    assert not upload(project, storage).compared  # (the note: this log, this publication)
 
-    for folder, then in folders.items():  # (rolled back: the manifest is the very file it was)
+    for folder, snapshot in folders.items():  # (rolled back: the manifest is the very file it was)
         shutil.rmtree(folder)
-        then.rename(folder)
+        snapshot.rename(folder)
     log.write_bytes(logged)
-    project.add("b/2.json", paper(2, snapshots=2))  # (another publication 1)
-    project.build()
+    project.add(*then)  # (a publication numbered as the abandoned one was)
+    assert project.build().mode == "incremental"
     assert upload(project, storage).compared
     holds_the_site(storage, project.site)
