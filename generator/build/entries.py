@@ -191,19 +191,23 @@ class NumberTable(MutableMapping[str, NumberEntry]):
     def read_all(self) -> None:
         """Read every partition (a build that needs every summary, or a process that
         keeps the state in memory)."""
-        for part in sorted(self._parts):  # (a partition no number is in any more was taken over)
+        for _ in self._stored_entries():
+            pass
+
+    def _stored_entries(self) -> Iterator[dict[str, NumberEntry]]:
+        """Each stored partition's entries, read, but those this table changed (a
+        partition no number is in any more was taken over)."""
+        for part in sorted(self._parts):
             if part not in self._changed:
-                self._parts[part].read()
+                yield self._parts[part].read()
 
     def ordered_entries(self) -> list[NumberEntry]:
         """Every number's entry, in number order (reads every partition): merged a
         partition at a time, not looked up number by number, which costs a
         watched rebuild at 20,000 records a tenth of its time."""
-        self.read_all()
         merged: dict[str, NumberEntry] = {}
-        for part, stored in self._parts.items():
-            if part not in self._changed and stored.entries is not None:
-                merged.update(stored.entries)
+        for entries in self._stored_entries():
+            merged.update(entries)
         merged.update(self._own)
         return [merged[n] for n in sorted(self.rows)]
 

@@ -311,15 +311,10 @@ def unfinished(site: Path, *, holding_lock: bool = False) -> bool:
     The marks are looked for beside SITE as spelled (made absolute: "." is the
     folder a command runs in, whose marks are beside it, not in it) and beside its
     real path: a build given "." takes the real one, one given a link the link.
-    A caller `holding_lock` (both spellings' locks, see `site_spellings`) knows no
-    build runs: only the marks a stopped build left count."""
-    return any(_marked(spelled, holding_lock) for spelled in site_spellings(site))
-
-
-def site_spellings(site: Path) -> set[Path]:
-    """SITE as spelled (made absolute) and by its real path: the places a build of it
-    may have put its lock and marks."""
-    return {Path(os.path.abspath(site)), Path(os.path.realpath(site))}
+    A caller `holding_lock` (the lock beside SITE's real path, which every build of
+    it takes) knows no build runs: only the marks a stopped build left count."""
+    spellings = {Path(os.path.abspath(site)), Path(os.path.realpath(site))}
+    return any(_marked(spelled, holding_lock) for spelled in spellings)
 
 
 def _marked(site: Path, holding_lock: bool) -> bool:

@@ -298,9 +298,9 @@ class SitewideStage:
     def kept_manifest_entry(self, summary: Summary) -> bytes | None:
         """A number's manifest lines, made once per entry: unchanged numbers keep
         their entry from build to build, so a rebuild serialises only the new ones.
-        (A cold `build` does not keep them: it writes the manifest once.)"""
-        number = summary.pith_number
-        entry = self.entries.get(number) or self.numbers[number]
+        (A cold `build` does not keep them: it writes the manifest once.) Called only
+        for the summaries `every_summary` gave, whose entries it kept."""
+        entry = self.entries[summary.pith_number]
         if entry.manifest_json is None:
             entry.manifest_json = indented_entry(summary)
         return entry.manifest_json

@@ -49,70 +49,62 @@ def previous_path(site: Path) -> Path:
 
 
 def lock_path(site: Path) -> Path:
-    """The file a build (or `checksums`) holds locked while it changes SITE (see `one_build_at_a_time`)."""
+    """The file a build, `checksums` or `upload` holds locked (see `_site_lock`)."""
     return site.parent / _LOCK.format(name=site.name)
 
 
-@contextlib.contextmanager
-def one_build_at_a_time(site: Path) -> Iterator[None]:
+def one_build_at_a_time(site: Path) -> contextlib.AbstractContextManager[None]:
     """Hold the lock of SITE (an exclusive `flock` on `.SITE.lock` beside it) while
-    building, or while `checksums` hashes and signs it or `upload` sends it. Two
-    builds at once share SITE's staging folder and undo journal: one could swap in
-    or undo the other's files, and leave a site that disagrees with its own
-    manifest; sums made, or objects sent, while a build changes files would
-    publish a mix of old and new. The second is refused instead. (The lock goes
-    with the process: a killed build holds it no longer. Where the system has no
-    `flock`, there is no lock.)"""
-    try:
-        import fcntl
-    except ImportError:  # (not a POSIX system)
-        yield
-        return
-    site.parent.mkdir(parents=True, exist_ok=True)  # (a build makes SITE's parents, as staging does)
-    fd = os.open(lock_path(site), os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise SiteBusy(
-                str(site),
-                "another pith-mirror command (a build, `checksums` or `upload`) is using this site"
-                " now; build again once it has finished",
-            ) from None
-        yield
-    finally:
-        os.close(fd)
+    building, or while `checksums` hashes and signs it. Two builds at once share
+    SITE's staging folder and undo journal: one could swap in or undo the other's
+    files, and leave a site that disagrees with its own manifest; sums made while a
+    build changes files would vouch for a mix of old and new. The second is refused
+    instead. (The lock goes with the process: a killed build holds it no longer.
+    Where the system has no `flock`, there is no lock.)"""
+    return _site_lock(site, shared=False)
+
+
+def reading_site(site: Path) -> contextlib.AbstractContextManager[None]:
+    """Hold SITE's lock shared while a command reads SITE to publish it elsewhere
+    (`upload`): a build, or `checksums`, is refused (a watched rebuild waits) until
+    it is done, while other readers, a second upload among them, go on. The file is
+    opened for reading only: whoever may read the site may upload it. Where it does
+    not exist and cannot be made, no build can take it either: nothing to hold."""
+    return _site_lock(site, shared=True)
+
+
+_HOLDERS = {
+    False: "another pith-mirror command (a build, `checksums` or `upload`) is using this site now;"
+    " build again once it has finished",
+    True: "a pith-mirror build, or `checksums`, is writing this site now",
+}
 
 
 @contextlib.contextmanager
-def reading_site(site: Path) -> Iterator[None]:
-    """Hold a shared lock on SITE's lock file while a command reads SITE to publish it
-    elsewhere (`upload`): a build, or `checksums`, which take the lock exclusively,
-    is refused (a watched rebuild waits) until it is done, while other readers, a
-    second upload among them, go on. The file is opened for reading only: whoever
-    may read the site may upload it. Where the file does not exist and cannot be
-    made, no build can take it either, and there is nothing to hold."""
+def _site_lock(site: Path, shared: bool) -> Iterator[None]:
     try:
         import fcntl
     except ImportError:  # (not a POSIX system)
         yield
         return
-    path, flags = lock_path(site), os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
+    path, flags = lock_path(site), getattr(os, "O_CLOEXEC", 0)
+    if shared:
         try:
-            fd = os.open(path, flags | os.O_CREAT, 0o644)
-        except OSError:
-            yield
-            return
+            fd = os.open(path, flags | os.O_RDONLY)
+        except FileNotFoundError:
+            try:
+                fd = os.open(path, flags | os.O_RDONLY | os.O_CREAT, 0o644)
+            except OSError:
+                yield
+                return
+    else:
+        site.parent.mkdir(parents=True, exist_ok=True)  # (a build makes SITE's parents, as staging does)
+        fd = os.open(path, flags | os.O_RDWR | os.O_CREAT, 0o644)
     try:
         try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise SiteBusy(
-                str(site), "a pith-mirror build, or `checksums`, is writing this site now"
-            ) from None
+            raise SiteBusy(str(site), _HOLDERS[shared]) from None
         yield
     finally:
         os.close(fd)

@@ -23,7 +23,7 @@ from ..build.write import lock_path, one_build_at_a_time, reading_site
 from ..publish import change_log
 from ..publish.integrity import files_disagree
 from ..site.config import INSIDE_SITE, inside
-from ..site.layout import SIGNATURE_PATH, SUMS_PATH
+from ..site.layout import MANIFEST_PATH, SIGNATURE_PATH, SUMS_PATH
 from ..trust.errors import BuildError, ConfigError, SiteBusy
 from ..trust.files import write_atomic
 
@@ -193,7 +193,6 @@ def _log_ahead(site: Path, paths: list[str]) -> int:
 
 def run_checksums(args: argparse.Namespace) -> int:
     from ..publish.integrity import load_mirror_key
-    from ..site.layout import MANIFEST_PATH
 
     site: Path = args.site
     if args.mirror_key is not None and inside(site, args.mirror_key):
@@ -243,7 +242,6 @@ def _hold_site(held: contextlib.ExitStack, site: Path, *, reading: bool = False)
 def _write_checksums(site: Path, key: MirrorKey | None) -> int:
     """`checksums` once it holds SITE's lock."""
     from ..publish.integrity import SITE_FILE_LIMIT, sha256sums, sign_manifest, verify_manifest_signature
-    from ..site.layout import MANIFEST_PATH
     from ..trust.files import read_regular
 
     manifest = site / MANIFEST_PATH

@@ -152,9 +152,9 @@ def read_log(site: Path) -> ChangeLog | None:
             seq = entry["seq"]
             if "paths" in entry:
                 listed, publication = entry["paths"], entry["id"]
-                if type(seq) is not int or seq != len(paths) + 1 or type(listed) is not list:
+                if type(seq) is not int or seq != len(paths) + 1:
                     return None
-                if type(publication) is not str:
+                if type(listed) is not list or type(publication) is not str:
                     return None
                 paths.append((seq, tuple(check_key(p) for p in listed)))  # (ValueError: not a path)
                 ids.append(publication)

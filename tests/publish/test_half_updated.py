@@ -100,7 +100,8 @@ def locked(site_copy: Callable[[str], Path]) -> Iterator[Path]:
 def test_a_build_running_now_is_waited_for_not_signed(locked: Path, key: Path, tmp_path: Path) -> None:
     result = run_module("checksums", locked, "--mirror-key", key, cwd=tmp_path)
     assert result.code == 1 and "is running or did not finish" in result.err
-    assert not (locked / SIGNATURE_PATH).exists()
+    assert "another pith-mirror command is using it" in result.out
+    assert not (locked / SUMS_PATH).exists() and not (locked / SIGNATURE_PATH).exists()
 
 
 def test_a_finished_build_leaves_no_mark(site_copy: Callable[[str], Path], tmp_path: Path) -> None:
@@ -178,19 +179,6 @@ def test_a_build_cannot_start_while_checksums_are_made(
     assert run_module("build", CONTENT, site, "--jobs", "1", "--quiet", cwd=tmp_path).code == 0
 
 
-def test_checksums_refuse_at_once_while_a_build_holds_the_lock(
-    site_copy: Callable[[str], Path], key: Path, tmp_path: Path
-) -> None:
-    """A build holding the lock (here, this process) makes `checksums` refuse at once, with
-    nothing written, as when it finds the build's marks."""
-    site = site_copy("site")
-    with one_build_at_a_time(site):
-        result = publish_cli("checksums", site, "--mirror-key", key)
-    assert result.code == 1 and "is running or did not finish" in result.err
-    assert "another pith-mirror command is using it" in result.out
-    assert not (site / SUMS_PATH).exists() and not (site / SIGNATURE_PATH).exists()
-
-
 def test_a_build_cannot_start_while_the_site_is_uploaded(
     site_copy: Callable[[str], Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -232,7 +220,7 @@ def test_a_site_reached_through_a_linked_folder_is_locked_once(tmp_path: Path) -
             assert publish_cli("upload", spelled, (tmp_path / "bucket").as_uri()).code == 1
 
 
-def test_uploads_share_the_lock_and_builds_wait_for_them(
+def test_uploads_share_the_lock_and_a_build_meanwhile_is_refused(
     site_copy: Callable[[str], Path], tmp_path: Path
 ) -> None:
     """An upload only reads SITE: it holds the lock shared, so a second upload (to another
