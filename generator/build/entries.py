@@ -15,7 +15,7 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, KeysView, MutableMapping
+from collections.abc import Callable, Collection, Iterator, KeysView, MutableMapping
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
@@ -219,28 +219,55 @@ class NumberTable(MutableMapping[str, NumberEntry]):
 FileMaker = Callable[[str, Any], FileEntry]
 """Makes a stored file's entry from its decoded JSON (entry_json.file_entry)."""
 
+FilesReader = Callable[[], dict[str, Any]]
+"""Reads one partition's file entries as decoded JSON, by name (raising StateDamaged)."""
+
+
+class FilesPart:
+    """One partition's file entries as the state stores them, read on first use:
+    a build that changed one document reads its partition's, not 20,000."""
+
+    __slots__ = ("reader", "values")
+
+    def __init__(self, reader: FilesReader) -> None:
+        self.reader: FilesReader | None = reader
+        self.values: dict[str, Any] | None = None
+
+    def read(self) -> dict[str, Any]:
+        if self.values is None:
+            assert self.reader is not None
+            self.values = self.reader()
+            self.reader = None
+        return self.values
+
 
 class StoredFile:
-    """A content file's entry as the state's index holds it: the decoded JSON,
-    made into a `FileEntry` only when the build asks for that file (an
-    incremental build asks for the few that changed, not for 20,000)."""
+    """A content file as the state's index lists it: its stat and whether it was
+    refused, which every build asks about, while the rest of its entry stays in its
+    partition's files until the build asks for that file (an incremental build asks
+    for the few that changed)."""
 
-    __slots__ = ("_stat", "made", "make", "part", "value")
+    __slots__ = ("_stat", "brief", "made", "make", "part", "source")
 
-    def __init__(self, value: Any, make: FileMaker, part: str) -> None:
-        self.value, self.make, self.part = value, make, part
+    def __init__(self, brief: list[Any], source: FilesPart, make: FileMaker, part: str) -> None:
+        self.brief, self.source, self.make, self.part = brief, source, make, part
+        """`brief`: [size, modification time, inode, refused] (see `entry_json.file_brief`)."""
         self.made: FileEntry | None = None
         self._stat: int | None = None
 
+    def value(self, name: str) -> Any:
+        """The stored entry's JSON (reads the partition's files the first time)."""
+        return self.source.read()[name]
+
     def entry(self, name: str) -> FileEntry:
         if self.made is None:
-            self.made = self.make(name, self.value)
+            self.made = self.make(name, self.value(name))
         return self.made
 
     @property
     def stat(self) -> int:
         if self._stat is None:
-            size, mtime_ns, inode = self.value["stat"]
+            size, mtime_ns, inode, _refused = self.brief
             self._stat = pack_stat(int(size), int(mtime_ns), int(inode))
         return self._stat
 
@@ -294,12 +321,12 @@ class FileTable(MutableMapping[str, FileEntry]):
 
     def raw_sha256(self, name: str) -> str:
         value = self._values[name]
-        return str(value.value["raw_sha256"]) if isinstance(value, StoredFile) else value.raw_sha256
+        return str(value.value(name)["raw_sha256"]) if isinstance(value, StoredFile) else value.raw_sha256
 
     def pith_number(self, name: str) -> str | None:
         value = self._values[name]
         if isinstance(value, StoredFile):
-            number = value.value["pith_number"]
+            number = value.value(name)["pith_number"]
             return None if number is None else str(number)
         return value.pith_number
 
@@ -310,7 +337,25 @@ class FileTable(MutableMapping[str, FileEntry]):
 
     def refused(self, name: str) -> bool:
         value = self._values[name]
-        return bool(value.value["rejections"] if isinstance(value, StoredFile) else value.rejections)
+        return bool(value.brief[3] if isinstance(value, StoredFile) else value.rejections)
+
+    def in_partitions(self, parts: Collection[str]) -> Iterator[str]:
+        """The names whose entries belong to one of `parts`, in table order, told
+        without reading any partition's files."""
+        for name, value in self._values.items():
+            if (value.part if isinstance(value, StoredFile) else partition_of(value.pith_number)) in parts:
+                yield name
+
+    def read_partitions(self, parts: Collection[str]) -> None:
+        """Read the stored files of `parts` now (StateDamaged if one is not as the
+        state named it): a build reads what it will save before SITE changes."""
+        sources = {
+            id(v.source): v.source
+            for v in self._values.values()
+            if isinstance(v, StoredFile) and v.part in parts
+        }
+        for source in sources.values():
+            source.read()
 
     def sort(self) -> None:
         """Put the names in order (the build walks content in name order)."""

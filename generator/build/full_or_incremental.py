@@ -20,9 +20,11 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Collection
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..trust.files import file_sha256
+from ..trust.load import is_utf8
 from .change_check import Listed, content_files, stat_key
 from .state import BuildState
 
@@ -38,37 +40,50 @@ MIN_DOCUMENTS = 200
 """Below this many documents a build is quick either way: always incremental."""
 
 
+@dataclass(frozen=True, slots=True)
+class Changed:
+    """What a listing of every document showed changed since the cache."""
+
+    names: list[str]
+    """Added, removed, or of another stat, in order."""
+    listed: Listed
+    """The listing's (path, name, stat) of those still there."""
+
+
 def full_is_faster(
     cache: BuildState, content: Path, listed: Listed | None, hints: Collection[str] | None
-) -> tuple[bool, Listed | None]:
-    """Whether to drop the cache and build in full, and the listing of every document
-    made to tell (for the build to go on from, instead of listing them again)."""
+) -> tuple[bool, Listed | None, Changed | None]:
+    """Whether to drop the cache and build in full; the listing of every document
+    made to tell; and, when told from that listing, the names that may have changed
+    since the cache (added, removed, or of another stat), in order: the build looks
+    at those alone, as at a watcher's names, instead of at every document again."""
     known = cache.files
-    if len(known) < MIN_DOCUMENTS:
-        return False, listed
+    if len(known) < MIN_DOCUMENTS and listed is None:
+        return False, listed, None
     allowed = FULL_SHARE * len(known)
     if hints is not None:  # (a watcher's names: exactly what may have changed)
-        return len(set(hints)) > allowed, listed
+        return len(known) >= MIN_DOCUMENTS and len(set(hints)) > allowed, listed, None
     if listed is None:
         try:
             listed = [(path, name, stat_key(path)) for path, name in content_files(content)]
         except OSError:  # (a file gone meanwhile: the build itself says what it finds)
-            return False, None
+            return False, None, None
     names = {name for _path, name, _stat in listed}
-    changed = len(names - known.names()) + len(known.names() - names)
-    maybe = [
-        (path, known.raw_sha256(name))
-        for path, name, stat in listed
-        if name in known and known.stat(name) != stat
-    ]
-    if changed + len(maybe) <= allowed:
-        return False, listed
-    for path, raw_sha256 in maybe:
+    added, gone = names - known.names(), known.names() - names
+    maybe = [(path, name) for path, name, stat in listed if name in known and known.stat(name) != stat]
+    told = None
+    if all(map(is_utf8, added)):  # (else reported under another spelling: the build lists every name)
+        names = added | {name for _path, name in maybe}
+        told = Changed(sorted(names | gone), [entry for entry in listed if entry[1] in names])
+    changed = len(added) + len(gone)
+    if len(known) < MIN_DOCUMENTS or changed + len(maybe) <= allowed:
+        return False, listed, told
+    for path, name in maybe:
         try:
-            same = file_sha256(Path(path)) == raw_sha256
+            same = file_sha256(Path(path)) == known.raw_sha256(name)
         except OSError:
             same = False
         changed += not same
         if changed > allowed:
             break
-    return changed > allowed, listed
+    return changed > allowed, listed, told

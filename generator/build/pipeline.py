@@ -154,10 +154,13 @@ def _build(
         listed = seen.listed
         # (hints count only beside the warm cache they were made against)
         warm_hints = hints if warm is not None and cache is not None and cache is warm.cache else None
+        only = warm_hints
         if cache is not None:  # (past a share of changed documents, a full build is faster)
-            full, listed = full_is_faster(cache, config.content, listed, warm_hints)
+            full, listed, told = full_is_faster(cache, config.content, listed, warm_hints)
             if full:
-                cache = warm_hints = None
+                cache = only = None
+            elif only is None and told is not None:  # (the stages look at those alone)
+                only, listed = told.names, told.listed
         if warm is not None:  # read (above) before SITE changes; written again by save_warm
             forget_saved(config.cache_dir)
         shared_files = cache is None  # a full build: workers write what records share too
@@ -211,7 +214,7 @@ def _build(
             keeps_manifest=warm is not None,
             listed=listed,
             deployed=deployed,
-            hints=None if warm_hints is None else sorted(set(warm_hints)),
+            hints=None if only is None else sorted(set(only)),
         )
         with _collection_deferred():
             report, new_state = stages.run(started)

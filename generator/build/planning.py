@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from ..trust.choose import Candidate, Choice
 from ..trust.errors import Code, Rejection
-from .entries import FileTable, NumberEntry
+from .entries import FileTable, NumberEntry, partition_of
 
 if TYPE_CHECKING:  # (the workers' result type: only named here)
     from .workers import DocumentResult
@@ -89,10 +89,12 @@ def numbers_to_decide(
 
 def candidates_to_decide(entries: FileTable, touched: set[str] | None) -> list[Candidate]:
     """The verified documents that compete for the numbers to decide, in name order.
-    (An incremental build makes the entries of only these files.)"""
+    (An incremental build makes the entries of only these files, and reads only
+    their partitions': a file's entry belongs to its number's partition.)"""
+    names = entries if touched is None else entries.in_partitions({partition_of(n) for n in touched})
     return [
         candidate
-        for name in entries
+        for name in names
         if touched is None or entries.pith_number(name) in touched
         if (candidate := entries[name].candidate) is not None
         and (touched is None or candidate.pith_number in touched)

@@ -84,7 +84,8 @@ class Stages:
         self.plan = plan
         """An incremental build's changes to SITE, made once all are staged (see journal.py)."""
         self.listed = listed
-        """(path, name, stat) of every input, when the check for no change listed them."""
+        """(path, name, stat) of every input, when the check for no change listed them;
+        with `hints` from that listing, of those of the hinted names it found."""
         self.deployed = deployed
         """Numbers the deployed site publishes, besides SITE's (`config.deployed`)."""
         self.previous: set[str] = set(cache.numbers) if cache else set()
@@ -183,7 +184,12 @@ class Stages:
         listed: Iterable[tuple[str, str, int | None]]
         if self.hints is not None:  # every name not hinted at is as it was
             entries = previous.copy()
-            listed = ((path, name, None) for path, name in self.hinted(entries, top))
+            if self.listed is not None:  # (the hinted names a listing found: the others went)
+                listed, self.listed = self.listed, None
+                for name in set(self.hints) - {name for _path, name, _stat in listed}:
+                    entries.pop(name, None)
+            else:
+                listed = ((path, name, None) for path, name in self.hinted(entries, top))
         else:
             entries = FileTable()
             if self.listed is not None:
@@ -224,6 +230,10 @@ class Stages:
             entries.sort()
         gone = previous.names() - entries.names() if self.hints is None else set(self.hints) - entries.names()
         changed = sorted({t.name for t in tasks} | {n for n in gone if n in previous})
+        # (the partitions saving writes again, read before SITE changes: one damaged
+        # then makes this a full build, not a failure once SITE has changed)
+        parts = {previous.partition(n) for n in changed if n in previous}
+        entries.read_partitions(parts | {entries.partition(n) for n in changed if n in entries})
         return entries, fresh, changed
 
     def hinted(self, entries: FileTable, top: str) -> Iterator[tuple[str, str]]:

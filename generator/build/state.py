@@ -4,22 +4,25 @@ what changed.
 Rules:
 - It is split by partition: the first character of a Pith number's body (one
   of 32; files that name no number form a partition of their own). Partition
-  P is two files in `<cache dir>/build-cache/`: `P.index.json`, the content
-  files whose documents name a number of P (the content index) and a small row
-  per number (page_model.NumberRow), read by every build; and `P.numbers.jsonl`,
-  those numbers' entries (what was published for them and their summaries),
-  read only when the build needs them.
+  P is three files in `<cache dir>/build-cache/`: `P.index.json`, the content
+  files whose documents name a number of P, each with its stat and whether it
+  was refused, and a small row per number (page_model.NumberRow), read by every
+  build; `P.files.json`, those files' entries (their hashes, numbers,
+  refusals and documents); and `P.numbers.jsonl`, the numbers' entries (what
+  was published for them and their summaries). The last two are read only
+  when the build needs them: one changed document costs its partition's.
 - `<cache dir>/build-cache.json`, written last, is the head: the key, what the
   site-wide files were made from, and each partition file's SHA-256 (and the
-  stat the entries file had when written, checked before the build relies on
-  reading it later). A file is used only if its bytes hash as the head says;
+  stat the files read later had when written, checked before the build relies
+  on reading them). A file is used only if its bytes hash as the head says;
   a build stopped between writing a partition and the head leaves a head that
   does not match, and the next build is a full one, never a wrong one. (An
   entries file read later that does not hash as named makes the build start
   again in full: see pipeline.build.)
 - A build rewrites only the partitions whose entries it changed (the rest are
   the very objects it read, or never read), so one changed document costs its
-  partition's reading and writing, not the whole state's. A build on a cluster
+  partition's reading and writing, not the whole state's (every partition's
+  index is still read: its rows make the feed and the report). A build on a cluster
   needs the same unit: a partition's state can be read and written on its own.
 - It is keyed by everything that shapes the output: the tool's version, the
   pinned keys, every template and asset byte, and the options. Any change to
@@ -63,6 +66,7 @@ from .entries import (
     NO_NUMBER,
     PREFIX_CHARS,
     FileEntry,
+    FilesPart,
     FileTable,
     NumberEntry,
     NumberTable,
@@ -73,7 +77,9 @@ from .entries import (
     partition_of,
 )
 from .entry_json import (
+    checked_brief,
     dumps_line,
+    file_brief,
     file_entry,
     file_json,
     loads_line,
@@ -87,7 +93,7 @@ __all__ = ["FileEntry", "FileTable", "NumberEntry", "NumberTable", "StateDamaged
 
 CACHE_FILE = "build-cache.json"
 PARTS_FOLDER = "build-cache"
-_INDEX, _ENTRIES = ".index.json", ".numbers.jsonl"
+_INDEX, _FILES, _ENTRIES = ".index.json", ".files.json", ".numbers.jsonl"
 _PART_NAME = re.compile(f"[A-Z2-7]{{{PREFIX_CHARS}}}|{NO_NUMBER}")
 
 
@@ -116,11 +122,13 @@ class BuildState:
 
 @dataclass(frozen=True, slots=True)
 class SavedPart:
-    """A partition as its files hold it: their hashes and the entries file's stat,
+    """A partition as its files hold it: their hashes, the stat of those read later,
     and the very entry objects they were read into or written from (an entry a
     build kept is the same object; a changed one is a new object)."""
 
     index_sha256: str
+    files_sha256: str
+    files_stat: int
     entries_sha256: str
     entries_stat: int
     files: dict[str, FileEntry | StoredFile]
@@ -130,7 +138,13 @@ class SavedPart:
     change takes the partition over, see NumberTable)."""
 
     def head(self) -> list[Any]:
-        return [self.index_sha256, self.entries_sha256, str(self.entries_stat)]
+        return [
+            self.index_sha256,
+            self.files_sha256,
+            str(self.files_stat),
+            self.entries_sha256,
+            str(self.entries_stat),
+        ]
 
 
 def load_cache(directory: Path, key: str, site: Path) -> BuildState | None:
@@ -138,8 +152,8 @@ def load_cache(directory: Path, key: str, site: Path) -> BuildState | None:
 
     The head is checked first (format, key, the site's manifest), so a state for
     other settings or another site costs no partition read; then every partition's
-    index. The numbers' entries are read later, a partition at a time, when asked
-    for (see `NumberTable`)."""
+    index. The files' and the numbers' entries are read later, a partition at a
+    time, when asked for (see `FileTable` and `NumberTable`)."""
     try:
         head = read_checked(directory / CACHE_FILE)
         if head.get("format") != CACHE_FORMAT or head.get("key") != key:
@@ -161,18 +175,31 @@ def load_cache(directory: Path, key: str, site: Path) -> BuildState | None:
         rows: dict[str, NumberRow] = {}
         readers: dict[str, PartReader] = {}
         parts: dict[str, Any] = head["parts"]
-        found: dict[str, tuple[str, str, int, dict[str, FileEntry | StoredFile]]] = {}
+        found: dict[str, tuple[str, str, int, str, int, dict[str, FileEntry | StoredFile]]] = {}
         for part in sorted(parts):
-            index_sha256, entries_sha256, entries_stat = parts[part]
-            entries = folder / f"{part}{_ENTRIES}"
-            if not _PART_NAME.fullmatch(part) or stat_key(entries) != int(entries_stat):
+            index_sha256, files_sha256, files_stat, entries_sha256, entries_stat = parts[part]
+            stored, entries = folder / f"{part}{_FILES}", folder / f"{part}{_ENTRIES}"
+            if (
+                not _PART_NAME.fullmatch(part)
+                or stat_key(stored) != int(files_stat)
+                or stat_key(entries) != int(entries_stat)
+            ):
                 return None
-            part_files, part_rows = _read_index(folder / f"{part}{_INDEX}", part, index_sha256)
+            part_files, part_rows = _read_index(
+                folder / f"{part}{_INDEX}", part, index_sha256, stored, files_sha256
+            )
             files.update(part_files)
             rows.update(part_rows)
             own = FileTable(part_files)  # (a number's documents are its partition's files)
             readers[part] = partial(_read_entries, entries, entries_sha256, own, part_rows)
-            found[part] = (index_sha256, entries_sha256, int(entries_stat), part_files)
+            found[part] = (
+                index_sha256,
+                files_sha256,
+                int(files_stat),
+                entries_sha256,
+                int(entries_stat),
+                part_files,
+            )
         cache.files = FileTable(files)
         cache.files.sort()
         if any(a > b for a, b in pairwise(rows)):
@@ -193,19 +220,21 @@ def _read_named(path: Path, sha256: str) -> bytes:
 
 
 def _read_index(
-    path: Path, part: str, sha256: str
+    path: Path, part: str, sha256: str, files_path: Path, files_sha256: str
 ) -> tuple[dict[str, FileEntry | StoredFile], dict[str, NumberRow]]:
     """A partition's index: one JSON document (read by every build, so decoded in
-    one call), `{"files": {name: entry}, "rows": [row, ...]}`."""
+    one call), `{"files": {name: brief}, "rows": [row, ...]}` (see
+    `entry_json.file_brief`). Each file's entry is read from `files_path` when the
+    build first asks for one of them (`_read_files`)."""
     index = loads_line(_read_named(path, sha256))
     stored, listed = index["files"], index["rows"]
     if type(stored) is not dict or type(listed) is not list:
         raise ValueError("an index of another shape")
-    files: dict[str, FileEntry | StoredFile] = {}
-    for name, value in stored.items():
-        if type(value) is not dict or partition_of(value["pith_number"]) != part:
-            raise ValueError("a file of another partition")
-        files[name] = StoredFile(value, file_entry, part)  # (made when the build asks: see FileTable)
+    briefs = {name: checked_brief(value) for name, value in stored.items()}
+    source = FilesPart(partial(_read_files, files_path, files_sha256, part, briefs))
+    files: dict[str, FileEntry | StoredFile] = {
+        name: StoredFile(brief, source, file_entry, part) for name, brief in briefs.items()
+    }
     rows: dict[str, NumberRow] = {}
     for value in listed:
         row = number_row(value)
@@ -213,6 +242,25 @@ def _read_index(
             raise ValueError("a number of another partition")
         rows[row.pith_number] = row
     return files, rows
+
+
+def _read_files(path: Path, sha256: str, part: str, briefs: dict[str, list[Any]]) -> dict[str, Any]:
+    """A partition's file entries, as decoded JSON by name: the very files its
+    index lists, with the stat and refusal the index gave each (StateDamaged if
+    the file is not the one the head names, or does not agree)."""
+    try:
+        values = loads_line(_read_named(path, sha256))
+        if type(values) is not dict or values.keys() != briefs.keys():
+            raise ValueError("not the files the index lists")
+        for name, value in values.items():
+            if type(value) is not dict or partition_of(value["pith_number"]) != part:
+                raise ValueError("a file of another partition")
+            brief = briefs[name]
+            if value["stat"] != brief[:3] or bool(value["rejections"]) != brief[3]:
+                raise ValueError("a file unlike its brief")
+        return values
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise StateDamaged(f"{path.name}: {exc}") from None
 
 
 def _read_entries(
@@ -278,15 +326,19 @@ def save_cache(directory: Path, cache: BuildState) -> None:
         made = {name: cache.files[name] for name in sorted(part_files)}
         index = dumps_line(
             {
-                "files": {name: file_json(name, entry) for name, entry in made.items()},
+                "files": {name: file_brief(entry) for name, entry in made.items()},
                 "rows": [row_json(part_rows[n]) for n in entries],
             }
         )
+        stored = dumps_line({name: file_json(name, entry) for name, entry in made.items()})
         data = b"".join(dumps_line(["n", n, number_json(e, made)]) for n, e in entries.items())
-        write_atomic(folder / f"{part}{_INDEX}", index)
+        write_atomic(folder / f"{part}{_FILES}", stored)
         write_atomic(folder / f"{part}{_ENTRIES}", data)
+        write_atomic(folder / f"{part}{_INDEX}", index)
         saved[part] = SavedPart(
             hashlib.sha256(index).hexdigest(),
+            hashlib.sha256(stored).hexdigest(),
+            stat_key(folder / f"{part}{_FILES}"),
             hashlib.sha256(data).hexdigest(),
             stat_key(folder / f"{part}{_ENTRIES}"),
             part_files,
@@ -309,7 +361,7 @@ def save_cache(directory: Path, cache: BuildState) -> None:
     )
     cache.saved = saved
     with os.scandir(folder) as listed:
-        kept = {f"{part}{kind}" for part in saved for kind in (_INDEX, _ENTRIES)}
+        kept = {f"{part}{kind}" for part in saved for kind in (_INDEX, _FILES, _ENTRIES)}
         leftover = [e.name for e in listed if e.name not in kept]
     for name in leftover:
         with contextlib.suppress(OSError):

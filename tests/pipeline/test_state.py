@@ -77,8 +77,11 @@ def rewrite_head(project: Project, *changed: Path) -> None:
     folder = project.config().cache_dir / PARTS_FOLDER
     for part in {partition(path) for path in changed}:
         index, numbers = folder / f"{part}.index.json", folder / f"{part}.numbers.jsonl"
+        files = folder / f"{part}.files.json"
         head["parts"][part] = [
             hashlib.sha256(index.read_bytes()).hexdigest(),
+            hashlib.sha256(files.read_bytes()).hexdigest(),
+            str(stat_key(files)),
             hashlib.sha256(numbers.read_bytes()).hexdigest(),
             str(stat_key(numbers)),
         ]
@@ -90,7 +93,7 @@ def test_an_intact_cache_makes_the_next_build_incremental(built: Project) -> Non
     assert checksum == hashlib.sha256(head).hexdigest().encode()
     parts = json.loads(head)["parts"]
     assert sorted(parts) == sorted({partition(p) for p in part_files(built)})
-    assert len(part_files(built)) == 2 * len(parts)  # (an index and the entries of each)
+    assert len(part_files(built)) == 3 * len(parts)  # (an index, the files and the numbers of each)
     lines = [line for path in part_files(built) for line in path.read_bytes().splitlines()]
     assert sum(line.startswith(b'["n",') for line in lines) == 3  # one line per published number
     built.add("b.json", record_doc(source_id="2304.00055", title="Added"))
@@ -111,7 +114,8 @@ def test_a_build_writes_only_the_partitions_it_changed(built: Project) -> None:
     assert after.keys() == before.keys()
     assert {partition(Path(name)) for name in after if after[name] != before[name]} == {partition(changed)}
     raw_sha256 = hashlib.sha256(document.read_bytes()).hexdigest().encode()
-    assert raw_sha256 in changed.read_bytes() and raw_sha256 not in before[changed.name][1]
+    files = changed.with_name(f"{partition(changed)}.files.json")
+    assert raw_sha256 in files.read_bytes() and raw_sha256 not in before[files.name][1]
 
 
 def test_a_partition_left_by_no_entry_is_removed(built: Project) -> None:
@@ -155,6 +159,17 @@ def drop_an_entry(data: bytes) -> bytes:
     return b"".join(lines[:first] + lines[first + 1 :])
 
 
+def flip_a_hash(data: bytes) -> bytes:
+    at = data.index(b'"raw_sha256":"') + len(b'"raw_sha256":"')
+    return data[:at] + (b"0" if data[at : at + 1] != b"0" else b"1") + data[at + 1 :]
+
+
+def drop_a_file(data: bytes) -> bytes:
+    files = json.loads(data)
+    files.pop(next(iter(files)))
+    return json.dumps(files, separators=(",", ":")).encode() + b"\n"
+
+
 def empty(data: bytes) -> bytes:
     return b""
 
@@ -174,6 +189,9 @@ def binary(data: bytes) -> bytes:
         ("partition", None),
         ("entries", flip_in_an_entry),
         ("entries", None),
+        ("files", flip_a_hash),
+        ("files", drop_a_file),
+        ("files", None),
         ("head", flip_in_the_head),
         ("head", drop_checksum),
         ("head", cut_midway),
@@ -189,6 +207,9 @@ def binary(data: bytes) -> bytes:
         "partition missing",
         "flipped byte in the entries",
         "entries missing",
+        "flipped byte in the files",
+        "a file's entry removed",
+        "files missing",
         "flipped byte in the head",
         "no checksum",
         "head cut midway",
@@ -201,6 +222,9 @@ def test_a_damaged_cache_means_a_full_build(
 ) -> None:
     if where == "head":
         path = cache_file(built)
+    elif where == "files":
+        index = part_holding(built, b"Cached Record")
+        path = index.with_name(f"{partition(index)}.files.json")
     else:
         path = part_holding(
             built, b"Cached Record", ".index.json" if where == "partition" else ".numbers.jsonl"
@@ -221,7 +245,7 @@ def test_a_partition_under_another_name_is_not_trusted(built: Project) -> None:
     taken = {partition(p) for p in part_files(built)}
     other = next(c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567" if c not in taken)
     copies = []
-    for kind in (".index.json", ".numbers.jsonl"):
+    for kind in (".index.json", ".files.json", ".numbers.jsonl"):
         copy = source.parent / f"{other}{kind}"
         copy.write_bytes((source.parent / f"{partition(source)}{kind}").read_bytes())
         copies.append(copy)
@@ -470,7 +494,8 @@ def test_the_cache_reads_back_every_entry_as_it_was_written(
         read = load_cache(root / "cache", "key", root / "site")
         assert read is not None
         read.numbers.read_all()  # (entries are read when first asked for: here, while they exist)
-    assert read.files == files
+        read_files = dict(read.files)
+    assert read_files == files
     entry = read.numbers[number]
     assert (entry.record, entry.bundle) == (record, bundle)
     assert entry.record is read.files["content/r.json"].candidate
@@ -490,9 +515,9 @@ def test_the_cache_reads_back_every_entry_as_it_was_written(
 
 
 def _files(lines: list[Any]) -> list[Any]:
-    """The file entries of the partitions' indexes (one JSON document each) that hold
-    their own document."""
-    entries = [e for line in lines if isinstance(line, dict) for e in line["files"].values()]
+    """The file entries of the partitions' files (one JSON document each, by name;
+    an index is a document with rows) that hold their own document."""
+    entries = [e for line in lines if isinstance(line, dict) and "rows" not in line for e in line.values()]
     return [e for e in entries if isinstance(e["candidate"], list)]
 
 
@@ -724,3 +749,45 @@ def test_a_partition_damaged_behind_an_unchanged_stat_makes_the_build_start_agai
     assert report.mode == "full" and report.published == 4
     assert any("the build state was damaged" in note for note in report.notes)
     assert_same_as_fresh(built, tmp_path / "fresh")
+
+
+def test_files_damaged_behind_an_unchanged_stat_make_the_build_start_again_in_full(
+    built: Project, tmp_path: Path
+) -> None:
+    """A partition's file entries are read only when the build asks for one of them
+    (here: its document changed), trusted by their stat until then; bytes that then do
+    not hash as the head says make the build start again as a full one, and say why."""
+    index = part_holding(built, b"Cached Record")
+    path = index.with_name(f"{partition(index)}.files.json")
+    before = path.stat()
+    damaged = flip_a_hash(path.read_bytes())
+    with open(path, "r+b") as handle:  # (in place: the same inode and size)
+        handle.write(damaged)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    document = built.content / "a.json"
+    document.write_text(json.dumps(json.loads(document.read_bytes()), indent=3))
+    report = built.build()
+    assert report.mode == "full" and report.published == 3
+    assert any("the build state was damaged" in note and ".files.json" in note for note in report.notes)
+    assert_same_as_fresh(built, tmp_path / "fresh")
+
+
+def test_a_build_that_changed_one_record_reads_only_its_partitions_files(
+    built: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each partition's file entries stay unread until the build asks for one of its
+    files: one changed document reads its own partition's."""
+    from generator.build import state
+
+    read: list[str] = []
+    real = state._read_files
+
+    def counting(path: Path, *args: Any) -> Any:
+        read.append(partition(path))
+        return real(path, *args)
+
+    monkeypatch.setattr(state, "_read_files", counting)
+    document = built.content / "a.json"
+    document.write_text(json.dumps(json.loads(document.read_bytes()), indent=3))
+    assert built.build().mode == "incremental"
+    assert read == [partition(part_holding(built, b"Cached Record"))]
