@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import json
@@ -151,3 +152,41 @@ def test_a_streamed_manifest_is_the_manifest_or_declines(
 def test_an_empty_manifest_is_not_streamed() -> None:
     config = SiteConfig(content=Path("content"), site=Path("site"))
     assert not stream_manifest(io.BytesIO(), [], config, None)
+
+
+@settings(max_examples=200, deadline=None)
+@given(summaries(), summaries(), st.none() | _TEXT, st.none() | _TEXT, st.data())
+def test_a_spliced_manifest_is_the_manifest(
+    before: list[Summary],
+    others: list[Summary],
+    old_time: str | None,
+    new_time: str | None,
+    data: st.DataObject,
+) -> None:
+    """An incremental build makes the manifest from the last one and the entries of
+    the numbers it changed: in place when the numbers are the same, else entry by
+    entry. Either way the bytes are the whole manifest's, or it declines."""
+    config = SiteConfig(content=Path("content"), site=Path("site"))
+    last = pretty_json(mirror_manifest(before, config, old_time))
+    by_number = {s.pith_number: s for s in before}
+    # some numbers changed (another summary of the same number), some added, some removed
+    replaced = data.draw(st.lists(st.sampled_from(sorted(by_number)), unique=True))
+    for number, other in zip(replaced, others, strict=False):
+        by_number[number] = dataclasses.replace(other, pith_number=number)
+    added = [s for s in others[len(replaced) :] if s.pith_number not in by_number]
+    removed = data.draw(st.lists(st.sampled_from(sorted(by_number)), unique=True, max_size=2))
+    for s in added:
+        by_number[s.pith_number] = s
+    if data.draw(st.booleans()):
+        for number in removed:
+            by_number.pop(number)
+    if not by_number:
+        return
+    after = [by_number[n] for n in sorted(by_number)]
+    changed = {n: by_number[n] for n in [*replaced, *(s.pith_number for s in added)] if n in by_number}
+    spliced = manifest.spliced_manifest(last, sorted(by_number), changed, config, new_time)
+    whole = pretty_json(mirror_manifest(after, config, new_time))
+    big = any(s.event_count >= 2**64 for s in [*before, *after])
+    assert spliced == whole if not big else spliced in (None, whole)
+    if not big and sorted(by_number) == sorted(s.pith_number for s in before):  # (made in place)
+        assert manifest._replaced_in_place(last, len(after), changed, config, new_time) == whole
