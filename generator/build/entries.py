@@ -176,6 +176,10 @@ class NumberTable(MutableMapping[str, NumberEntry]):
     def __contains__(self, number: object) -> bool:
         return number in self.rows
 
+    def changed_partitions(self) -> set[str]:
+        """The partitions whose entries this table changed (saving writes them again)."""
+        return set(self._changed)
+
     def stored(self, part: str) -> Stored | None:
         """The stored partition this table reads `part` from, unless it changed it."""
         return None if part in self._changed else self._parts.get(part)
@@ -243,15 +247,15 @@ class FilesPart:
 
 class StoredFile:
     """A content file as the state's index lists it: its stat and whether it was
-    refused, which every build asks about, while the rest of its entry stays in its
-    partition's files until the build asks for that file (an incremental build asks
-    for the few that changed)."""
+    refused (`brief`: [size, modification time, inode, refused], see
+    `entry_json.file_brief`), which every build asks about, while the rest of its
+    entry stays in its partition's files until the build asks for that file (an
+    incremental build asks for the few that changed)."""
 
     __slots__ = ("_stat", "brief", "made", "make", "part", "source")
 
     def __init__(self, brief: list[Any], source: FilesPart, make: FileMaker, part: str) -> None:
         self.brief, self.source, self.make, self.part = brief, source, make, part
-        """`brief`: [size, modification time, inode, refused] (see `entry_json.file_brief`)."""
         self.made: FileEntry | None = None
         self._stat: int | None = None
 

@@ -55,8 +55,10 @@ def full_is_faster(
 ) -> tuple[bool, Listed | None, Changed | None]:
     """Whether to drop the cache and build in full; the listing of every document
     made to tell; and, when told from that listing, the names that may have changed
-    since the cache (added, removed, or of another stat), in order: the build looks
-    at those alone, as at a watcher's names, instead of at every document again."""
+    since the cache (added, removed, or of another stat), in order: an incremental
+    build looks at those alone, as at a watcher's names, instead of at every document
+    again. (None when the listing has a name that is not UTF-8: reports show it under
+    another spelling, which the build's own listing makes.)"""
     known = cache.files
     if len(known) < MIN_DOCUMENTS and listed is None:
         return False, listed, None

@@ -161,6 +161,8 @@ def _build(
                 cache = only = None
             elif only is None and told is not None:  # (the stages look at those alone)
                 only, listed = told.names, told.listed
+            elif only is not None:  # (a watcher's names: the stages look at those alone, by name)
+                listed = None
         if warm is not None:  # read (above) before SITE changes; written again by save_warm
             forget_saved(config.cache_dir)
         shared_files = cache is None  # a full build: workers write what records share too

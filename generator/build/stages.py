@@ -133,6 +133,13 @@ class Stages:
             redo = [Choice(n, numbers[n].record, numbers[n].bundle) for n in sorted(written.restore)]
             self.render_choices(redo, numbers, paths, rejections)
             self.move_into_site(numbers, written.restore, {})
+        if last is not None:
+            # The partitions the state's save writes again are read now, before SITE
+            # changes: one found damaged makes this a full build, not a failure once SITE
+            # has changed. (Those of a changed file, before and now; those whose numbers changed.)
+            parts = {last.files.partition(n) for n in changed if n in last.files}
+            parts |= {entries.partition(n) for n in changed if n in entries}
+            entries.read_partitions(parts | numbers.changed_partitions())
         report = BuildReport(
             published=len(numbers),
             rejections=tuple(sorted(rejections)),
@@ -230,10 +237,6 @@ class Stages:
             entries.sort()
         gone = previous.names() - entries.names() if self.hints is None else set(self.hints) - entries.names()
         changed = sorted({t.name for t in tasks} | {n for n in gone if n in previous})
-        # (the partitions saving writes again, read before SITE changes: one damaged
-        # then makes this a full build, not a failure once SITE has changed)
-        parts = {previous.partition(n) for n in changed if n in previous}
-        entries.read_partitions(parts | {entries.partition(n) for n in changed if n in entries})
         return entries, fresh, changed
 
     def hinted(self, entries: FileTable, top: str) -> Iterator[tuple[str, str]]:

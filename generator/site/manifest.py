@@ -205,8 +205,10 @@ def spliced_manifest(
     """`whole_manifest(...)`'s bytes for `numbers` (in order), made from the last
     build's manifest, `last` (bytes this tool wrote, as the build state's hash of
     them shows), with the entries of the `changed` numbers made anew: a build that
-    changed one record need not read every record's summary. None when `last` is
-    not in the form `stream_manifest` writes, or lacks a number not changed."""
+    changed one record need not read every record's summary. `last` must be bytes
+    this tool wrote (the caller checks them against the build state's hash): the
+    entries are found by their form, not parsed. None when `last` is not in the form
+    `stream_manifest` writes, or lacks a number not changed."""
     in_place = _replaced_in_place(last, len(numbers), changed, config, generated_at)
     if in_place is not None:
         return in_place

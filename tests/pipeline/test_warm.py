@@ -23,6 +23,7 @@ from sitekit import (
 )
 
 from generator.build import pipeline
+from generator.build.change_check import look
 from generator.build.state import CACHE_FILE, WarmCache, save_warm
 from generator.site import sitewide
 from generator.site.page_model import Summary, pack_aliases, pack_lookup_shards
@@ -204,6 +205,23 @@ def test_hinted_builds_equal_fresh_ones(project: Project, tmp_path: Path) -> Non
         assert report.mode == "incremental"
         assert_same_as_fresh(project, tmp_path / f"fresh{index}")
         assert pipeline.unnoticed_changes(project.config(), warm) == []
+
+
+def test_a_watcher_s_names_are_looked_at_alone_beside_a_listing(project: Project) -> None:
+    """A hinted build given a listing too (what `look` made) still looks at the
+    watcher's names alone, as its documentation says: the listing's other changes
+    wait for the next build that lists everything."""
+    warm = WarmCache()
+    warm_build(project, warm)
+    save_warm(project.config(), warm)  # (`look` lists the documents only against a saved state)
+    project.add("b.json", grown(2))  # hinted
+    project.add("0.json", record_doc(source_id="2303.00033", title="Not Hinted"))
+    config = project.config()
+    seen = look(config, BOTH_KEYS, True)
+    assert seen.listed is not None
+    report = pipeline.build(config, BOTH_KEYS, warm=warm, hints=["content/b.json"], seen=seen)
+    assert report.changed == ("content/b.json",)
+    assert pipeline.unnoticed_changes(config, warm) == ["content/0.json"]
 
 
 def test_a_rebuild_with_no_document_changed_keeps_the_last_notes(project: Project) -> None:
