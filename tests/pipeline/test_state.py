@@ -709,24 +709,28 @@ def test_a_build_that_changed_one_record_reads_only_its_partition(
     built: Project, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """The point of the partitions: one changed document (here the same record in
-    other bytes) reads the entries of its own partition, not every number's, and
-    the site is still exactly a full build's."""
+    other bytes) reads the file entries and the number entries of its own partition,
+    not every file's and number's, and the site is still exactly a full build's."""
     from generator.build import state
 
-    read: list[str] = []
-    real = state._read_entries
+    read: dict[str, list[str]] = {"_read_files": [], "_read_entries": []}
 
-    def counting(path: Path, *args: Any) -> Any:
-        read.append(partition(path))
-        return real(path, *args)
+    def counting(real: Any, seen: list[str]) -> Any:
+        def reader(path: Path, *args: Any) -> Any:
+            seen.append(partition(path))
+            return real(path, *args)
 
-    monkeypatch.setattr(state, "_read_entries", counting)
+        return reader
+
+    for name, seen in read.items():
+        monkeypatch.setattr(state, name, counting(getattr(state, name), seen))
     assert len(head_of(built)["parts"]) >= 3  # (the three numbers fall in several partitions)
     document = built.content / "a.json"
     document.write_text(json.dumps(json.loads(document.read_bytes()), indent=3))
     report = built.build()
     assert report.mode == "incremental" and report.changed == ("content/a.json",)
-    assert read == [partition(part_holding(built, b"Cached Record"))]
+    own = [partition(part_holding(built, b"Cached Record"))]
+    assert read == {"_read_files": own, "_read_entries": own}
     assert_same_as_fresh(built, tmp_path / "fresh")
 
 
@@ -770,24 +774,3 @@ def test_files_damaged_behind_an_unchanged_stat_make_the_build_start_again_in_fu
     assert report.mode == "full" and report.published == 3
     assert any("the build state was damaged" in note and ".files.json" in note for note in report.notes)
     assert_same_as_fresh(built, tmp_path / "fresh")
-
-
-def test_a_build_that_changed_one_record_reads_only_its_partitions_files(
-    built: Project, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Each partition's file entries stay unread until the build asks for one of its
-    files: one changed document reads its own partition's."""
-    from generator.build import state
-
-    read: list[str] = []
-    real = state._read_files
-
-    def counting(path: Path, *args: Any) -> Any:
-        read.append(partition(path))
-        return real(path, *args)
-
-    monkeypatch.setattr(state, "_read_files", counting)
-    document = built.content / "a.json"
-    document.write_text(json.dumps(json.loads(document.read_bytes()), indent=3))
-    assert built.build().mode == "incremental"
-    assert read == [partition(part_holding(built, b"Cached Record"))]
