@@ -75,8 +75,8 @@ def full_is_faster(
     maybe = [(path, name) for path, name, stat in listed if name in known and known.stat(name) != stat]
     told = None
     if all(map(is_utf8, added)):  # (else reported under another spelling: the build lists every name)
-        names = added | {name for _path, name in maybe}
-        told = Changed(sorted(names | gone), [entry for entry in listed if entry[1] in names])
+        present = added | {name for _path, name in maybe}
+        told = Changed(sorted(present | gone), [entry for entry in listed if entry[1] in present])
     changed = len(added) + len(gone)
     if len(known) < MIN_DOCUMENTS or changed + len(maybe) <= allowed:
         return False, listed, told
