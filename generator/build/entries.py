@@ -9,8 +9,8 @@ Rules:
   to write the feed and the report.
 - `NumberTable` maps every published number to its entry and reads a
   partition's entries the first time one of them is asked for; `FileTable`
-  maps every content file to its entry, made from the index only when asked
-  for (an incremental build asks for the few files that changed).
+  maps every content file to its entry, read from its partition's files only
+  when asked for (an incremental build asks for the few files that changed).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterator, KeysView, MutableMapping
 from dataclasses import dataclass, field
 from itertools import pairwise
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from ..site.layout import number_paths
 from ..site.page_model import NumberRow, Summary
@@ -86,22 +86,25 @@ class StateDamaged(Exception):
 PartReader = Callable[[], dict[str, NumberEntry]]
 """Reads one partition's number entries (raising StateDamaged); called at most once."""
 
+T = TypeVar("T")
 
-class Stored:
-    """One partition's entries, read on first use and then shared by every table
-    made from the same state (so an entry read twice is one object)."""
 
-    __slots__ = ("entries", "reader")
+class Stored(Generic[T]):
+    """What the state stores of one partition (its numbers' entries, or its files'),
+    read on first use and then shared by every table made from the same state (so
+    an entry read twice is one object)."""
 
-    def __init__(self, reader: PartReader | None, entries: dict[str, NumberEntry] | None = None) -> None:
-        self.reader, self.entries = reader, entries
+    __slots__ = ("reader", "value")
 
-    def read(self) -> dict[str, NumberEntry]:
-        if self.entries is None:
+    def __init__(self, reader: Callable[[], T] | None, value: T | None = None) -> None:
+        self.reader, self.value = reader, value
+
+    def read(self) -> T:
+        if self.value is None:
             assert self.reader is not None
-            self.entries = self.reader()
+            self.value = self.reader()
             self.reader = None
-        return self.entries
+        return self.value
 
 
 class NumberTable(MutableMapping[str, NumberEntry]):
@@ -112,10 +115,12 @@ class NumberTable(MutableMapping[str, NumberEntry]):
     reads its partition first, so a partition is always saved whole."""
 
     def __init__(
-        self, rows: dict[str, NumberRow] | None = None, parts: dict[str, Stored] | None = None
+        self,
+        rows: dict[str, NumberRow] | None = None,
+        parts: dict[str, Stored[dict[str, NumberEntry]]] | None = None,
     ) -> None:
         self.rows: dict[str, NumberRow] = rows if rows is not None else {}
-        self._parts: dict[str, Stored] = parts if parts is not None else {}
+        self._parts: dict[str, Stored[dict[str, NumberEntry]]] = parts if parts is not None else {}
         self._own: dict[str, NumberEntry] = {}
         """Entries set in this table (the rest are its partitions')."""
         self._changed: set[str] = set()
@@ -180,11 +185,11 @@ class NumberTable(MutableMapping[str, NumberEntry]):
         """The partitions whose entries this table changed (saving writes them again)."""
         return set(self._changed)
 
-    def stored(self, part: str) -> Stored | None:
+    def stored(self, part: str) -> Stored[dict[str, NumberEntry]] | None:
         """The stored partition this table reads `part` from, unless it changed it."""
         return None if part in self._changed else self._parts.get(part)
 
-    def settle(self, part: str, entries: dict[str, NumberEntry]) -> Stored:
+    def settle(self, part: str, entries: dict[str, NumberEntry]) -> Stored[dict[str, NumberEntry]]:
         """`part` was just saved with these entries: it is a stored partition again."""
         stored = self._parts[part] = Stored(None, entries)
         for number in entries:
@@ -220,29 +225,9 @@ class NumberTable(MutableMapping[str, NumberEntry]):
         return [entry.summary for entry in self.ordered_entries()]
 
 
-FileMaker = Callable[[str, Any], FileEntry]
-"""Makes a stored file's entry from its decoded JSON (entry_json.file_entry)."""
-
-FilesReader = Callable[[], dict[str, Any]]
-"""Reads one partition's file entries as decoded JSON, by name (raising StateDamaged)."""
-
-
-class FilesPart:
-    """One partition's file entries as the state stores them, read on first use:
-    a build that changed one document reads its partition's, not 20,000."""
-
-    __slots__ = ("reader", "values")
-
-    def __init__(self, reader: FilesReader) -> None:
-        self.reader: FilesReader | None = reader
-        self.values: dict[str, Any] | None = None
-
-    def read(self) -> dict[str, Any]:
-        if self.values is None:
-            assert self.reader is not None
-            self.values = self.reader()
-            self.reader = None
-        return self.values
+FilesPart = Stored[dict[str, FileEntry]]
+"""One partition's file entries, by name, read on first use: a build that changed one
+document reads its partition's, not 20,000 (raising StateDamaged)."""
 
 
 class StoredFile:
@@ -252,35 +237,34 @@ class StoredFile:
     entry stays in its partition's files until the build asks for that file (an
     incremental build asks for the few that changed)."""
 
-    __slots__ = ("_stat", "brief", "made", "make", "part", "source")
+    __slots__ = ("_stat", "brief", "part", "source")
 
-    def __init__(self, brief: list[Any], source: FilesPart, make: FileMaker, part: str) -> None:
-        self.brief, self.source, self.make, self.part = brief, source, make, part
-        self.made: FileEntry | None = None
+    def __init__(self, brief: list[Any], source: FilesPart, part: str) -> None:
+        self.brief, self.source, self.part = brief, source, part
         self._stat: int | None = None
 
-    def value(self, name: str) -> Any:
-        """The stored entry's JSON (reads the partition's files the first time)."""
-        return self.source.read()[name]
-
     def entry(self, name: str) -> FileEntry:
-        if self.made is None:
-            self.made = self.make(name, self.value(name))
-        return self.made
+        """The stored entry (reads the partition's files the first time)."""
+        return self.source.read()[name]
 
     @property
     def stat(self) -> int:
         if self._stat is None:
-            size, mtime_ns, inode, _refused = self.brief
-            self._stat = pack_stat(int(size), int(mtime_ns), int(inode))
+            self._stat = brief_stat(self.brief)
         return self._stat
+
+
+def brief_stat(brief: list[Any]) -> int:
+    """The stat a file's brief holds (see `change_check.stat_key`)."""
+    size, mtime_ns, inode, _refused = brief  # (integers: see entry_json.checked_brief)
+    return pack_stat(size, mtime_ns, inode)
 
 
 class FileTable(MutableMapping[str, FileEntry]):
     """Every content file's entry, by name, in the order names were added.
 
     A file kept as the state stored it stays a `StoredFile` (the very object
-    read, whether or not its entry was made since), so saving sees which
+    read, whether or not its partition's files were read since), so saving sees which
     partitions a build changed by identity, as for numbers."""
 
     def __init__(self, values: dict[str, FileEntry | StoredFile] | None = None) -> None:
@@ -313,26 +297,21 @@ class FileTable(MutableMapping[str, FileEntry]):
         return self._values.keys()
 
     def stored(self, name: str) -> FileEntry | StoredFile:
-        """What the table holds for `name`, made or not (for `keep` and saving)."""
+        """What the table holds for `name`, read or not (for `keep` and saving)."""
         return self._values[name]
 
     def keep(self, name: str, other: FileTable) -> None:
-        """`name`'s entry as `other` holds it, not made if not made there."""
+        """`name`'s entry as `other` holds it, not read if not read there."""
         self._values[name] = other._values[name]
 
     def stat(self, name: str) -> int:
         return self._values[name].stat
 
     def raw_sha256(self, name: str) -> str:
-        value = self._values[name]
-        return str(value.value(name)["raw_sha256"]) if isinstance(value, StoredFile) else value.raw_sha256
+        return self[name].raw_sha256
 
     def pith_number(self, name: str) -> str | None:
-        value = self._values[name]
-        if isinstance(value, StoredFile):
-            number = value.value(name)["pith_number"]
-            return None if number is None else str(number)
-        return value.pith_number
+        return self[name].pith_number
 
     def partition(self, name: str) -> str:
         """The partition `name`'s entry belongs to (see `partition_of`)."""

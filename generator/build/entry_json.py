@@ -35,7 +35,7 @@ from ..site.page_model import (
 )
 from ..trust.choose import Candidate, packed_event_ids
 from ..trust.errors import Code, Rejection
-from .change_check import pack_stat, unpack_stat
+from .change_check import unpack_stat
 from .entries import FileEntry, NumberEntry
 
 
@@ -84,8 +84,7 @@ def file_json(name: str, e: FileEntry) -> dict[str, Any]:
         candidate = [c.kind, c.events.hex(), c.from_site, c.built_at]
     else:
         candidate = _candidate_json(c)
-    return {
-        "stat": unpack_stat(e.stat),
+    return {  # (its stat is in the partition's index: see `file_brief`)
         "raw_sha256": e.raw_sha256,
         "pith_number": e.pith_number,
         "rejections": [[r.file, r.pointer, r.code.value, r.message] for r in e.rejections],
@@ -93,7 +92,8 @@ def file_json(name: str, e: FileEntry) -> dict[str, Any]:
     }
 
 
-def file_entry(name: str, d: dict[str, Any]) -> FileEntry:
+def file_entry(name: str, d: dict[str, Any], stat: int) -> FileEntry:
+    """The entry `file_json` wrote, with the stat its brief holds."""
     raw_sha256, number, candidate = d["raw_sha256"], d["pith_number"], d["candidate"]
     if isinstance(candidate, list):  # (the file's own document: see `_file_json`)
         kind, events, from_site, built_at = candidate
@@ -102,10 +102,9 @@ def file_entry(name: str, d: dict[str, Any]) -> FileEntry:
         )
     else:
         candidate = _candidate(candidate)
-    size, mtime_ns, inode = d["stat"]
     refused = d["rejections"]
     return FileEntry(
-        pack_stat(int(size), int(mtime_ns), int(inode)),
+        stat,
         raw_sha256,
         number,
         tuple(Rejection(f, p, Code(c), m) for f, p, c, m in refused) if refused else (),

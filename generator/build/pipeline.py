@@ -153,10 +153,9 @@ def _build(
             cache = load_cache(config.cache_dir, key, site)
         listed = seen.listed
         # (hints count only beside the warm cache they were made against)
-        warm_hints = hints if warm is not None and cache is not None and cache is warm.cache else None
-        only = warm_hints
+        only = hints if warm is not None and cache is not None and cache is warm.cache else None
         if cache is not None:  # (past a share of changed documents, a full build is faster)
-            full, listed, told = full_is_faster(cache, config.content, listed, warm_hints)
+            full, listed, told = full_is_faster(cache, config.content, listed, only)
             if full:
                 cache = only = None
             elif only is None and told is not None:  # (the stages look at those alone)

@@ -214,7 +214,7 @@ class Stages:
                 try:
                     stat = stat_key(path) if known is None else known
                     if stat == previous.stat(name):
-                        entries.keep(name, previous)  # (as stored: not made into an entry)
+                        entries.keep(name, previous)  # (as stored: its entry not read)
                         continue
                     if file_sha256(Path(path)) == previous.raw_sha256(name):
                         entries[name] = replace(previous[name], stat=stat)

@@ -74,6 +74,7 @@ from .entries import (
     StateDamaged,
     Stored,
     StoredFile,
+    brief_stat,
     partition_of,
 )
 from .entry_json import (
@@ -132,7 +133,7 @@ class SavedPart:
     entries_sha256: str
     entries_stat: int
     files: dict[str, FileEntry | StoredFile]
-    entries: Stored | None
+    entries: Stored[dict[str, NumberEntry]] | None
     """The stored partition its entries are read from (or were written from): a
     table that still reads a partition from it changed none of its numbers (a
     change takes the partition over, see NumberTable)."""
@@ -233,7 +234,7 @@ def _read_index(
     briefs = {name: checked_brief(value) for name, value in stored.items()}
     source = FilesPart(partial(_read_files, files_path, files_sha256, part, briefs))
     files: dict[str, FileEntry | StoredFile] = {
-        name: StoredFile(brief, source, file_entry, part) for name, brief in briefs.items()
+        name: StoredFile(brief, source, part) for name, brief in briefs.items()
     }
     rows: dict[str, NumberRow] = {}
     for value in listed:
@@ -244,21 +245,21 @@ def _read_index(
     return files, rows
 
 
-def _read_files(path: Path, sha256: str, part: str, briefs: dict[str, list[Any]]) -> dict[str, Any]:
-    """A partition's file entries, as decoded JSON by name: the very files its
-    index lists, with the stat and refusal the index gave each (StateDamaged if
-    the file is not the one the head names, or does not agree)."""
+def _read_files(path: Path, sha256: str, part: str, briefs: dict[str, list[Any]]) -> dict[str, FileEntry]:
+    """A partition's file entries, by name: the very files its index lists, each with
+    the stat its brief holds and refused as its brief says (StateDamaged if the file
+    is not the one the head names, or does not agree)."""
     try:
         values = loads_line(_read_named(path, sha256))
         if type(values) is not dict or values.keys() != briefs.keys():
             raise ValueError("not the files the index lists")
+        entries: dict[str, FileEntry] = {}
         for name, value in values.items():
-            if type(value) is not dict or partition_of(value["pith_number"]) != part:
-                raise ValueError("a file of another partition")
             brief = briefs[name]
-            if value["stat"] != brief[:3] or bool(value["rejections"]) != brief[3]:
+            entry = entries[name] = file_entry(name, value, brief_stat(brief))
+            if partition_of(entry.pith_number) != part or bool(entry.rejections) != brief[3]:
                 raise ValueError("a file unlike its brief")
-        return values
+        return entries
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise StateDamaged(f"{path.name}: {exc}") from None
 

@@ -227,8 +227,11 @@ def test_uploads_share_the_lock_and_a_build_meanwhile_is_refused(
     store) and `verify-site` go on beside it, while a build and `checksums`, which
     write, are refused until it is done."""
     site = site_copy("site")
+    assert publish_cli("checksums", site).code == 0
     with reading_site(site):  # (an upload in progress)
         assert not journal.unfinished(site)  # (what verify-site and upload ask)
+        verified = run_module("verify-site", site, cwd=tmp_path)
+        assert verified.code == 0 and "every file matches SHA256SUMS" in verified.out, verified
         assert publish_cli("upload", site, (tmp_path / "other-store").as_uri()).code == 0
         built = run_module("build", CONTENT, site, "--jobs", "1", "--quiet", cwd=tmp_path)
         assert built.code == 2 and "is using this site" in built.err
