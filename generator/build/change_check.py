@@ -39,7 +39,7 @@ from ..trust.load import discover_names
 from .journal import undo_path
 from .report import BuildReport
 
-CACHE_FORMAT = 32
+CACHE_FORMAT = 33
 """The build cache's format (state.py), kept in its companion file too: code that
 changes what the cache holds changes this, and the next build is then a full
 one, not an answer that nothing changed. So does a verification rule made stricter:

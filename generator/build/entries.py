@@ -15,7 +15,7 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator, KeysView, MutableMapping
+from collections.abc import Callable, Collection, Iterator, KeysView, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any, Generic, TypeVar
@@ -25,6 +25,7 @@ from ..site.page_model import NumberRow, Summary
 from ..trust.choose import Candidate
 from ..trust.errors import Rejection
 from .change_check import pack_stat
+from .part_summary import PartSummary
 
 PREFIX_CHARS = 1
 """Characters of the body that name a partition: 32 partitions (base32)."""
@@ -83,16 +84,13 @@ class StateDamaged(Exception):
     says: the build starts again as a full one (see pipeline.build)."""
 
 
-PartReader = Callable[[], dict[str, NumberEntry]]
-"""Reads one partition's number entries (raising StateDamaged); called at most once."""
-
 T = TypeVar("T")
 
 
 class Stored(Generic[T]):
-    """What the state stores of one partition (its numbers' entries, or its files'),
-    read on first use and then shared by every table made from the same state (so
-    an entry read twice is one object)."""
+    """What the state stores of one partition (its numbers' rows or entries, or its
+    files'), read on first use and then shared by every table made from the same
+    state (so an entry read twice is one object)."""
 
     __slots__ = ("reader", "value")
 
@@ -107,95 +105,168 @@ class Stored(Generic[T]):
         return self.value
 
 
+@dataclass(frozen=True, slots=True)
+class StoredNumbers:
+    """One partition's numbers as the state stores them: their rows and their entries,
+    each read on first use (raising StateDamaged), and the summary the head holds."""
+
+    rows: Stored[dict[str, NumberRow]]
+    entries: Stored[dict[str, NumberEntry]]
+    summary: PartSummary
+
+
 class NumberTable(MutableMapping[str, NumberEntry]):
-    """Every published number's entry, in the order numbers were added; a
-    partition's entries are read from the state the first time one is asked for.
+    """Every published number's entry, a partition at a time, each in number order
+    as stored and in the order numbers were added since.
 
-    `rows` answers for every number without reading any entry. Changing a number
-    reads its partition first, so a partition is always saved whole."""
+    A partition's rows and entries are read from the state the first time one is
+    asked for: `len` and `part_summaries` answer from the head's summaries, and
+    membership reads the rows of one partition. Changing a number reads its
+    partition first (rows and entries), so a partition is always saved whole."""
 
-    def __init__(
-        self,
-        rows: dict[str, NumberRow] | None = None,
-        parts: dict[str, Stored[dict[str, NumberEntry]]] | None = None,
-    ) -> None:
-        self.rows: dict[str, NumberRow] = rows if rows is not None else {}
-        self._parts: dict[str, Stored[dict[str, NumberEntry]]] = parts if parts is not None else {}
+    def __init__(self, parts: dict[str, StoredNumbers] | None = None) -> None:
+        self._parts: dict[str, StoredNumbers] = parts if parts is not None else {}
+        self._rows: dict[str, dict[str, NumberRow]] = {}
+        """The rows of the partitions this table changed (the rest are `_parts`')."""
         self._own: dict[str, NumberEntry] = {}
-        """Entries set in this table (the rest are its partitions')."""
-        self._changed: set[str] = set()
-        """Partitions whose entries this table changed."""
-
-    @classmethod
-    def read_later(cls, rows: dict[str, NumberRow], readers: dict[str, PartReader]) -> NumberTable:
-        return cls(rows, {part: Stored(reader) for part, reader in readers.items()})
+        """The entries of the partitions this table changed."""
+        self._made: dict[str, PartSummary] = {}
+        """Summaries of changed partitions, made when first asked for since their last change."""
 
     def copy(self) -> NumberTable:
         """A table of the same entries, sharing the partitions not yet read."""
-        table = NumberTable(dict(self.rows), dict(self._parts))
-        table._own, table._changed = dict(self._own), set(self._changed)
+        table = NumberTable(dict(self._parts))
+        table._rows = {part: dict(rows) for part, rows in self._rows.items()}
+        table._own, table._made = dict(self._own), dict(self._made)
         return table
 
-    def _part(self, part: str) -> dict[str, NumberEntry]:
-        found = self._parts.get(part)
-        return {} if found is None else found.read()
+    def partitions(self) -> list[str]:
+        """Every partition that holds or held a number, in order."""
+        return sorted(self._parts.keys() | self._rows.keys())
+
+    def rows_of(self, part: str) -> Mapping[str, NumberRow]:
+        """A partition's rows (read from the state the first time)."""
+        rows = self._rows.get(part)
+        if rows is not None:
+            return rows
+        stored = self._parts.get(part)
+        return {} if stored is None else stored.rows.read()
+
+    def row(self, number: str) -> NumberRow:
+        return self.rows_of(partition_of(number))[number]
 
     def __getitem__(self, number: str) -> NumberEntry:
         entry = self._own.get(number)
         if entry is not None:
             return entry
-        if number not in self.rows:
-            raise KeyError(number)
         part = partition_of(number)
-        if part in self._changed:  # (its entries were copied into `_own` when it changed)
-            raise KeyError(number)
-        return self._part(part)[number]
+        stored = None if part in self._rows else self._parts.get(part)
+        if stored is None or number not in stored.rows.read():
+            raise KeyError(number)  # (a changed partition's entries are all in `_own`)
+        return stored.entries.read()[number]
 
-    def _take_over(self, part: str) -> None:
-        """Before a change to `part`: its entries become this table's own."""
-        if part in self._changed:
-            return
-        for number, entry in self._part(part).items():
-            if number in self.rows:
-                self._own.setdefault(number, entry)
-        self._changed.add(part)
+    def _take_over(self, part: str) -> dict[str, NumberRow]:
+        """Before a change to `part`: its rows and entries become this table's own."""
+        rows = self._rows.get(part)
+        if rows is None:
+            stored = self._parts.get(part)
+            rows = self._rows[part] = {} if stored is None else dict(stored.rows.read())
+            if stored is not None:
+                for number, entry in stored.entries.read().items():
+                    self._own.setdefault(number, entry)
+        self._made.pop(part, None)
+        return rows
 
     def __setitem__(self, number: str, entry: NumberEntry) -> None:
-        self._take_over(partition_of(number))
+        rows = self._take_over(partition_of(number))
         self._own[number] = entry
-        self.rows[number] = NumberRow.of(entry.summary)
+        rows[number] = NumberRow.of(entry.summary)
 
     def __delitem__(self, number: str) -> None:
-        if number not in self.rows:
+        if number not in self:
             raise KeyError(number)
-        self._take_over(partition_of(number))
+        rows = self._take_over(partition_of(number))
         self._own.pop(number, None)
-        del self.rows[number]
+        del rows[number]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self.rows)
+        for part in self.partitions():
+            yield from list(self.rows_of(part))
 
     def __len__(self) -> int:
-        return len(self.rows)
+        return sum(len(rows) for rows in self._rows.values()) + sum(
+            stored.summary.count for part, stored in self._parts.items() if part not in self._rows
+        )
 
     def __contains__(self, number: object) -> bool:
-        return number in self.rows
+        return isinstance(number, str) and number in self.rows_of(partition_of(number))
+
+    def summary(self, part: str) -> PartSummary:
+        """What the site-wide stage needs of a partition (see part_summary.py)."""
+        if part not in self._rows and part in self._parts:
+            return self._parts[part].summary
+        made = self._made.get(part)
+        if made is None:
+            made = self._made[part] = PartSummary.of(self.rows_of(part))
+        return made
+
+    def part_summaries(self) -> dict[str, PartSummary]:
+        return {part: self.summary(part) for part in self.partitions()}
 
     def changed_partitions(self) -> set[str]:
         """The partitions whose entries this table changed (saving writes them again)."""
-        return set(self._changed)
+        return set(self._rows)
 
-    def stored(self, part: str) -> Stored[dict[str, NumberEntry]] | None:
+    def stored(self, part: str) -> StoredNumbers | None:
         """The stored partition this table reads `part` from, unless it changed it."""
-        return None if part in self._changed else self._parts.get(part)
+        return None if part in self._rows else self._parts.get(part)
 
-    def settle(self, part: str, entries: dict[str, NumberEntry]) -> Stored[dict[str, NumberEntry]]:
-        """`part` was just saved with these entries: it is a stored partition again."""
-        stored = self._parts[part] = Stored(None, entries)
+    def differs_from(self, other: NumberTable) -> list[str]:
+        """The partitions in which this table and `other` may hold other numbers or
+        entries: all but those both read from the very same stored partition."""
+        return [
+            part
+            for part in sorted(
+                self._parts.keys() | self._rows.keys() | other._parts.keys() | other._rows.keys()
+            )
+            if self.stored(part) is None or self.stored(part) is not other.stored(part)
+        ]
+
+    def removed_from(self, other: NumberTable) -> list[str]:
+        """The numbers `other` holds and this table does not, reading only the
+        partitions in which they differ."""
+        return [
+            number
+            for part in self.differs_from(other)
+            for number in other.rows_of(part)
+            if number not in self.rows_of(part)
+        ]
+
+    def settle(
+        self, part: str, rows: dict[str, NumberRow], entries: dict[str, NumberEntry], summary: PartSummary
+    ) -> StoredNumbers:
+        """`part` was just saved with these rows and entries: a stored partition again."""
+        stored = self._parts[part] = StoredNumbers(Stored(None, rows), Stored(None, entries), summary)
         for number in entries:
             self._own.pop(number, None)
-        self._changed.discard(part)
+        self._rows.pop(part, None)
+        self._made.pop(part, None)
         return stored
+
+    def forget(self, part: str) -> None:
+        """`part` holds no number any more and is not saved."""
+        self._parts.pop(part, None)
+        self._rows.pop(part, None)
+        self._made.pop(part, None)
+
+    def read_partitions(self, parts: Collection[str]) -> None:
+        """Read the stored rows and entries of `parts` now (StateDamaged if one is not as
+        the state named it): a build reads what it will save before SITE changes."""
+        for part in sorted(parts):
+            stored = self.stored(part)
+            if stored is not None:
+                stored.rows.read()
+                stored.entries.read()
 
     def read_all(self) -> None:
         """Read every partition (a build that needs every summary, or a process that
@@ -204,11 +275,10 @@ class NumberTable(MutableMapping[str, NumberEntry]):
             pass
 
     def _stored_entries(self) -> Iterator[dict[str, NumberEntry]]:
-        """Each stored partition's entries, read, but those this table changed (a
-        partition no number is in any more was taken over)."""
+        """Each stored partition's entries, read, but those this table changed."""
         for part in sorted(self._parts):
-            if part not in self._changed:
-                yield self._parts[part].read()
+            if part not in self._rows:
+                yield self._parts[part].entries.read()
 
     def ordered_entries(self) -> list[NumberEntry]:
         """Every number's entry, in number order (reads every partition): merged a
@@ -218,7 +288,7 @@ class NumberTable(MutableMapping[str, NumberEntry]):
         for entries in self._stored_entries():
             merged.update(entries)
         merged.update(self._own)
-        return [merged[n] for n in sorted(self.rows)]
+        return [merged[n] for n in sorted(merged)]
 
     def summaries(self) -> list[Summary]:
         """Every number's summary, in number order (reads every partition)."""

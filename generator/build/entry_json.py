@@ -37,6 +37,7 @@ from ..trust.choose import Candidate, packed_event_ids
 from ..trust.errors import Code, Rejection
 from .change_check import unpack_stat
 from .entries import FileEntry, NumberEntry
+from .part_summary import PartSummary
 
 
 def dumps_line(value: Any) -> bytes:
@@ -245,3 +246,27 @@ def number_row(data: Any) -> NumberRow:
     ):
         raise ValueError("a number's row")
     return NumberRow(number, digest, updated_at, title, authors, paper_signed, integrity_path, forks)
+
+
+def summary_json(summary: PartSummary) -> dict[str, Any]:
+    return {
+        "count": summary.count,
+        "digests": summary.digests,
+        "newest": [row_json(r) for r in summary.newest],
+        "forked": [row_json(r) for r in summary.forked],
+        "claims": base64.b64encode(summary.claims).decode(),
+    }
+
+
+def part_summary(data: Any) -> PartSummary:
+    """A partition's summary read back from the head."""
+    count, digests, claims = data["count"], data["digests"], data["claims"]
+    if type(count) is not int or count < 0 or type(digests) is not str or type(claims) is not str:
+        raise ValueError("a partition's summary")
+    return PartSummary(
+        count,
+        digests,
+        tuple(number_row(r) for r in data["newest"]),
+        tuple(number_row(r) for r in data["forked"]),
+        base64.b64decode(claims, validate=True),
+    )

@@ -17,7 +17,7 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Set
+from collections.abc import Collection, Sequence, Set
 from pathlib import Path
 
 from ..site.manifest import published_entries
@@ -40,18 +40,18 @@ class RemovalsRefused(BuildError):
 
 
 def check_removals(
-    published: Set[str], kept: Set[str], content_empty: bool, allowed: bool, content: Path
+    dropped: Sequence[str], published: int, content_empty: bool, allowed: bool, content: Path
 ) -> None:
-    """Raise RemovalsRefused when publishing `kept` would drop too many of `published`."""
-    dropped = sorted(published - kept)
+    """Raise RemovalsRefused when dropping `dropped` (in order) of the `published`
+    numbers is too many (see `dropped_numbers`)."""
     if allowed or not dropped:
         return
-    share = len(dropped) / len(published)
+    share = len(dropped) / published
     if not content_empty and share <= MAX_SHARE:
         return
     more = len(dropped) - NAMED
     named = ", ".join(dropped[:NAMED]) + (f" and {more:,} more" if more > 0 else "")
-    whole = f"{len(dropped):,} of the {len(published):,} published record(s) ({share:.0%})"
+    whole = f"{len(dropped):,} of the {published:,} published record(s) ({share:.0%})"
     if content_empty:
         why = f"the content folder holds no documents (is it mounted?), so this build would unpublish {whole}"
     else:
@@ -63,11 +63,24 @@ def check_removals(
     )
 
 
-def final_numbers(previous: Collection[str], touched: Set[str] | None, chosen: Collection[str]) -> set[str]:
-    """The numbers a build publishes: those chosen, and every one it left settled."""
+def dropped_numbers(
+    previous: Collection[str], touched: Set[str] | None, chosen: Collection[str], deployed: Set[str]
+) -> tuple[list[str], int]:
+    """(The numbers published before, in SITE or the deployed site, that a build
+    would publish no more, in order; how many were published.) A build publishes
+    those it chose and every one it left settled (`touched` None: it decided every
+    number), so only the touched and the deployed are looked up, not every number
+    `previous` holds."""
+    chosen = set(chosen)
     if touched is None:
-        return set(chosen)
-    return {n for n in previous if n not in touched} | set(chosen)
+        gone = {n for n in previous if n not in chosen}
+    else:
+        gone = {n for n in touched if n in previous and n not in chosen}
+    for number in deployed:
+        settled = touched is not None and number not in touched and number in previous
+        if number not in chosen and not settled:
+            gone.add(number)
+    return sorted(gone), len(previous) + sum(1 for n in deployed if n not in previous)
 
 
 def manifest_numbers(path: Path) -> set[str]:

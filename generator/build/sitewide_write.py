@@ -18,8 +18,9 @@ Rules:
 from __future__ import annotations
 
 import hashlib
+import operator
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,13 +39,21 @@ from ..site.manifest import (
 )
 from ..site.page_model import NumberRow, Summary
 from ..site.render import OutputFile
-from ..site.shared_paths import claimants, claimed_by_several, shareable_files, shareable_paths
+from ..site.shared_paths import (
+    asked_prefixes,
+    claimants,
+    claimed_by_several,
+    shareable_files,
+    shareable_paths,
+)
 from ..site.sitewide import Lazy, bytes_key, eager, recorded_hash, render_site, same_listing
 from ..site.templating import make_environment
 from ..trust.errors import BuildError, Rejection
 from ..trust.keys import Keyring
 from ..trust.model import number_body
+from .entries import PREFIX_CHARS, partition_of
 from .journal import Plan
+from .part_summary import SiteRows
 from .state import BuildState, NumberEntry, NumberTable
 from .workers import PageBatch, SearchHandOver, hand_over_pages
 from .write import Writer, remove_files
@@ -107,7 +116,7 @@ class SitewideStage:
 
     def write(
         self,
-        rows: list[NumberRow],
+        rows: SiteRows,
         rejections: list[Rejection],
         notes: list[str],
         owned: PaperPages,
@@ -134,7 +143,7 @@ class SitewideStage:
             # (nothing any site-wide page shows changed)
             return SitewideWritten(self.cache.sitewide, inputs, context, "", set())
         listings = not self.listings_unchanged(context)
-        width = shard_width(len(rows))
+        width = shard_width(rows.count)
         asked, stale = self.affected_lookup_paths(width)
         generated_at = build_time()
         # A build that keeps the listings and the look-up shards reads no summary but
@@ -142,7 +151,7 @@ class SitewideStage:
         # the manifest from the last one's entries (see `spliced_manifest`).
         manifest = None
         if self.incremental and not listings and not self.keeps_manifest and asked is not None and not asked:
-            manifest = self.spliced_manifest(rows, generated_at)
+            manifest = self.spliced_manifest(rows.count, generated_at)
         summaries = [] if manifest is not None else self.every_summary()
         pool = self.pool
         # (a full build's search index is made by the workers, in staging)
@@ -167,7 +176,7 @@ class SitewideStage:
             listings,
             None if pool is None else hand_over,
             None if search is None else search.start,
-            rows,
+            rows.newest,
         )
         entry_json = self.kept_manifest_entry if self.incremental or self.keeps_manifest else None
         streamed = not self.incremental and not self.keeps_manifest  # (see `stream_manifest_into`)
@@ -178,7 +187,7 @@ class SitewideStage:
         affected |= stale
         if search is not None:  # (the longest step of this process's own: the chunks may be made)
             search.shards(block=False)
-        whole = summaries or [numbers[r.pith_number].summary for r in claimants(rows, affected)]
+        whole = summaries or [numbers[r.pith_number].summary for r in self.claimants(affected)]
         shareable = shareable_files(whole, env, config.base_path, affected)
         shareable += lookup_files(summaries, config.base_path, width, asked)
         fixed: dict[str, Lazy] = {}
@@ -273,7 +282,7 @@ class SitewideStage:
         self.manifest_sha256 = full_digest
         self.written += 1
 
-    def spliced_manifest(self, rows: list[NumberRow], generated_at: str | None) -> bytes | None:
+    def spliced_manifest(self, count: int, generated_at: str | None) -> bytes | None:
         """The site manifest made from the last build's (the file in SITE, whose hash
         the build state holds) and the summaries of the records this build changed;
         None when that file is not the one the state names, or not in the usual form."""
@@ -286,7 +295,20 @@ class SitewideStage:
             return None
         numbers = self.numbers
         changed = {n: numbers[n].summary for n in self.renewed}
-        return spliced_manifest(last, [r.pith_number for r in rows], changed, self.config, generated_at)
+        return spliced_manifest(last, count, lambda: sorted(numbers), changed, self.config, generated_at)
+
+    def claimants(self, paths: set[str]) -> list[NumberRow]:
+        """The rows of the numbers that may claim one of `paths` (see
+        `shared_paths.claimants`), reading only the partitions that may hold them: those
+        a short form's or a paper page's prefix names, and those whose filter of integrity
+        reports may hold one of `paths` (see part_summary.py)."""
+        numbers = self.numbers
+        parts = {prefix[:PREFIX_CHARS] for prefix in asked_prefixes(paths)}
+        reports = [p for p in paths if not p.startswith(("pith/", "paper/"))]
+        if reports:
+            parts |= {part for part, s in numbers.part_summaries().items() if s.may_claim(reports)}
+        rows = sorted((row for part in parts for row in numbers.rows_of(part).values()), key=_NUMBER)
+        return claimants(rows, paths)
 
     def every_summary(self) -> list[Summary]:
         """Every number's summary, in number order; their entries are kept by number
@@ -313,7 +335,9 @@ class SitewideStage:
         if self.cache is None or self.cache.context_inputs != context:
             return False
         old, new = self.cache.numbers, self.numbers
-        if len(old) != len(new) or old.rows.keys() != new.rows.keys():
+        if len(old) != len(new) or any(
+            old.rows_of(p).keys() != new.rows_of(p).keys() for p in new.differs_from(old)
+        ):
             return False
         return all(same_listing(old[n].summary, new[n].summary) for n in self.renewed)
 
@@ -328,7 +352,9 @@ class SitewideStage:
         same = [n for n in self.renewed if n in old and old[n].summary.digest == new[n].summary.digest]
         if not same:
             return False
-        heads = Counter(number_body(n)[:8] for n in new)
+        heads = Counter(
+            number_body(n)[:8] for part in {partition_of(n) for n in same} for n in new.rows_of(part)
+        )
         return any(heads[number_body(n)[:8]] > 1 for n in same)
 
     def affected_shareable_paths(self, summaries: list[Summary]) -> set[str]:
@@ -350,7 +376,7 @@ class SitewideStage:
             paths.update(shareable_paths(after.summary))
             if before is not None:
                 paths.update(shareable_paths(before.summary))
-        for number in old.rows.keys() - new.rows.keys():  # (the rows' dicts: a set difference in C)
+        for number in new.removed_from(old):
             paths.update(shareable_paths(old[number].summary))
         return paths
 
@@ -374,7 +400,7 @@ class SitewideStage:
             paths.update(lookup_paths(after.summary, width))
             if before is not None:
                 paths.update(lookup_paths(before.summary, width))
-        for number in old.rows.keys() - new.rows.keys():
+        for number in new.removed_from(old):
             paths.update(lookup_paths(old[number].summary, width))
         return paths, paths
 
@@ -385,13 +411,14 @@ class PaperPages:
 
     A rebuild asks about the paper pages of the numbers it renewed, which own
     them: those (`likely`) are tried first. Only a question they cannot answer
-    indexes every number by prefix, once. (Which owner answers matters only
+    indexes by prefix the numbers of the prefix's partition, once. (Which owner answers matters only
     when one number alone has the prefix: a shared prefix's page is a list.)"""
 
-    def __init__(self, numbers: Mapping[str, NumberEntry], likely: Iterable[str] = ()) -> None:
+    def __init__(self, numbers: NumberTable, likely: Iterable[str] = ()) -> None:
         self.numbers = numbers
         self.likely = [n for n in likely if n in numbers]
-        self.by_prefix: dict[str, str] | None = None
+        self.by_prefix: dict[str, dict[str, str]] = {}
+        """Per partition read: the first number of each prefix."""
 
     def get(self, path: str) -> str | None:
         prefix = path.removeprefix("paper/").removesuffix(".html").removesuffix("/index")
@@ -399,11 +426,12 @@ class PaperPages:
             return None
         owner = next((n for n in self.likely if number_body(n).startswith(prefix)), None)
         if owner is None:
-            if self.by_prefix is None:
-                self.by_prefix = {}
-                for number in self.numbers:  # (as before: the first number with the prefix)
-                    self.by_prefix.setdefault(number_body(number)[:8], number)
-            owner = self.by_prefix.get(prefix)
+            part = prefix[:PREFIX_CHARS]  # (a number's first characters name its partition)
+            if part not in self.by_prefix:
+                heads = self.by_prefix[part] = {}
+                for number in sorted(self.numbers.rows_of(part)):  # (the first number with the prefix)
+                    heads.setdefault(number_body(number)[:8], number)
+            owner = self.by_prefix[part].get(prefix)
         if owner is None or path not in layout.page_paths(layout.paper_page(number_body(owner))):
             return None
         return owner
@@ -430,11 +458,12 @@ def _context_inputs(rejections: list[Rejection], notes: list[str], extra: str) -
     return digest.hexdigest()
 
 
-def _sitewide_inputs(rows: list[NumberRow], context: str) -> str:
+def _sitewide_inputs(rows: SiteRows, context: str) -> str:
     """Fingerprint of everything site-wide pages are made from: every record's
-    summary (by its digest), and the rest (`context`: see `_context_inputs`)."""
+    summary (by its digest, a partition at a time: see part_summary.py), and the rest
+    (`context`: see `_context_inputs`)."""
     digest = hashlib.sha256(context.encode())
-    digest.update("".join([row.digest for row in rows]).encode())  # (one update, not 20,000)
+    digest.update(rows.digests.encode())
     return digest.hexdigest()
 
 
@@ -447,6 +476,9 @@ class _HashingWriter:
     def write(self, data: bytes) -> int:
         self.digest.update(data)
         return self.handle.write(data)
+
+
+_NUMBER = operator.attrgetter("pith_number")
 
 
 def _sha(data: bytes) -> str:

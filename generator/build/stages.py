@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from concurrent.futures import Executor
 from dataclasses import replace
 from pathlib import Path
@@ -38,7 +38,8 @@ from ..trust.model import number_body
 from . import planning
 from .change_check import Listed, content_files, content_top, stat_key
 from .journal import Plan
-from .removal_guard import check_removals, final_numbers
+from .part_summary import combine
+from .removal_guard import check_removals, dropped_numbers
 from .report import BuildReport
 from .sitewide_write import PaperPages, SitewideStage
 from .state import BuildState, FileEntry, FileTable, NumberEntry, NumberTable
@@ -88,8 +89,9 @@ class Stages:
         with `hints` from that listing, of those of the hinted names it found."""
         self.deployed = deployed
         """Numbers the deployed site publishes, besides SITE's (`config.deployed`)."""
-        self.previous: set[str] = set(cache.numbers) if cache else set()
-        """Every number SITE publishes before this build."""
+        self.previous: Collection[str] = cache.numbers if cache else set()
+        """Every number SITE publishes before this build (the cache's table, asked
+        only about the numbers a build touches)."""
 
     def run(self, started: float) -> tuple[BuildReport, BuildState]:
         """The stages, in order: what this build publishes, and the state it leaves."""
@@ -116,23 +118,24 @@ class Stages:
             selection_notes = self.cache.notes
         rejections = [*refused.rejections, *selection.rejections]
         # (before SITE changes: a refusal leaves it exactly as it was)
-        kept = final_numbers(self.previous, touched, [c.pith_number for c in selection.choices])
+        chosen = [c.pith_number for c in selection.choices]
+        dropped, before = dropped_numbers(self.previous, touched, chosen, self.deployed)
         allowed = self.config.allow_removals
-        check_removals(self.previous | self.deployed, kept, not entries, allowed, self.config.content)
+        check_removals(dropped, before, not entries, allowed, self.config.content)
         # 5 merge and render: keep the renders made at once, render the contested again
         paths = _ContentPaths(str(self.config.content.parent), self.site, entries)
         numbers, rendered_numbers = self.publish_numbers(selection.choices, fresh, paths, touched, rejections)
         del fresh  # (its tasks and results: the numbers keep what stays)
         # 6 write the site-wide files (listings, search, look-ups, feed, manifest)
-        rows = [numbers.rows[n] for n in sorted(numbers.rows)]
-        notes = [*selection_notes, *fork_notes(rows), *skipped_pages(self.config.content / "pages")]
+        rows = combine(numbers.part_summaries())
+        notes = [*selection_notes, *fork_notes(rows.forked), *skipped_pages(self.config.content / "pages")]
         sitewide = self.sitewide_stage(numbers)
         written = sitewide.write(rows, rejections, notes, PaperPages(numbers, self.renewed), rendered_numbers)
         self.written += sitewide.written
         if written.restore:  # a page a shared short prefix had replaced must be whole again
             redo = [Choice(n, numbers[n].record, numbers[n].bundle) for n in sorted(written.restore)]
             self.render_choices(redo, numbers, paths, rejections)
-            self.move_into_site(numbers, written.restore, {})
+            self.move_into_site(numbers, written.restore, NumberTable())
         if last is not None:
             # The partitions the state's save writes again are read now, before SITE
             # changes: one found damaged makes this a full build, not a failure once SITE
@@ -140,6 +143,7 @@ class Stages:
             parts = {last.files.partition(n) for n in changed if n in last.files}
             parts |= {entries.partition(n) for n in changed if n in entries}
             entries.read_partitions(parts | numbers.changed_partitions())
+            numbers.read_partitions(parts)
         report = BuildReport(
             published=len(numbers),
             rejections=tuple(sorted(rejections)),
@@ -346,9 +350,7 @@ class Stages:
                 assert result.summary is not None
                 self.suspect.update(shareable_paths(result.summary))
 
-    def move_into_site(
-        self, numbers: NumberTable, accepted: set[str], previous: Mapping[str, NumberEntry]
-    ) -> None:
+    def move_into_site(self, numbers: NumberTable, accepted: set[str], previous: NumberTable) -> None:
         """Incremental publish: new files in (atomic renames), stale files out.
 
         A number's paths hold its full body, so only another number's paper
@@ -363,7 +365,7 @@ class Stages:
                     continue  # list page, which the site-wide stage writes after this)
                 moved.add(path)
                 plan.put(path)
-        gone = [n for n in previous if n not in numbers or n in accepted]
+        gone = [*numbers.removed_from(previous), *(n for n in accepted if n in previous)]
         stale = {p for n in gone for p in previous[n].paths}
         stale -= {p for n in accepted for p in numbers[n].paths}
         owned = PaperPages(numbers, accepted)

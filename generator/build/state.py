@@ -70,10 +70,10 @@ from .entries import (
     FileTable,
     NumberEntry,
     NumberTable,
-    PartReader,
     StateDamaged,
     Stored,
     StoredFile,
+    StoredNumbers,
     brief_stat,
     partition_of,
 )
@@ -87,14 +87,17 @@ from .entry_json import (
     number_entry,
     number_json,
     number_row,
+    part_summary,
     row_json,
+    summary_json,
 )
+from .part_summary import PartSummary
 
 __all__ = ["FileEntry", "FileTable", "NumberEntry", "NumberTable", "StateDamaged", "partition_of"]
 
 CACHE_FILE = "build-cache.json"
 PARTS_FOLDER = "build-cache"
-_INDEX, _FILES, _ENTRIES = ".index.json", ".files.json", ".numbers.jsonl"
+_INDEX, _ROWS, _FILES, _ENTRIES = ".index.json", ".rows.json", ".files.json", ".numbers.jsonl"
 _PART_NAME = re.compile(f"[A-Z2-7]{{{PREFIX_CHARS}}}|{NO_NUMBER}")
 
 
@@ -124,28 +127,29 @@ class BuildState:
 @dataclass(frozen=True, slots=True)
 class SavedPart:
     """A partition as its files hold it: their hashes, the stat of those read later,
-    and the very entry objects they were read into or written from (an entry a
-    build kept is the same object; a changed one is a new object)."""
+    and the very objects they were read into or written from (a file or a partition
+    of numbers a build kept is the same object; a changed one is a new object)."""
 
     index_sha256: str
-    files_sha256: str
-    files_stat: int
-    entries_sha256: str
-    entries_stat: int
-    files: dict[str, FileEntry | StoredFile]
-    entries: Stored[dict[str, NumberEntry]] | None
-    """The stored partition its entries are read from (or were written from): a
+    rows: tuple[str, int]
+    files: tuple[str, int]
+    entries: tuple[str, int]
+    """(SHA-256, stat) of `P.rows.json`, `P.files.json` and `P.numbers.jsonl`."""
+    summary: PartSummary
+    names: dict[str, FileEntry | StoredFile]
+    numbers: StoredNumbers | None
+    """The stored partition its numbers are read from (or were written from): a
     table that still reads a partition from it changed none of its numbers (a
     change takes the partition over, see NumberTable)."""
 
-    def head(self) -> list[Any]:
-        return [
-            self.index_sha256,
-            self.files_sha256,
-            str(self.files_stat),
-            self.entries_sha256,
-            str(self.entries_stat),
-        ]
+    def head(self) -> dict[str, Any]:
+        return {
+            "index": self.index_sha256,
+            "rows": [self.rows[0], str(self.rows[1])],
+            "files": [self.files[0], str(self.files[1])],
+            "numbers": [self.entries[0], str(self.entries[1])],
+            "summary": summary_json(self.summary),
+        }
 
 
 def load_cache(directory: Path, key: str, site: Path) -> BuildState | None:
@@ -153,8 +157,8 @@ def load_cache(directory: Path, key: str, site: Path) -> BuildState | None:
 
     The head is checked first (format, key, the site's manifest), so a state for
     other settings or another site costs no partition read; then every partition's
-    index. The files' and the numbers' entries are read later, a partition at a
-    time, when asked for (see `FileTable` and `NumberTable`)."""
+    index of files. Rows, file entries and number entries are read later, a
+    partition at a time, when asked for (see `FileTable` and `NumberTable`)."""
     try:
         head = read_checked(directory / CACHE_FILE)
         if head.get("format") != CACHE_FORMAT or head.get("key") != key:
@@ -173,42 +177,39 @@ def load_cache(directory: Path, key: str, site: Path) -> BuildState | None:
         )
         folder = directory / PARTS_FOLDER
         files: dict[str, FileEntry | StoredFile] = {}
-        rows: dict[str, NumberRow] = {}
-        readers: dict[str, PartReader] = {}
+        numbers: dict[str, StoredNumbers] = {}
         parts: dict[str, Any] = head["parts"]
-        found: dict[str, tuple[str, str, int, str, int, dict[str, FileEntry | StoredFile]]] = {}
+        found: dict[str, tuple[str, tuple[str, int], tuple[str, int], tuple[str, int], PartSummary, Any]] = {}
         for part in sorted(parts):
-            index_sha256, files_sha256, files_stat, entries_sha256, entries_stat = parts[part]
-            stored, entries = folder / f"{part}{_FILES}", folder / f"{part}{_ENTRIES}"
-            if (
-                not _PART_NAME.fullmatch(part)
-                or stat_key(stored) != int(files_stat)
-                or stat_key(entries) != int(entries_stat)
-            ):
+            value = parts[part]
+            if not _PART_NAME.fullmatch(part) or type(value) is not dict:
                 return None
-            part_files, part_rows = _read_index(
-                folder / f"{part}{_INDEX}", part, index_sha256, stored, files_sha256
+            named = {kind: folder / f"{part}{kind}" for kind in (_ROWS, _FILES, _ENTRIES)}
+            rows, stored, entries = (
+                (str(value[field][0]), int(value[field][1])) for field in ("rows", "files", "numbers")
+            )
+            for (_sha, stat), path in zip((rows, stored, entries), named.values(), strict=True):
+                if stat_key(path) != stat:
+                    return None
+            summary = part_summary(value["summary"])
+            part_files = _read_index(
+                folder / f"{part}{_INDEX}", part, str(value["index"]), named[_FILES], stored[0]
             )
             files.update(part_files)
-            rows.update(part_rows)
             own = FileTable(part_files)  # (a number's documents are its partition's files)
-            readers[part] = partial(_read_entries, entries, entries_sha256, own, part_rows)
-            found[part] = (
-                index_sha256,
-                files_sha256,
-                int(files_stat),
-                entries_sha256,
-                int(entries_stat),
-                part_files,
+            read_rows = Stored(partial(_read_rows, named[_ROWS], rows[0], part, summary))
+            numbers[part] = StoredNumbers(
+                read_rows,
+                Stored(partial(_read_entries, named[_ENTRIES], entries[0], own, read_rows)),
+                summary,
             )
+            found[part] = (str(value["index"]), rows, stored, entries, summary, part_files)
         cache.files = FileTable(files)
         cache.files.sort()
-        if any(a > b for a, b in pairwise(rows)):
-            rows = dict(sorted(rows.items()))
-        table = cache.numbers = NumberTable.read_later(rows, readers)
+        table = cache.numbers = NumberTable(numbers)
         cache.saved = {part: SavedPart(*values, table.stored(part)) for part, values in found.items()}
         return cache
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError):
         return None
 
 
@@ -222,27 +223,16 @@ def _read_named(path: Path, sha256: str) -> bytes:
 
 def _read_index(
     path: Path, part: str, sha256: str, files_path: Path, files_sha256: str
-) -> tuple[dict[str, FileEntry | StoredFile], dict[str, NumberRow]]:
-    """A partition's index: one JSON document (read by every build, so decoded in
-    one call), `{"files": {name: brief}, "rows": [row, ...]}` (see
-    `entry_json.file_brief`). Each file's entry is read from `files_path` when the
-    build first asks for one of them (`_read_files`)."""
-    index = loads_line(_read_named(path, sha256))
-    stored, listed = index["files"], index["rows"]
-    if type(stored) is not dict or type(listed) is not list:
+) -> dict[str, FileEntry | StoredFile]:
+    """A partition's index: `{name: brief}` for each content file (see
+    `entry_json.file_brief`), read by every build. Each file's entry is read from
+    `files_path` when the build first asks for one of them (`_read_files`)."""
+    stored = loads_line(_read_named(path, sha256))
+    if type(stored) is not dict:
         raise ValueError("an index of another shape")
     briefs = {name: checked_brief(value) for name, value in stored.items()}
     source = FilesPart(partial(_read_files, files_path, files_sha256, part, briefs))
-    files: dict[str, FileEntry | StoredFile] = {
-        name: StoredFile(brief, source, part) for name, brief in briefs.items()
-    }
-    rows: dict[str, NumberRow] = {}
-    for value in listed:
-        row = number_row(value)
-        if partition_of(row.pith_number) != part:
-            raise ValueError("a number of another partition")
-        rows[row.pith_number] = row
-    return files, rows
+    return {name: StoredFile(brief, source, part) for name, brief in briefs.items()}
 
 
 def _read_files(path: Path, sha256: str, part: str, briefs: dict[str, list[Any]]) -> dict[str, FileEntry]:
@@ -264,21 +254,42 @@ def _read_files(path: Path, sha256: str, part: str, briefs: dict[str, list[Any]]
         raise StateDamaged(f"{path.name}: {exc}") from None
 
 
+def _read_rows(path: Path, sha256: str, part: str, summary: PartSummary) -> dict[str, NumberRow]:
+    """A partition's rows, in number order, each of the partition, and as many as
+    its summary in the head counts (StateDamaged otherwise)."""
+    try:
+        listed = loads_line(_read_named(path, sha256))
+        if type(listed) is not list:
+            raise ValueError("rows of another shape")
+        rows: dict[str, NumberRow] = {}
+        for value in listed:
+            row = number_row(value)
+            if partition_of(row.pith_number) != part:
+                raise ValueError("a number of another partition")
+            rows[row.pith_number] = row
+        if len(rows) != summary.count or any(a >= b for a, b in pairwise(rows)):
+            raise ValueError("not the rows the head counts")
+        return rows
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise StateDamaged(f"{path.name}: {exc}") from None
+
+
 def _read_entries(
-    path: Path, sha256: str, files: FileTable, rows: dict[str, NumberRow]
+    path: Path, sha256: str, files: FileTable, rows: Stored[dict[str, NumberRow]]
 ) -> dict[str, NumberEntry]:
     """A partition's number entries, each checked against its row (StateDamaged if
     the file is not the one the head names, or does not read back whole)."""
     try:
+        expected = rows.read()
         numbers: dict[str, NumberEntry] = {}
         for line in _read_named(path, sha256).splitlines():
             kind, number, value = loads_line(line)
             if kind != "n":
                 raise ValueError("a line of no known kind")
             entry = numbers[number] = number_entry(number, value, files)
-            if rows.get(number) != NumberRow.of(entry.summary):
+            if expected.get(number) != NumberRow.of(entry.summary):
                 raise ValueError("an entry unlike its row")
-        if numbers.keys() != rows.keys():
+        if numbers.keys() != expected.keys():
             raise ValueError("entries missing")
         return numbers
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -299,51 +310,52 @@ def save_after_build(directory: Path, cache: BuildState, extra: str, report: Unc
 
 def save_cache(directory: Path, cache: BuildState) -> None:
     """Write the partitions whose entries changed since they were last saved, then
-    the head that names every partition's hashes, then remove the files of
-    partitions no entry is in any more."""
+    the head that names every partition's hashes and holds its summary, then remove
+    the files of partitions no entry is in any more."""
     folder = directory / PARTS_FOLDER
     folder.mkdir(parents=True, exist_ok=True)
     _remove_stale(directory)
+    table = cache.numbers
     files: dict[str, dict[str, FileEntry | StoredFile]] = {}
-    rows: dict[str, dict[str, NumberRow]] = {}
     for name in cache.files:
         files.setdefault(cache.files.partition(name), {})[name] = cache.files.stored(name)
-    table = cache.numbers
-    for number, row in table.rows.items():
-        rows.setdefault(partition_of(number), {})[number] = row
     saved: dict[str, SavedPart] = {}
-    for part in sorted(files.keys() | rows.keys()):
-        part_files, part_rows = files.get(part, {}), rows.get(part, {})
+    for part in sorted(files.keys() | set(table.partitions())):
+        part_files = files.get(part, {})
         old = cache.saved.get(part)
         if (
             old is not None
-            and old.entries is not None
-            and table.stored(part) is old.entries
-            and _same(old.files, part_files)
+            and old.numbers is not None
+            and table.stored(part) is old.numbers
+            and _same(old.names, part_files)
         ):
             saved[part] = old  # (its entries the very ones saved, whether or not read)
             continue
-        entries = {n: table[n] for n in sorted(part_rows)}
+        part_rows = dict(sorted(table.rows_of(part).items()))
+        if not part_rows and not part_files:
+            table.forget(part)
+            continue
+        entries = {n: table[n] for n in part_rows}
+        summary = table.summary(part)
         made = {name: cache.files[name] for name in sorted(part_files)}
-        index = dumps_line(
-            {
-                "files": {name: file_brief(entry) for name, entry in made.items()},
-                "rows": [row_json(part_rows[n]) for n in entries],
-            }
-        )
+        index = dumps_line({name: file_brief(entry) for name, entry in made.items()})
+        rows = dumps_line([row_json(row) for row in part_rows.values()])
         stored = dumps_line({name: file_json(name, entry) for name, entry in made.items()})
         data = b"".join(dumps_line(["n", n, number_json(e, made)]) for n, e in entries.items())
-        write_atomic(folder / f"{part}{_FILES}", stored)
-        write_atomic(folder / f"{part}{_ENTRIES}", data)
+        written = []
+        for kind, raw in ((_ROWS, rows), (_FILES, stored), (_ENTRIES, data)):
+            write_atomic(folder / f"{part}{kind}", raw)
+            written.append((hashlib.sha256(raw).hexdigest(), stat_key(folder / f"{part}{kind}")))
         write_atomic(folder / f"{part}{_INDEX}", index)
+        rows_written, files_written, entries_written = written
         saved[part] = SavedPart(
             hashlib.sha256(index).hexdigest(),
-            hashlib.sha256(stored).hexdigest(),
-            stat_key(folder / f"{part}{_FILES}"),
-            hashlib.sha256(data).hexdigest(),
-            stat_key(folder / f"{part}{_ENTRIES}"),
+            rows_written,
+            files_written,
+            entries_written,
+            summary,
             part_files,
-            table.settle(part, entries),
+            table.settle(part, part_rows, entries, summary),
         )
     write_checked(
         directory,
@@ -362,7 +374,7 @@ def save_cache(directory: Path, cache: BuildState) -> None:
     )
     cache.saved = saved
     with os.scandir(folder) as listed:
-        kept = {f"{part}{kind}" for part in saved for kind in (_INDEX, _FILES, _ENTRIES)}
+        kept = {f"{part}{kind}" for part in saved for kind in (_INDEX, _ROWS, _FILES, _ENTRIES)}
         leftover = [e.name for e in listed if e.name not in kept]
     for name in leftover:
         with contextlib.suppress(OSError):

@@ -197,19 +197,21 @@ _BATCH = 512
 
 def spliced_manifest(
     last: bytes,
-    numbers: Sequence[str],
+    count: int,
+    numbers: Callable[[], Sequence[str]],
     changed: Mapping[str, Summary],
     config: SiteConfig,
     generated_at: str | None,
 ) -> bytes | None:
-    """`whole_manifest(...)`'s bytes for `numbers` (in order), made from the last
+    """`whole_manifest(...)`'s bytes for the `count` numbers `numbers()` gives in order
+    (asked for only when some were added or removed), made from the last
     build's manifest, `last` (bytes this tool wrote, as the build state's hash of
     them shows), with the entries of the `changed` numbers made anew: a build that
     changed one record need not read every record's summary. `last` must be bytes
     this tool wrote (the caller checks them against the build state's hash): the
     entries are found by their form, not parsed. None when `last` is not in the form
     `stream_manifest` writes, or lacks a number not changed."""
-    in_place = _replaced_in_place(last, len(numbers), changed, config, generated_at)
+    in_place = _replaced_in_place(last, count, changed, config, generated_at)
     if in_place is not None:
         return in_place
     entries = _entries_of(last)
@@ -221,7 +223,7 @@ def spliced_manifest(
         summary = changed.get(number)
         return indented_entry(summary) if summary is not None else entries.get(number)
 
-    return out.getvalue() if _stream(out, numbers, config, generated_at, entry_json) else None
+    return out.getvalue() if _stream(out, numbers(), config, generated_at, entry_json) else None
 
 
 def _replaced_in_place(

@@ -122,7 +122,7 @@ def claimants(ordered: Sequence[_Claimant], only: set[str]) -> list[_Claimant]:
     """The records that may claim a path of `only`: one pass over every record."""
     # (a number is "pith:YYYY:" and its body: any prefix asked for starts
     # with one of these 8 characters; the functions below check exactly)
-    heads = {prefix[:8] for prefix in _asked_prefixes(only)}
+    heads = {prefix[:8] for prefix in asked_prefixes(only)}
     # (each test a `map` of C functions over every record, OR-ed: a watching
     # process does this after every change, and a Python step per record cost more)
     claims = map(heads.__contains__, map(_HEAD, map(_NUMBER, ordered)))
@@ -130,7 +130,7 @@ def claimants(ordered: Sequence[_Claimant], only: set[str]) -> list[_Claimant]:
     return list(compress(ordered, claims))
 
 
-def _asked_prefixes(only: set[str]) -> set[str]:
+def asked_prefixes(only: set[str]) -> set[str]:
     """The number prefixes whose short-form or paper pages are among `only`."""
     prefixes = {p[5:-5] for p in only if p.startswith("pith/") and p.endswith(".html")}
     return prefixes | {p[6:-5] for p in only if p.startswith("paper/") and p.endswith(".html")}

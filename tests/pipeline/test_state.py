@@ -57,7 +57,7 @@ def part_files(project: Project) -> list[Path]:
     return sorted((project.config().cache_dir / PARTS_FOLDER).iterdir())
 
 
-def part_holding(project: Project, text: bytes, kind: str = ".index.json") -> Path:
+def part_holding(project: Project, text: bytes, kind: str = ".rows.json") -> Path:
     return next(
         path for path in part_files(project) if path.name.endswith(kind) and text in path.read_bytes()
     )
@@ -71,20 +71,25 @@ def head_of(project: Project) -> dict[str, Any]:
     return json.loads(cache_file(project).read_bytes().partition(b"\n")[2])
 
 
-def rewrite_head(project: Project, *changed: Path) -> None:
-    """Name the partitions of `changed` files in the head as they are now."""
+def rewrite_head(project: Project, *changed: Path, summary_of: str | None = None) -> None:
+    """Name the partitions of `changed` files in the head as they are now (with the
+    summary partition `summary_of` has in the head, when given)."""
     head = head_of(project)
     folder = project.config().cache_dir / PARTS_FOLDER
     for part in {partition(path) for path in changed}:
-        index, numbers = folder / f"{part}.index.json", folder / f"{part}.numbers.jsonl"
-        files = folder / f"{part}.files.json"
-        head["parts"][part] = [
-            hashlib.sha256(index.read_bytes()).hexdigest(),
-            hashlib.sha256(files.read_bytes()).hexdigest(),
-            str(stat_key(files)),
-            hashlib.sha256(numbers.read_bytes()).hexdigest(),
-            str(stat_key(numbers)),
-        ]
+        named = {kind: folder / f"{part}.{kind}" for kind in ("index.json", "rows.json", "files.json")}
+        numbers = folder / f"{part}.numbers.jsonl"
+
+        def hashed(path: Path) -> list[str]:
+            return [hashlib.sha256(path.read_bytes()).hexdigest(), str(stat_key(path))]
+
+        head["parts"][part] = {
+            "index": hashlib.sha256(named["index.json"].read_bytes()).hexdigest(),
+            "rows": hashed(named["rows.json"]),
+            "files": hashed(named["files.json"]),
+            "numbers": hashed(numbers),
+            "summary": head["parts"][summary_of or part]["summary"],
+        }
     cache_file(project).write_bytes(checksummed(head))
 
 
@@ -93,7 +98,7 @@ def test_an_intact_cache_makes_the_next_build_incremental(built: Project) -> Non
     assert checksum == hashlib.sha256(head).hexdigest().encode()
     parts = json.loads(head)["parts"]
     assert sorted(parts) == sorted({partition(p) for p in part_files(built)})
-    assert len(part_files(built)) == 3 * len(parts)  # (an index, the files and the numbers of each)
+    assert len(part_files(built)) == 4 * len(parts)  # (an index, the rows, the files and the numbers)
     lines = [line for path in part_files(built) for line in path.read_bytes().splitlines()]
     assert sum(line.startswith(b'["n",') for line in lines) == 3  # one line per published number
     built.add("b.json", record_doc(source_id="2304.00055", title="Added"))
@@ -121,8 +126,8 @@ def test_a_build_writes_only_the_partitions_it_changed(built: Project) -> None:
 def test_a_partition_left_by_no_entry_is_removed(built: Project) -> None:
     names = {partition(path) for path in part_files(built)}
     path = part_holding(built, b"Cached Record")
-    index = json.loads(path.read_bytes())
-    assert len(index["rows"]) == 1 and len(index["files"]) == 1  # (a.json is its partition's only entry)
+    index = json.loads(path.with_name(f"{partition(path)}.index.json").read_bytes())
+    assert len(json.loads(path.read_bytes())) == 1 and len(index) == 1  # (a.json is its partition's only entry)
     (built.content / "a.json").unlink()
     report = built.build()
     assert report.mode == "incremental" and report.published == 2
@@ -150,10 +155,10 @@ def cut_midway(data: bytes) -> bytes:
 
 
 def drop_an_entry(data: bytes) -> bytes:
-    if data.startswith(b"{"):  # an index: one document
-        index = json.loads(data)
-        index["rows"].pop(0)
-        return json.dumps(index, separators=(",", ":")).encode() + b"\n"
+    if data.startswith(b"["):  # rows: one list
+        rows = json.loads(data)
+        rows.pop(0)
+        return json.dumps(rows, separators=(",", ":")).encode() + b"\n"
     lines = data.splitlines(keepends=True)
     first = next(i for i, line in enumerate(lines) if line.startswith(b'["n",'))
     return b"".join(lines[:first] + lines[first + 1 :])
@@ -187,6 +192,9 @@ def binary(data: bytes) -> bytes:
         ("partition", empty),
         ("partition", binary),
         ("partition", None),
+        ("index", cut_midway),
+        ("index", drop_a_file),
+        ("index", None),
         ("entries", flip_in_an_entry),
         ("entries", None),
         ("files", flip_a_hash),
@@ -205,6 +213,9 @@ def binary(data: bytes) -> bytes:
         "empty partition",
         "binary partition",
         "partition missing",
+        "index cut midway",
+        "a file's brief removed",
+        "index missing",
         "flipped byte in the entries",
         "entries missing",
         "flipped byte in the files",
@@ -222,13 +233,11 @@ def test_a_damaged_cache_means_a_full_build(
 ) -> None:
     if where == "head":
         path = cache_file(built)
-    elif where == "files":
-        index = part_holding(built, b"Cached Record")
-        path = index.with_name(f"{partition(index)}.files.json")
+    elif where in ("files", "index"):
+        rows = part_holding(built, b"Cached Record")
+        path = rows.with_name(f"{partition(rows)}.{where}.json")
     else:
-        path = part_holding(
-            built, b"Cached Record", ".index.json" if where == "partition" else ".numbers.jsonl"
-        )
+        path = part_holding(built, b"Cached Record", ".rows.json" if where == "partition" else ".numbers.jsonl")
     if damage is None:
         path.unlink()
     else:
@@ -245,11 +254,11 @@ def test_a_partition_under_another_name_is_not_trusted(built: Project) -> None:
     taken = {partition(p) for p in part_files(built)}
     other = next(c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567" if c not in taken)
     copies = []
-    for kind in (".index.json", ".files.json", ".numbers.jsonl"):
+    for kind in (".index.json", ".rows.json", ".files.json", ".numbers.jsonl"):
         copy = source.parent / f"{other}{kind}"
         copy.write_bytes((source.parent / f"{partition(source)}{kind}").read_bytes())
         copies.append(copy)
-    rewrite_head(built, *copies)
+    rewrite_head(built, *copies, summary_of=partition(source))
     built.add("b.json", record_doc(source_id="2304.00055", title="Added"))
     assert built.build().mode == "full"
 
@@ -516,8 +525,8 @@ def test_the_cache_reads_back_every_entry_as_it_was_written(
 
 def _files(lines: list[Any]) -> list[Any]:
     """The file entries of the partitions' files (one JSON document each, by name;
-    an index is a document with rows) that hold their own document."""
-    entries = [e for line in lines if isinstance(line, dict) and "rows" not in line for e in line.values()]
+    an index is a document of briefs, lists) that hold their own document."""
+    entries = [e for line in lines if isinstance(line, dict) for e in line.values() if isinstance(e, dict)]
     return [e for e in entries if isinstance(e["candidate"], list)]
 
 
@@ -713,7 +722,7 @@ def test_a_build_that_changed_one_record_reads_only_its_partition(
     not every file's and number's, and the site is still exactly a full build's."""
     from generator.build import state
 
-    read: dict[str, list[str]] = {"_read_files": [], "_read_entries": []}
+    read: dict[str, list[str]] = {"_read_files": [], "_read_rows": [], "_read_entries": []}
 
     def counting(real: Any, seen: list[str]) -> Any:
         def reader(path: Path, *args: Any) -> Any:
@@ -730,7 +739,7 @@ def test_a_build_that_changed_one_record_reads_only_its_partition(
     report = built.build()
     assert report.mode == "incremental" and report.changed == ("content/a.json",)
     own = [partition(part_holding(built, b"Cached Record"))]
-    assert read == {"_read_files": own, "_read_entries": own}
+    assert read == {"_read_files": own, "_read_rows": own, "_read_entries": own}
     assert_same_as_fresh(built, tmp_path / "fresh")
 
 
