@@ -2,12 +2,15 @@
 
 Rules:
 - The answer comes from a small companion file of the build cache,
-  `<cache dir>/unchanged-check.json`: the last build's cache key, its other
-  inputs (Markdown pages, the build clock), the stat of every document, the
-  SHA-256 of the manifest it published, and its report. When the key and the
-  other inputs are the same, every document has exactly the stat it had and the
-  site's manifest is the one that build wrote, nothing changed: the build
-  repeats that report and touches nothing.
+  `<cache dir>/unchanged-check.json` (the last build's cache key, its other
+  inputs such as Markdown pages and the build clock, the SHA-256 of the manifest
+  it published, its report, and the checksum of the build state's head it goes
+  with), and from the state's index of every document's stat (state.py). When the
+  key and the other inputs are the same, every document has exactly the stat it
+  had and the site's manifest is the one that build wrote, nothing changed: the
+  build repeats that report and touches nothing.
+- Otherwise the build goes on from what this check read: the listing, the state's
+  head and indexes, and the names that changed (`Look`), read and compared once.
 - This module, and what it imports, stays small: a command that finds nothing
   changed (a scheduled build, a Makefile) answers before the code that renders
   and writes a site is imported, which costs more than the check itself.
@@ -21,7 +24,7 @@ import hashlib
 import os
 import stat
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,7 +38,7 @@ from ..site.markdown_pages import page_files, page_titles
 from ..trust.errors import BuildError, Code, Rejection
 from ..trust.files import file_sha256, open_regular, read_at_most, write_atomic
 from ..trust.keys import Keyring
-from ..trust.load import discover_names
+from ..trust.load import discover_names, is_utf8
 from .journal import undo_path
 from .report import BuildReport
 
@@ -45,6 +48,11 @@ changes what the cache holds changes this, and the next build is then a full
 one, not an answer that nothing changed. So does a verification rule made stricter:
 a record the cache holds as verified is verified again."""
 QUICK_FILE = "unchanged-check.json"
+CACHE_FILE = "build-cache.json"
+"""The build state's head (see state.py)."""
+PARTS_FOLDER = "build-cache"
+INDEX = ".index.json"
+"""A partition's index of files: `{name: brief}` (see `checked_brief`)."""
 
 Listed = list[tuple[str, str, int]]
 """(path, name, stat) of every document: see `content_files` and `stat_key`."""
@@ -57,6 +65,26 @@ class Unchanged:
     published: int
     rejections: tuple[Rejection, ...]
     notes: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LastState:
+    """The build state's head and every partition's index of files, read and checked
+    (see `read_last_state`): read once, by this check, for the build too."""
+
+    head: dict[str, Any]
+    indexes: dict[str, dict[str, list[Any]]]
+    """Partition -> content name -> brief."""
+
+
+@dataclass(frozen=True, slots=True)
+class Changed:
+    """What a listing of every document showed changed since the state."""
+
+    names: list[str]
+    """Added, removed, or of another stat, in order."""
+    listed: Listed
+    """The listing's (path, name, stat) of those still there."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +103,10 @@ class Look:
     listed: Listed | None
     """Every document, when they were listed to tell: the build goes on from this
     listing instead of listing them again."""
+    last: LastState | None = None
+    """The build state this check compared the listing with."""
+    changed: Changed | None = None
+    """What changed since `last`, when the listing tells it (see `compare`)."""
 
 
 def look(config: SiteConfig, keyring: Keyring, quick: bool) -> Look:
@@ -92,11 +124,11 @@ def look(config: SiteConfig, keyring: Keyring, quick: bool) -> Look:
         # (a build killed while it changed SITE left its journal: a build must undo it)
         if not quick or undo_path(config.site).exists():
             return Look(started, key, extra, None, None)
-        last, listed = _last_if_unchanged(config, key, extra)
+        last, listed, state, changed = _last_if_unchanged(config, key, extra)
     except OSError as exc:  # e.g. an unreadable template
         raise BuildError.from_os_error(exc, str(config.site)) from None
     if last is None:
-        return Look(started, key, extra, None, listed)
+        return Look(started, key, extra, None, listed, state, changed)
     report = BuildReport(
         published=last.published,
         rejections=last.rejections,
@@ -275,46 +307,117 @@ def unpack_stat(stat: int) -> list[int]:
     return [stat & _U64, mtime_ns - (1 << 64) if mtime_ns >> 63 else mtime_ns, stat >> 128]
 
 
-def _last_if_unchanged(config: SiteConfig, key: str, extra: str) -> tuple[Unchanged | None, Listed | None]:
-    """The last report if nothing changed; otherwise None, and every document
-    when they were listed to tell. They are listed only once the saved report is
-    known to be for this key, so a first build, or one after a change of
-    settings, does not stat every input for nothing."""
+def _last_if_unchanged(
+    config: SiteConfig, key: str, extra: str
+) -> tuple[Unchanged | None, Listed | None, LastState | None, Changed | None]:
+    """The last report if nothing changed; otherwise None, every document when they
+    were listed to tell, and the state and the names that changed since, when the
+    state could be read. They are listed only once the saved report is known to be
+    for this key, so a first build, or one after a change of settings, does not stat
+    every input for nothing."""
     try:
         data = read_checked(config.cache_dir / QUICK_FILE)
         if data.get("format") != CACHE_FORMAT or data.get("key") != key or data.get("extra") != extra:
-            return None, None
+            return None, None, None, None
     except (OSError, ValueError, AttributeError):
-        return None, None
+        return None, None, None, None
     listed: Listed = []
     try:
         for path, name in content_files(config.content):
             listed.append((path, name, stat_key(path)))
     except OSError:
-        return None, None
+        return None, None, None, None
     try:
-        saved = data["stats"]
-        if len(saved) != len(listed) or any(
-            name not in saved or pack_stat(*saved[name]) != stat for _, name, stat in listed
-        ):
-            return None, listed
+        state = read_last_state(config.cache_dir, key, str(data["state"]))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None, listed, None, None
+    changed = compare(listed, state)
+    try:
+        if changed is None or changed.names:
+            return None, listed, state, changed
         manifest = config.site / MANIFEST_PATH
         if not manifest.is_file() or file_sha256(manifest) != data["manifest_sha256"]:
-            return None, listed
+            return None, listed, state, changed
         last = Unchanged(
             published=int(data["published"]),
             rejections=tuple(Rejection(f, p, Code(c), m) for f, p, c, m in data["rejections"]),
             notes=tuple(str(n) for n in data["notes"]),
         )
     except (OSError, ValueError, KeyError, TypeError):
-        return None, listed
-    return last, None
+        return None, listed, state, changed
+    return last, None, None, None
+
+
+def read_last_state(directory: Path, key: str, checksum: str | None = None) -> LastState:
+    """The build state's head (of this format and key; with `checksum`, the very head
+    the companion file names) and every partition's index, each as the head names it.
+    Raises OSError, ValueError, KeyError, TypeError or AttributeError otherwise."""
+    raw = _read_whole(directory / CACHE_FILE)
+    found, _, payload = raw.partition(b"\n")
+    if hashlib.sha256(payload).hexdigest().encode() != found or (
+        checksum is not None and found.decode() != checksum
+    ):
+        raise ValueError("not the head named")
+    head = orjson.loads(payload)
+    if head.get("format") != CACHE_FORMAT or head.get("key") != key:
+        raise ValueError("a state for another build")
+    folder = directory / PARTS_FOLDER
+    indexes: dict[str, dict[str, list[Any]]] = {}
+    for part, value in sorted(head["parts"].items()):
+        index = _read_whole(folder / f"{part}{INDEX}")
+        if hashlib.sha256(index).hexdigest() != value["index"]:
+            raise ValueError(f"{part}{INDEX} is not the file the head names")
+        briefs = orjson.loads(index)
+        if type(briefs) is not dict:
+            raise ValueError("an index of another shape")
+        indexes[part] = {name: checked_brief(brief) for name, brief in briefs.items()}
+    return LastState(head, indexes)
+
+
+def checked_brief(value: Any) -> list[Any]:
+    """A file's brief, [size, modification time, inode, refused], as the state's
+    index keeps it (ValueError if it is not one)."""
+    if type(value) is not list or len(value) != 4:
+        raise ValueError("a file's brief")
+    size, mtime_ns, inode, refused = value
+    if (
+        type(size) is not int
+        or type(mtime_ns) is not int
+        or type(inode) is not int
+        or type(refused) is not bool
+    ):
+        raise ValueError("a file's brief")
+    return value
+
+
+def compare(listed: Listed, state: LastState) -> Changed | None:
+    """The names a listing shows added, removed or of another stat since `state`;
+    None when one added is not UTF-8 (reports show it under another spelling, which
+    the build's own listing makes)."""
+    known: dict[str, list[Any]] = {}
+    for briefs in state.indexes.values():
+        known.update(briefs)
+    present = [
+        entry
+        for entry in listed
+        if (brief := known.get(entry[1])) is None or pack_stat(brief[0], brief[1], brief[2]) != entry[2]
+    ]
+    if not all(is_utf8(name) for _path, name, _stat in present if name not in known):
+        return None
+    gone = known.keys() - {name for _path, name, _stat in listed}
+    return Changed(sorted({name for _path, name, _stat in present} | gone), present)
+
+
+def _read_whole(path: Path) -> bytes:
+    with open_regular(path) as handle:  # (a named pipe there would hang, a device never end)
+        return handle.read()
 
 
 def save_unchanged(
-    directory: Path, key: str, extra: str, manifest_sha256: str, stats: Mapping[str, int], report: Unchanged
+    directory: Path, key: str, extra: str, manifest_sha256: str, state: str, report: Unchanged
 ) -> None:
-    """Write the companion file after a build (`stats`: see `stat_key`)."""
+    """Write the companion file after a build (`state`: the checksum of the state's
+    head that build wrote, see `write_checked`)."""
     write_checked(
         directory,
         QUICK_FILE,
@@ -323,7 +426,7 @@ def save_unchanged(
             "key": key,
             "extra": extra,
             "manifest_sha256": manifest_sha256,
-            "stats": {name: unpack_stat(stat) for name, stat in stats.items()},
+            "state": state,
             "published": report.published,
             "rejections": [[r.file, r.pointer, r.code.value, r.message] for r in report.rejections],
             "notes": list(report.notes),
@@ -334,16 +437,17 @@ def save_unchanged(
 def read_checked(path: Path) -> Any:
     """A small JSON file written by `write_checked`: its SHA-256 on the first line, then
     the JSON. ValueError when the checksum does not match (a torn or edited file)."""
-    with open_regular(path) as handle:  # (a named pipe there would hang, a device never end)
-        raw = handle.read()
+    raw = _read_whole(path)
     checksum, _, payload = raw.partition(b"\n")
     if hashlib.sha256(payload).hexdigest().encode() != checksum:
         raise ValueError("checksum")
     return orjson.loads(payload)
 
 
-def write_checked(directory: Path, name: str, data: Any) -> None:
-    """Write `data` as `read_checked` reads it, atomically."""
+def write_checked(directory: Path, name: str, data: Any) -> str:
+    """Write `data` as `read_checked` reads it, atomically; returns its checksum."""
     payload = orjson.dumps(data)
     directory.mkdir(parents=True, exist_ok=True)
-    write_atomic(directory / name, hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload)
+    checksum = hashlib.sha256(payload).hexdigest()
+    write_atomic(directory / name, checksum.encode() + b"\n" + payload)
+    return checksum

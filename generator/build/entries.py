@@ -5,10 +5,11 @@ Rules:
   a later build keeps the very objects for what did not change, which is how
   saving tells a changed partition from an unchanged one (see state.py).
 - Each number also has a row (page_model.NumberRow), kept apart from its
-  entry, so that a build which changed one record does not read 20,000 entries
-  to write the feed and the report.
+  entry, and each partition a summary of its rows (part_summary.py), so that a
+  build which changed one record reads neither the entries nor the rows of the
+  other partitions to write the feed and the report.
 - `NumberTable` maps every published number to its entry and reads a
-  partition's entries the first time one of them is asked for; `FileTable`
+  partition's rows, and its entries, the first time one of them is asked for; `FileTable`
   maps every content file to its entry, read from its partition's files only
   when asked for (an incremental build asks for the few files that changed).
 """

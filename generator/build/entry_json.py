@@ -119,21 +119,6 @@ def file_brief(e: FileEntry) -> list[Any]:
     return [*unpack_stat(e.stat), bool(e.rejections)]
 
 
-def checked_brief(value: Any) -> list[Any]:
-    """A file's brief as `file_brief` wrote it (ValueError if it is not one)."""
-    if type(value) is not list or len(value) != 4:
-        raise ValueError("a file's brief")
-    size, mtime_ns, inode, refused = value
-    if (
-        type(size) is not int
-        or type(mtime_ns) is not int
-        or type(inode) is not int
-        or type(refused) is not bool
-    ):
-        raise ValueError("a file's brief")
-    return value
-
-
 def number_json(e: NumberEntry, files: Mapping[str, FileEntry]) -> dict[str, Any]:
     return {
         "record": _document_json(e.record, files),

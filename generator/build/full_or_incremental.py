@@ -20,12 +20,11 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..trust.files import file_sha256
 from ..trust.load import is_utf8
-from .change_check import Listed, content_files, stat_key
+from .change_check import Changed, Listed, content_files, stat_key
 from .state import BuildState
 
 FULL_SHARE = 0.25
@@ -40,43 +39,42 @@ MIN_DOCUMENTS = 200
 """Below this many documents a build is quick either way: always incremental."""
 
 
-@dataclass(frozen=True, slots=True)
-class Changed:
-    """What a listing of every document showed changed since the cache."""
-
-    names: list[str]
-    """Added, removed, or of another stat, in order."""
-    listed: Listed
-    """The listing's (path, name, stat) of those still there."""
-
-
 def full_is_faster(
-    cache: BuildState, content: Path, listed: Listed | None, hints: Collection[str] | None
+    cache: BuildState,
+    content: Path,
+    listed: Listed | None,
+    hints: Collection[str] | None,
+    told: Changed | None = None,
 ) -> tuple[bool, Listed | None, Changed | None]:
     """Whether to drop the cache and build in full; the listing of every document
     made to tell; and, when told from that listing, the names that may have changed
     since the cache (added, removed, or of another stat), in order: an incremental
     build looks at those alone, as at a watcher's names, instead of at every document
     again. (None when the listing has a name that is not UTF-8: reports show it under
-    another spelling, which the build's own listing makes.)"""
+    another spelling, which the build's own listing makes.) `told`: those names, when
+    the caller already compared `listed` with this very cache (change_check.look)."""
     known = cache.files
     if len(known) < MIN_DOCUMENTS and listed is None:
         return False, listed, None
     allowed = FULL_SHARE * len(known)
     if hints is not None:  # (a watcher's names: exactly what may have changed)
         return len(known) >= MIN_DOCUMENTS and len(set(hints)) > allowed, listed, None
-    if listed is None:
-        try:
-            listed = [(path, name, stat_key(path)) for path, name in content_files(content)]
-        except OSError:  # (a file gone meanwhile: the build itself says what it finds)
-            return False, None, None
-    names = {name for _path, name, _stat in listed}
-    added, gone = names - known.names(), known.names() - names
-    maybe = [(path, name) for path, name, stat in listed if name in known and known.stat(name) != stat]
-    told = None
-    if all(map(is_utf8, added)):  # (else reported under another spelling: the build lists every name)
-        present = added | {name for _path, name in maybe}
-        told = Changed(sorted(present | gone), [entry for entry in listed if entry[1] in present])
+    if told is not None:
+        present = {name for _path, name, _stat in told.listed}
+        added, gone = {n for n in present if n not in known}, set(told.names) - present
+        maybe = [(path, name) for path, name, _stat in told.listed if name in known]
+    else:
+        if listed is None:
+            try:
+                listed = [(path, name, stat_key(path)) for path, name in content_files(content)]
+            except OSError:  # (a file gone meanwhile: the build itself says what it finds)
+                return False, None, None
+        names = {name for _path, name, _stat in listed}
+        added, gone = names - known.names(), known.names() - names
+        maybe = [(path, name) for path, name, stat in listed if name in known and known.stat(name) != stat]
+        if all(map(is_utf8, added)):  # (else reported under another spelling: the build lists every name)
+            present = added | {name for _path, name in maybe}
+            told = Changed(sorted(present | gone), [entry for entry in listed if entry[1] in present])
     changed = len(added) + len(gone)
     if len(known) < MIN_DOCUMENTS or changed + len(maybe) <= allowed:
         return False, listed, told

@@ -149,13 +149,15 @@ def _build(
     staging = prepare_staging(site)
     pool: Executor | None = None
     try:  # (a build stopped from here on leaves no staging folder behind)
+        compared = None  # (what `look` found changed since the state it read, if this is that state)
         if incremental and cache is None:
-            cache = load_cache(config.cache_dir, key, site)
+            cache = load_cache(config.cache_dir, key, site, seen.last)
+            compared = seen.changed if cache is not None and seen.last is not None else None
         listed = seen.listed
         # (hints count only beside the warm cache they were made against)
         only = hints if warm is not None and cache is not None and cache is warm.cache else None
         if cache is not None:  # (past a share of changed documents, a full build is faster)
-            full, listed, told = full_is_faster(cache, config.content, listed, only)
+            full, listed, told = full_is_faster(cache, config.content, listed, only, compared)
             if full:
                 cache = only = None
             elif only is None and told is not None:  # (the stages look at those alone)

@@ -4,26 +4,30 @@ what changed.
 Rules:
 - It is split by partition: the first character of a Pith number's body (one
   of 32; files that name no number form a partition of their own). Partition
-  P is three files in `<cache dir>/build-cache/`: `P.index.json`, the content
-  files whose documents name a number of P, each with its stat and whether it
-  was refused, and a small row per number (page_model.NumberRow), read by every
-  build; `P.files.json`, those files' entries (their hashes, numbers,
-  refusals and documents); and `P.numbers.jsonl`, the numbers' entries (what
-  was published for them and their summaries). The last two are read only
-  when the build needs them: one changed document costs its partition's.
+  P is four files in `<cache dir>/build-cache/`: `P.index.json`, each content
+  file whose document names a number of P with its stat and whether it was
+  refused, read by every build (it is how `change_check.look` tells what
+  changed); `P.rows.json`, a small row per number (page_model.NumberRow);
+  `P.files.json`, the files' entries (their hashes, numbers, refusals and
+  documents); and `P.numbers.jsonl`, the numbers' entries (what was published
+  for them and their summaries). The last three are read only when the build
+  needs them: one changed document costs its partition's.
 - `<cache dir>/build-cache.json`, written last, is the head: the key, what the
-  site-wide files were made from, and each partition file's SHA-256 (and the
-  stat the files read later had when written, checked before the build relies
-  on reading them). A file is used only if its bytes hash as the head says;
-  a build stopped between writing a partition and the head leaves a head that
-  does not match, and the next build is a full one, never a wrong one. (An
-  entries file read later that does not hash as named makes the build start
-  again in full: see pipeline.build.)
+  site-wide files were made from, each partition file's SHA-256 (and the stat
+  the files read later had when written, checked before the build relies on
+  reading them), and each partition's summary (part_summary.py: its count, a
+  hash of its digests, its newest and its forked rows, a filter of the integrity
+  reports it claims), from which the site-wide stage works without the rows of
+  partitions a build did not change. A file is used only if its bytes hash as
+  the head says; a build stopped between writing a partition and the head
+  leaves a head that does not match, and the next build is a full one, never a
+  wrong one. (A file read later that does not hash as named makes the build
+  start again in full: see pipeline.build.)
 - A build rewrites only the partitions whose entries it changed (the rest are
   the very objects it read, or never read), so one changed document costs its
-  partition's reading and writing, not the whole state's (every partition's
-  index is still read: its rows make the feed and the report). A build on a cluster
-  needs the same unit: a partition's state can be read and written on its own.
+  partition's reading and writing, and every partition's index of stats, not
+  the whole state's. A build on a cluster needs the same unit: a partition's
+  state can be read and written on its own.
 - It is keyed by everything that shapes the output: the tool's version, the
   pinned keys, every template and asset byte, and the options. Any change to
   the key, a file that does not parse, a checksum that does not match, or a
@@ -54,10 +58,14 @@ from ..site.layout import MANIFEST_PATH
 from ..site.page_model import NumberRow
 from ..trust.files import file_sha256, open_regular, write_atomic
 from .change_check import (
+    CACHE_FILE,
     CACHE_FORMAT,
+    INDEX,
+    PARTS_FOLDER,
     QUICK_FILE,
+    LastState,
     Unchanged,
-    read_checked,
+    read_last_state,
     save_unchanged,
     stat_key,
     write_checked,
@@ -78,7 +86,6 @@ from .entries import (
     partition_of,
 )
 from .entry_json import (
-    checked_brief,
     dumps_line,
     file_brief,
     file_entry,
@@ -93,11 +100,18 @@ from .entry_json import (
 )
 from .part_summary import PartSummary
 
-__all__ = ["FileEntry", "FileTable", "NumberEntry", "NumberTable", "StateDamaged", "partition_of"]
+__all__ = [
+    "CACHE_FILE",
+    "PARTS_FOLDER",
+    "FileEntry",
+    "FileTable",
+    "NumberEntry",
+    "NumberTable",
+    "StateDamaged",
+    "partition_of",
+]
 
-CACHE_FILE = "build-cache.json"
-PARTS_FOLDER = "build-cache"
-_INDEX, _ROWS, _FILES, _ENTRIES = ".index.json", ".rows.json", ".files.json", ".numbers.jsonl"
+_INDEX, _ROWS, _FILES, _ENTRIES = INDEX, ".rows.json", ".files.json", ".numbers.jsonl"
 _PART_NAME = re.compile(f"[A-Z2-7]{{{PREFIX_CHARS}}}|{NO_NUMBER}")
 
 
@@ -152,17 +166,16 @@ class SavedPart:
         }
 
 
-def load_cache(directory: Path, key: str, site: Path) -> BuildState | None:
+def load_cache(directory: Path, key: str, site: Path, last: LastState | None = None) -> BuildState | None:
     """The last build's state, or None when it cannot be trusted for this build.
 
-    The head is checked first (format, key, the site's manifest), so a state for
-    other settings or another site costs no partition read; then every partition's
-    index of files. Rows, file entries and number entries are read later, a
-    partition at a time, when asked for (see `FileTable` and `NumberTable`)."""
+    The head and every partition's index of files are those `last` holds (read by
+    change_check.look), else read now (see `read_last_state`); the site's manifest
+    must be the one the head names. Rows, file entries and number entries are read
+    later, a partition at a time, when asked for (see `FileTable` and `NumberTable`)."""
     try:
-        head = read_checked(directory / CACHE_FILE)
-        if head.get("format") != CACHE_FORMAT or head.get("key") != key:
-            return None
+        state = last or read_last_state(directory, key)
+        head = state.head
         manifest = site / MANIFEST_PATH
         if not manifest.is_file() or file_sha256(manifest) != head["manifest_sha256"]:
             return None
@@ -192,9 +205,7 @@ def load_cache(directory: Path, key: str, site: Path) -> BuildState | None:
                 if stat_key(path) != stat:
                     return None
             summary = part_summary(value["summary"])
-            part_files = _read_index(
-                folder / f"{part}{_INDEX}", part, str(value["index"]), named[_FILES], stored[0]
-            )
+            part_files = _stored_files(state.indexes[part], part, named[_FILES], stored[0])
             files.update(part_files)
             own = FileTable(part_files)  # (a number's documents are its partition's files)
             read_rows = Stored(partial(_read_rows, named[_ROWS], rows[0], part, summary))
@@ -221,16 +232,12 @@ def _read_named(path: Path, sha256: str) -> bytes:
     return raw
 
 
-def _read_index(
-    path: Path, part: str, sha256: str, files_path: Path, files_sha256: str
+def _stored_files(
+    briefs: dict[str, list[Any]], part: str, files_path: Path, files_sha256: str
 ) -> dict[str, FileEntry | StoredFile]:
-    """A partition's index: `{name: brief}` for each content file (see
-    `entry_json.file_brief`), read by every build. Each file's entry is read from
-    `files_path` when the build first asks for one of them (`_read_files`)."""
-    stored = loads_line(_read_named(path, sha256))
-    if type(stored) is not dict:
-        raise ValueError("an index of another shape")
-    briefs = {name: checked_brief(value) for name, value in stored.items()}
+    """A partition's files as its index lists them (`{name: brief}`, see
+    `entry_json.file_brief`): each file's entry is read from `files_path` when the
+    build first asks for one of them (`_read_files`)."""
     source = FilesPart(partial(_read_files, files_path, files_sha256, part, briefs))
     return {name: StoredFile(brief, source, part) for name, brief in briefs.items()}
 
@@ -300,18 +307,17 @@ def save_after_build(directory: Path, cache: BuildState, extra: str, report: Unc
     """The state, then its companion that tells the next build whether
     anything changed at all (see change_check.py)."""
     try:
-        save_cache(directory, cache)
+        head = save_cache(directory, cache)
     except StateDamaged as exc:  # (a partition to write again could not be read)
         forget_saved(directory)
         raise OSError(errno.EIO, f"a partition of the last state is damaged ({exc})") from None
-    stats = {name: cache.files.stat(name) for name in cache.files}
-    save_unchanged(directory, cache.key, extra, cache.manifest_sha256, stats, report)
+    save_unchanged(directory, cache.key, extra, cache.manifest_sha256, head, report)
 
 
-def save_cache(directory: Path, cache: BuildState) -> None:
+def save_cache(directory: Path, cache: BuildState) -> str:
     """Write the partitions whose entries changed since they were last saved, then
     the head that names every partition's hashes and holds its summary, then remove
-    the files of partitions no entry is in any more."""
+    the files of partitions no entry is in any more. Returns the head's checksum."""
     folder = directory / PARTS_FOLDER
     folder.mkdir(parents=True, exist_ok=True)
     _remove_stale(directory)
@@ -357,7 +363,7 @@ def save_cache(directory: Path, cache: BuildState) -> None:
             part_files,
             table.settle(part, part_rows, entries, summary),
         )
-    write_checked(
+    checksum = write_checked(
         directory,
         CACHE_FILE,
         {
@@ -379,6 +385,7 @@ def save_cache(directory: Path, cache: BuildState) -> None:
     for name in leftover:
         with contextlib.suppress(OSError):
             (folder / name).unlink()
+    return checksum
 
 
 def _same(old: dict[str, Any], new: dict[str, Any]) -> bool:

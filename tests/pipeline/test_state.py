@@ -127,7 +127,8 @@ def test_a_partition_left_by_no_entry_is_removed(built: Project) -> None:
     names = {partition(path) for path in part_files(built)}
     path = part_holding(built, b"Cached Record")
     index = json.loads(path.with_name(f"{partition(path)}.index.json").read_bytes())
-    assert len(json.loads(path.read_bytes())) == 1 and len(index) == 1  # (a.json is its partition's only entry)
+    rows = json.loads(path.read_bytes())
+    assert len(rows) == 1 and len(index) == 1  # (a.json is its partition's only entry)
     (built.content / "a.json").unlink()
     report = built.build()
     assert report.mode == "incremental" and report.published == 2
@@ -237,7 +238,8 @@ def test_a_damaged_cache_means_a_full_build(
         rows = part_holding(built, b"Cached Record")
         path = rows.with_name(f"{partition(rows)}.{where}.json")
     else:
-        path = part_holding(built, b"Cached Record", ".rows.json" if where == "partition" else ".numbers.jsonl")
+        kind = ".rows.json" if where == "partition" else ".numbers.jsonl"
+        path = part_holding(built, b"Cached Record", kind)
     if damage is None:
         path.unlink()
     else:
@@ -284,16 +286,18 @@ def companion_with(**fields: Any) -> Callable[[bytes], bytes]:
     [
         lambda data: data.replace(b'"published":3', b'"published":4'),
         lambda data: checksummed([]),
-        companion_with(stats=None),
-        companion_with(stats=[1, 2]),
+        companion_with(state=None),
+        companion_with(state=[1, 2]),
+        companion_with(state="0" * 64),
         companion_with(rejections=[["x"]]),
         companion_with(format=None),
     ],
     ids=[
         "another count, old checksum",
         "not an object",
-        "no stats",
-        "stats a list",
+        "no state named",
+        "state a list",
+        "another state named",
         "rejection cut short",
         "no format",
     ],
