@@ -34,6 +34,8 @@ read for nothing. (A filter, not the list: 20,000 paths would make the head a me
 
 @dataclass(frozen=True, slots=True)
 class PartSummary:
+    """One partition's summary, as the head holds it (see the module's docstring)."""
+
     count: int
     digests: str
     """SHA-256 of the numbers' digests, in number order (hex)."""
