@@ -304,7 +304,10 @@ class SitewideStage:
         reports may hold one of `paths` (see part_summary.py)."""
         numbers = self.numbers
         parts = {prefix[:PREFIX_CHARS] for prefix in asked_prefixes(paths)}
-        reports = [p for p in paths if not p.startswith(("pith/", "paper/"))]
+        # (an integrity report is `pith/<arXiv id>/integrity.json`, see
+        # layout.source_integrity_path; a short form's or a paper page's path is a page
+        # that its prefix's partition holds)
+        reports = [p for p in paths if p.endswith("/integrity.json")]
         if reports:
             parts |= {part for part, s in numbers.part_summaries().items() if s.may_claim(reports)}
         rows = sorted((row for part in parts for row in numbers.rows_of(part).values()), key=_NUMBER)

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from sitekit import BOTH_KEYS, REPO, Project, assert_same_as_fresh, record_doc
 
 from generator.build.change_check import QUICK_FILE, pack_stat, stat_key, unpack_stat
+from generator.build.entries import partition_of
 from generator.build.pipeline import build
 from generator.build.state import (
     CACHE_FILE,
@@ -401,8 +402,9 @@ def test_a_read_cache_holds_each_document_once_and_as_it_was_written(built: Proj
     assert shared == 3  # the real record, the real bundle, a.json
 
 
-def with_integrity_report(record: dict[str, Any]) -> dict[str, Any]:
-    """A bundle whose graph snapshot names the paper's integrity report."""
+def with_integrity_report(record: dict[str, Any], grown: bool = False) -> dict[str, Any]:
+    """A bundle whose graph snapshot names the paper's integrity report (`grown`: and a
+    later snapshot too)."""
     snapshot = f.graph_snapshot(record, "A Small Test Paper")
     snapshot["integrity"]["endpoint"] = f"/pith/{record['source']['id']}/integrity.json"
     payload = {"graph_snapshot": snapshot, "verdict_id": None}
@@ -410,6 +412,11 @@ def with_integrity_report(record: dict[str, Any]) -> dict[str, Any]:
         f.record_created_event(f.TEST_SIGNER, record),
         f.event(f.TEST_SIGNER, f.pith_number(record), "graph_snapshot", payload),
     ]
+    if grown:
+        later = "2026-07-20T00:00:00Z"
+        events.append(
+            f.event(f.TEST_SIGNER, f.pith_number(record), "graph_snapshot", payload, created_at=later)
+        )
     return f.bundle(record=record, events=events)
 
 
@@ -428,6 +435,39 @@ def test_a_shared_integrity_report_is_rewritten_from_the_cache(tmp_path: Path) -
     result = p.build()
     assert result.mode == "incremental" and result.rendered == 1
     assert p.read(report) == before
+    assert_same_as_fresh(p, tmp_path / "fresh")
+
+
+def test_a_report_shared_across_partitions_is_found_by_the_partitions_filter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two versions of one paper in two partitions share its integrity report, the
+    newest's. The older version's bundle grows: the build reads the rows of its own
+    partition and of the newer version's, which the partitions' filter of reports
+    names, and of no other; the report stays the newest's, as a fresh build makes it."""
+    from generator.build import state
+
+    versions = [f.canonical_record(source_id="2305.00088", version=v) for v in range(1, 9)]
+    older = versions[0]
+    newer = next(
+        r for r in versions[1:] if partition_of(f.pith_number(r)) != partition_of(f.pith_number(older))
+    )
+    p = Project(tmp_path / "spread")
+    p.add("old.json", with_integrity_report(older))
+    p.add("new.json", with_integrity_report(newer))
+    for i in range(6):  # (other records, in other partitions, that claim no report)
+        p.add(f"other{i}.json", record_doc(source_id=f"2306.0000{i}", title=f"Other {i}"))
+    assert p.build().mode == "full"
+    report = "pith/2305.00088/integrity.json"
+    assert json.loads(p.read(report))["pith_number"] == f.pith_number(newer)
+    rows: list[str] = []
+    real = state._read_rows
+    monkeypatch.setattr(state, "_read_rows", lambda path, *a: rows.append(partition(path)) or real(path, *a))
+    p.add("old.json", with_integrity_report(older, grown=True))
+    result = p.build()
+    assert result.mode == "incremental" and result.rendered == 1
+    assert json.loads(p.read(report))["pith_number"] == f.pith_number(newer)
+    assert sorted(rows) == sorted({partition_of(f.pith_number(r)) for r in (older, newer)})
     assert_same_as_fresh(p, tmp_path / "fresh")
 
 
