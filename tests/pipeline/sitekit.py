@@ -180,15 +180,21 @@ def record_doc(
 
 
 def bundle_events(
-    record: dict[str, Any], title: str, snapshots: int, start_day: int = 10
+    record: dict[str, Any], title: str, snapshots: int, start_day: int = 10, integrity: bool = False
 ) -> list[dict[str, Any]]:
-    """record_created plus `snapshots` graph_snapshot events on successive days."""
+    """record_created plus `snapshots` graph_snapshot events on successive days (with
+    `integrity`, each naming the paper's integrity report, as the resolver's do)."""
     events = [f.record_created_event(f.TEST_SIGNER, record)]
     for i in range(snapshots):
+        created_at = f"2026-07-{start_day + i:02d}T00:00:00Z"
+        if not integrity:
+            events.append(f.graph_snapshot_event(f.TEST_SIGNER, record, title, created_at=created_at))
+            continue
+        snapshot = f.graph_snapshot(record, title)
+        snapshot["integrity"]["endpoint"] = f"/pith/{record['source']['id']}/integrity.json"
+        payload = {"graph_snapshot": snapshot, "verdict_id": None}
         events.append(
-            f.graph_snapshot_event(
-                f.TEST_SIGNER, record, title, created_at=f"2026-07-{start_day + i:02d}T00:00:00Z"
-            )
+            f.event(f.TEST_SIGNER, f.pith_number(record), "graph_snapshot", payload, created_at=created_at)
         )
     return events
 

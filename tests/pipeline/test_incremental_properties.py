@@ -4,8 +4,10 @@ A Hypothesis state machine changes a small content/ folder step by step: it
 adds, replaces, removes, renames and corrupts documents (records, bundles that
 grow, a bundle rebuilt later, a bundle that disagrees) and Markdown pages. The
 papers include two numbers that share their 8-character prefix and their arXiv
-id, two versions of one paper, and a paper of another source whose signed
-aliases name one of those arXiv ids. After every step three sites are built from
+id, two versions of one paper (in two partitions of the build state), and a paper
+of another source whose signed aliases name one of those arXiv ids; the arXiv
+papers' bundles name their integrity reports, which versions and numbers that
+share an arXiv id share. After every step three sites are built from
 the same content:
 
 - `cold`: an incremental build with the cache on disk (a new `pith-mirror build`);
@@ -68,7 +70,7 @@ def _bundle(paper: int, snapshots: int, start_day: int = 10, built_at: str | Non
     aliases = f.aliases(record)
     if paper == CLAIMER:
         aliases += [a for a in f.aliases(_record(2)) if not a["alias_kind"].startswith("pith")]
-    events = bundle_events(record, title, snapshots, start_day)
+    events = bundle_events(record, title, snapshots, start_day, integrity=paper != CLAIMER)
     doc = f.bundle(record=record, title=title, alias_list=aliases, events=events)
     if built_at is not None:  # the same events, signed again later
         doc = copy.deepcopy(doc)
