@@ -72,9 +72,20 @@ class LastState:
     """The build state's head and every partition's index of files, read and checked
     (see `read_last_state`): read once, by this check, for the build too."""
 
+    checksum: str
+    """The head's, as its first line holds it (see `write_checked`)."""
     head: dict[str, Any]
     indexes: dict[str, dict[str, list[Any]]]
     """Partition -> content name -> brief."""
+
+    def still_saved(self, directory: Path) -> bool:
+        """Whether the state's head in `directory` is still this one: a build that
+        changed SITE since removed it, or saved another (see state.forget_saved)."""
+        try:
+            first = read_at_most(directory / CACHE_FILE, len(self.checksum) + 1)
+        except OSError:
+            return False
+        return first == self.checksum.encode() + b"\n"
 
 
 @dataclass(frozen=True, slots=True)
@@ -371,7 +382,7 @@ def read_last_state(directory: Path, key: str, checksum: str | None = None) -> L
         if type(briefs) is not dict:
             raise ValueError("an index of another shape")
         indexes[part] = {name: checked_brief(brief) for name, brief in briefs.items()}
-    return LastState(head, indexes)
+    return LastState(found.decode(), head, indexes)
 
 
 def checked_brief(value: Any) -> list[Any]:

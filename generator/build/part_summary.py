@@ -101,5 +101,5 @@ def combine(summaries: Mapping[str, PartSummary]) -> SiteRows:
         count=sum(s.count for s in parts),
         digests="".join(s.digests for s in parts),
         newest=[row for s in parts for row in s.newest],
-        forked=[row for s in parts for row in s.forked],
+        forked=sorted(row for s in parts for row in s.forked),  # (a partition's are of one first character)
     )

@@ -149,11 +149,15 @@ def _build(
     staging = prepare_staging(site)
     pool: Executor | None = None
     try:  # (a build stopped from here on leaves no staging folder behind)
+        # What `look` read before this build took the lock holds if no build has changed
+        # SITE since: one that did removed or replaced the state's head, and the listing
+        # may then lack documents that build published (this one would unpublish them).
+        last = seen.last if seen.last is not None and seen.last.still_saved(config.cache_dir) else None
+        listed = seen.listed if last is not None else None
         compared = None  # (what `look` found changed since the state it read, if this is that state)
         if incremental and cache is None:
-            cache = load_cache(config.cache_dir, key, site, seen.last)
-            compared = seen.changed if cache is not None and seen.last is not None else None
-        listed = seen.listed
+            cache = load_cache(config.cache_dir, key, site, last)
+            compared = seen.changed if cache is not None and last is not None else None
         # (hints count only beside the warm cache they were made against)
         only = hints if warm is not None and cache is not None and cache is warm.cache else None
         if cache is not None:  # (past a share of changed documents, a full build is faster)

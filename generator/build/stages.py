@@ -89,6 +89,8 @@ class Stages:
         with `hints` from that listing, of those of the hinted names it found."""
         self.deployed = deployed
         """Numbers the deployed site publishes, besides SITE's (`config.deployed`)."""
+        self.restated: list[str] = []
+        """Files whose stat changed and bytes did not: their entries change, not their numbers."""
         self.previous: Collection[str] = cache.numbers if cache else set()
         """Every number SITE publishes before this build (the cache's table, asked
         only about the numbers a build touches)."""
@@ -139,9 +141,10 @@ class Stages:
         if last is not None:
             # The partitions the state's save writes again are read now, before SITE
             # changes: one found damaged makes this a full build, not a failure once SITE
-            # has changed. (Those of a changed file, before and now; those whose numbers changed.)
+            # has changed. (Those of a changed file, before and now, and of a file only
+            # touched, whose new stat the save writes; those whose numbers changed.)
             parts = {last.files.partition(n) for n in changed if n in last.files}
-            parts |= {entries.partition(n) for n in changed if n in entries}
+            parts |= {entries.partition(n) for n in [*changed, *self.restated] if n in entries}
             entries.read_partitions(parts | numbers.changed_partitions())
             numbers.read_partitions(parts)
         report = BuildReport(
@@ -222,6 +225,7 @@ class Stages:
                         continue
                     if file_sha256(Path(path)) == previous.raw_sha256(name):
                         entries[name] = replace(previous[name], stat=stat)
+                        self.restated.append(name)
                         continue
                 except OSError:
                     pass

@@ -808,6 +808,49 @@ def test_a_partition_damaged_behind_an_unchanged_stat_makes_the_build_start_agai
     assert_same_as_fresh(built, tmp_path / "fresh")
 
 
+def test_rows_damaged_behind_an_unchanged_stat_beside_a_touched_file_make_the_build_start_again_in_full(
+    built: Project, tmp_path: Path
+) -> None:
+    """A file only touched (a new stat, the same bytes) changes its partition's entry
+    for the file, so the save writes that partition again: its rows and entries are read
+    before SITE changes, and damage found there makes the build a full one, not a
+    failure to save once SITE has changed."""
+    rows = part_holding(built, b"Cached Record")
+    before = rows.stat()
+    damaged = flip_in_an_entry(rows.read_bytes())
+    with open(rows, "r+b") as handle:  # (in place: the same inode and size)
+        handle.write(damaged)
+    os.utime(rows, ns=(before.st_atime_ns, before.st_mtime_ns))
+    document = built.content / "a.json"
+    os.utime(document, ns=(document.stat().st_atime_ns, document.stat().st_mtime_ns + 10**9))
+    report = built.build()
+    assert report.mode == "full" and report.published == 3
+    assert any("the build state was damaged" in note and ".rows.json" in note for note in report.notes)
+    assert_same_as_fresh(built, tmp_path / "fresh")
+
+
+def test_a_state_read_before_another_build_changed_site_is_read_again(
+    built: Project, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The check for changes reads the state and lists content before the build takes
+    SITE's lock; a build that meanwhile changed SITE saved another head, so the state is
+    read again, and content listed again: the first listing lacks the document that
+    build published, which this one would otherwise unpublish."""
+    from generator.build import change_check, pipeline
+
+    built.add("b.json", record_doc(source_id="2304.00055", title="Added"))
+    seen = change_check.look(built.config(), BOTH_KEYS, quick=True)
+    assert seen.report is None and seen.last is not None
+    built.add("c.json", record_doc(source_id="2304.00066", title="Another"))
+    assert built.build().mode == "incremental"  # (meanwhile: another build)
+    given: list[object] = []
+    real = pipeline.load_cache
+    monkeypatch.setattr(pipeline, "load_cache", lambda *a: given.append(a[3]) or real(*a))
+    report = build(built.config(), BOTH_KEYS, seen=seen)
+    assert given == [None] and report.mode == "incremental" and report.published == 5
+    assert_same_as_fresh(built, tmp_path / "fresh")
+
+
 def test_files_damaged_behind_an_unchanged_stat_make_the_build_start_again_in_full(
     built: Project, tmp_path: Path
 ) -> None:
