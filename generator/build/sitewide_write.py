@@ -147,8 +147,9 @@ class SitewideStage:
         asked, stale = self.affected_lookup_paths(width)
         generated_at = build_time()
         # A build that keeps the listings and the look-up shards reads no summary but
-        # those of the records it changed: the feed and the report come from the rows,
-        # the manifest from the last one's entries (see `spliced_manifest`).
+        # those of the records it changed: the feed and the count come from the
+        # partitions' summaries (part_summary.py), the manifest from the last one's
+        # entries (see `spliced_manifest`).
         manifest = None
         if self.incremental and not listings and not self.keeps_manifest and asked is not None and not asked:
             manifest = self.spliced_manifest(rows.count, generated_at)
