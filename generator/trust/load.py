@@ -111,9 +111,10 @@ def discover_names(content: Path) -> Iterator[tuple[str, str]]:
         dirnames[:] = sorted(
             d for d in dirnames if not is_ignored_name(d) and not (not prefix and d == "pages")
         )
+        base = dirpath if dirpath.endswith(os.sep) else dirpath + os.sep  # (os.path.join's result)
         for name in sorted(filenames):
             if name.endswith(".json") and not is_ignored_name(name):
-                yield os.path.join(dirpath, name), prefix + name
+                yield base + name, prefix + name
         for d in list(dirnames):
             if os.path.islink(os.path.join(dirpath, d)):  # (os.walk lists it, and does not go in)
                 dirnames.remove(d)
