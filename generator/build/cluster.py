@@ -39,6 +39,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import pickle
 import signal
 import threading
 import time
@@ -125,7 +126,9 @@ def cluster_executor(
                     preload=[__name__],  # (`dask_setup`, in each worker process)
                 )
             where = str(cluster.scheduler_address)
-            client = distributed.Client(cluster, set_as_default=False)
+            # (results straight from the workers, not relayed by the scheduler, which
+            # here shares this process and its cores with the build)
+            client = distributed.Client(cluster, set_as_default=False, direct_to_workers=True)
         else:
             try:
                 client = distributed.Client(config.scheduler, set_as_default=False)
@@ -156,10 +159,21 @@ and with them every task's arguments: at 5,000 bench records, the build's
 process held four copies of every record's task (and of the summaries its
 listing pages carry) when its stages were done, and 152 MB instead of 54."""
 
-LOCAL_WORKER_SETTINGS = {"distributed.worker.profile.enabled": False}
-"""Dask settings of the workers of a LocalCluster the build starts: no statistical
-profiler, which samples every thread's stack every 10 ms for the dashboard (which
-such a cluster does not have) and cost its workers about 6 % of their time."""
+LOCAL_WORKER_SETTINGS = {
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.system-monitor.interval": "5s",
+    "distributed.worker.memory.monitor-interval": "1s",
+    "distributed.admin.tick.interval": "1s",
+}
+"""Dask settings of a LocalCluster the build starts (its scheduler and nannies, in
+the build's process, and its workers): no statistical profiler, which samples every
+thread's stack every 10 ms for the dashboard (which such a cluster does not have) and
+cost its workers about 6 % of their time; and its other timers less often. Every
+process of such a cluster wakes to sample its CPU, memory and network use every
+0.5 s, to check its workers' memory every 0.1 s and to time its event loop every
+20 ms, for a dashboard, for memory limits that nothing here comes near in a tenth of
+a second, and for warnings of a blocked loop: 2.5 % of a busy worker's CPU time and
+3 % of a core in the build's process, against under 0.5 % and 1 % less often."""
 
 
 def dask_config() -> Dask:
@@ -287,7 +301,8 @@ class ClusterExecutor(Executor):
             name = getattr(fn, "__name__", "task")
             # (the key as the dashboard shows it: the worker function, the build, a count;
             # unique, so no task is ever taken for another's result)
-            task = _Task(f"pith-{name}-{self.setup.build[:12]}-{self._count}", runner, fn, payload, Future())
+            key = f"pith-{name}-{self.setup.build[:12]}-{self._count}"
+            task = _Task(key, runner, fn, payload, Future())
             self._waiting.append(task)
         self._send_waiting()
         return task.done
@@ -300,9 +315,17 @@ class ClusterExecutor(Executor):
                 task = self._waiting.popleft()
                 if not task.done.set_running_or_notify_cancel():  # (cancelled while it waited)
                     continue
-                sent = self.client.submit(
-                    task.runner, self.setup, task.fn, task.payload, key=task.key, pure=False
-                )
+                # (pickled here, once: the scheduler holds and forwards bytes, where it would
+                # unpickle the task's arguments and pickle them again for the worker; and
+                # only as it is sent, so the tasks that wait hold no copy of their items;
+                # plain pickle, as a process pool's tasks are)
+                try:
+                    parts = (task.runner, self.setup, task.fn, task.payload)
+                    packed = pickle.dumps(parts, pickle.HIGHEST_PROTOCOL)
+                except Exception as exc:  # (an item that cannot travel: the caller's to see)
+                    task.done.set_exception(exc)
+                    continue
+                sent = self.client.submit(_run_packed, packed, key=task.key, pure=False)
                 self._running[task.key] = sent
             sent.add_done_callback(partial(self._take_back, task))
 
@@ -435,6 +458,11 @@ _RUNNING: dict[str, int] = {}
 _STOPPED: set[str] = set()
 _CURRENT = [""]
 """The build this process is set up for."""
+
+
+def _run_packed(packed: bytes) -> Any:
+    runner, setup, fn, payload = pickle.loads(packed)
+    return runner(setup, fn, payload)
 
 
 def _run_batch(setup: Setup, fn: Callable[..., T], calls: list[tuple[Any, ...]]) -> list[T]:

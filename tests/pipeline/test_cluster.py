@@ -17,6 +17,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -284,6 +285,25 @@ def test_a_cluster_build_uploaded_to_an_s3_stand_in_holds_a_local_builds_bytes(
         listed = {o.key: o for o in storage.list() if not o.key.startswith(RESERVED)}
         assert sorted(listed) == sorted(expected)
         assert [key for key in listed if storage.read(key) != expected[key]] == []
+
+
+def test_a_task_whose_items_cannot_be_pickled_fails_alone(
+    tmp_path: Path, files: list[tuple[str, bytes]], dask_cluster: distributed.LocalCluster
+) -> None:
+    """A task is pickled by the build as it is sent: an item that cannot be is that
+    task's exception, as a pool gives it, and the tasks after it still run."""
+    p = make(tmp_path, few(files))
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    config = p.config(scheduler=dask_cluster.scheduler_address, jobs=2)
+    executor = cluster_module.cluster_executor(config, BOTH_KEYS, staging, False)
+    try:
+        failed = executor.submit(len, threading.Lock())
+        assert isinstance(failed.exception(timeout=30), TypeError)
+        assert executor.submit(len, "four").result(timeout=30) == 4
+        assert list(executor.map(len, ["a", "bb", "ccc"])) == [1, 2, 3]
+    finally:
+        executor.shutdown()
 
 
 def free_port() -> int:
