@@ -98,6 +98,27 @@ def batch_size(items: int, workers: int) -> int:
     return min(max(1, -(-items // (workers * rounds))), MAX_BATCH)
 
 
+def batch_bounds(items: int, workers: int) -> list[tuple[int, int]]:
+    """The (start, end) of each task of a map of `items`: `batch_size` items a task,
+    then, once what is left is the last round of such tasks, smaller ones (half of
+    each worker's share of what is left, never under MIN_BATCH), so that no worker
+    waits long through another's last task. Tasks already near MIN_BATCH stay as
+    they are."""
+    size = batch_size(items, workers)
+    workers = max(1, workers)
+    if size < 2 * MIN_BATCH:
+        return [(start, min(start + size, items)) for start in range(0, items, size)]
+    bounds, start = [], 0
+    while start < items:
+        left = items - start
+        step = size if left > workers * size else max(MIN_BATCH, -(-left // (2 * workers)))
+        if left - step < MIN_BATCH and left <= size:  # (no small task left over at the end)
+            step = left
+        bounds.append((start, start + min(step, size, left)))
+        start = bounds[-1][1]
+    return bounds
+
+
 # ---------------------------------------------------------------- the build's side
 
 
@@ -273,9 +294,12 @@ class ClusterExecutor(Executor):
         """`fn` over the items, in batches (`batch_size`; `chunksize`, meant for a
         local pool, only ever makes them larger); results in the items' order."""
         calls = list(zip(*iterables, strict=True))
-        size = max(chunksize, batch_size(len(calls), self.workers))
+        if chunksize > batch_size(len(calls), self.workers):
+            bounds = [(start, start + chunksize) for start in range(0, len(calls), chunksize)]
+        else:
+            bounds = batch_bounds(len(calls), self.workers)
         batches: list[Future[list[T]] | None] = [
-            self._queue(_run_batch, fn, calls[start : start + size]) for start in range(0, len(calls), size)
+            self._queue(_run_batch, fn, calls[start:end]) for start, end in bounds
         ]
 
         def results() -> Iterator[T]:

@@ -4,6 +4,7 @@ installed (these run in the quick start, which installs no Dask)."""
 
 from __future__ import annotations
 
+import itertools
 import shlex
 import sys
 from pathlib import Path
@@ -100,6 +101,24 @@ def test_batches_are_one_to_four_a_worker_of_hundreds_and_never_over_max_batch()
     assert tasks(100_000, 64) == (391, 256)
     assert tasks(3_000_000, 64) == (1000, 3_000)  # (then as many as MAX_BATCH takes)
     assert tasks(1, 8) == (1, 1)
+
+
+def test_a_maps_last_tasks_are_smaller_and_its_tasks_cover_every_item_once() -> None:
+    def sizes(items: int, workers: int) -> list[int]:
+        bounds = cluster_module.batch_bounds(items, workers)
+        assert bounds[0][0] == 0 and bounds[-1][1] == items
+        assert all(end == next_start for (_, end), (next_start, _) in itertools.pairwise(bounds))
+        return [end - start for start, end in bounds]
+
+    assert sizes(20_000, 2) == [1000] * 18 + [500, 375, 282, 250, 250, 343]
+    assert sizes(4_000, 2) == [500] * 6 + [250] * 4
+    assert sizes(600, 2) == [300, 300]  # (tasks near MIN_BATCH already: as batch_size cuts them)
+    assert sizes(20_000, 64) == [313] * 63 + [281]
+    assert sizes(1, 8) == [1]
+    for items in (999, 1_001, 2_501, 7_777, 123_457):
+        cut = sizes(items, 3)
+        assert max(cut) == cluster_module.batch_size(items, 3)
+        assert all(size >= cluster_module.MIN_BATCH for size in cut[:-1])
 
 
 def test_the_setting_comes_from_the_settings_file_too(tmp_path: Path) -> None:
