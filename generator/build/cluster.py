@@ -98,24 +98,25 @@ def batch_size(items: int, workers: int) -> int:
     return min(max(1, -(-items // (workers * rounds))), MAX_BATCH)
 
 
-def batch_bounds(items: int, workers: int) -> list[tuple[int, int]]:
-    """The (start, end) of each task of a map of `items`: `batch_size` items a task,
-    then, once what is left is the last round of such tasks, smaller ones (half of
-    each worker's share of what is left, never under MIN_BATCH), so that no worker
-    waits long through another's last task. Tasks already near MIN_BATCH stay as
-    they are."""
-    size = batch_size(items, workers)
+def batch_bounds(items: int, workers: int, least: int = 1) -> list[tuple[int, int]]:
+    """The (start, end) of each task of a map of `items`: `batch_size` items a task
+    (or `least`, if larger), then, once what is left is the last round of such
+    tasks, smaller ones (half of each worker's share of what is left, never under
+    MIN_BATCH nor `least`), so that no worker waits long through another's last
+    task. Tasks already near that floor stay as they are."""
+    size = max(least, batch_size(items, workers))
+    floor = max(MIN_BATCH, least)
     workers = max(1, workers)
-    if size < 2 * MIN_BATCH:
-        return [(start, min(start + size, items)) for start in range(0, items, size)]
     bounds, start = [], 0
     while start < items:
         left = items - start
-        step = size if left > workers * size else max(MIN_BATCH, -(-left // (2 * workers)))
-        if left - step < MIN_BATCH and left <= size:  # (no small task left over at the end)
+        step = size
+        if size >= 2 * floor and left <= workers * size:
+            step = max(floor, -(-left // (2 * workers)))
+        if left - step < floor and left <= size:  # (no small task left over at the end)
             step = left
-        bounds.append((start, start + min(step, size, left)))
-        start = bounds[-1][1]
+        bounds.append((start, start + step))
+        start += step
     return bounds
 
 
@@ -137,7 +138,7 @@ def cluster_executor(
     try:
         if config.scheduler == "local":
             # (each nanny hands the settings it was made under to the worker it starts)
-            with dask_config().set(LOCAL_WORKER_SETTINGS):
+            with dask_config().set(LOCAL_CLUSTER_SETTINGS):
                 cluster = distributed.LocalCluster(
                     n_workers=config.jobs,
                     threads_per_worker=1,  # (a worker runs one task at a time: see `_RUN`)
@@ -180,7 +181,7 @@ and with them every task's arguments: at 5,000 bench records, the build's
 process held four copies of every record's task (and of the summaries its
 listing pages carry) when its stages were done, and 152 MB instead of 54."""
 
-LOCAL_WORKER_SETTINGS = {
+LOCAL_CLUSTER_SETTINGS = {
     "distributed.worker.profile.enabled": False,
     "distributed.admin.system-monitor.interval": "5s",
     "distributed.worker.memory.monitor-interval": "1s",
@@ -291,13 +292,10 @@ class ClusterExecutor(Executor):
         chunksize: int = 1,
         **kwargs: Any,
     ) -> Iterator[T]:
-        """`fn` over the items, in batches (`batch_size`; `chunksize`, meant for a
+        """`fn` over the items, in batches (`batch_bounds`; `chunksize`, meant for a
         local pool, only ever makes them larger); results in the items' order."""
         calls = list(zip(*iterables, strict=True))
-        if chunksize > batch_size(len(calls), self.workers):
-            bounds = [(start, start + chunksize) for start in range(0, len(calls), chunksize)]
-        else:
-            bounds = batch_bounds(len(calls), self.workers)
+        bounds = batch_bounds(len(calls), self.workers, chunksize)
         batches: list[Future[list[T]] | None] = [
             self._queue(_run_batch, fn, calls[start:end]) for start, end in bounds
         ]

@@ -104,8 +104,8 @@ def test_batches_are_one_to_four_a_worker_of_hundreds_and_never_over_max_batch()
 
 
 def test_a_maps_last_tasks_are_smaller_and_its_tasks_cover_every_item_once() -> None:
-    def sizes(items: int, workers: int) -> list[int]:
-        bounds = cluster_module.batch_bounds(items, workers)
+    def sizes(items: int, workers: int, least: int = 1) -> list[int]:
+        bounds = cluster_module.batch_bounds(items, workers, least)
         assert bounds[0][0] == 0 and bounds[-1][1] == items
         assert all(end == next_start for (_, end), (next_start, _) in itertools.pairwise(bounds))
         return [end - start for start, end in bounds]
@@ -115,6 +115,8 @@ def test_a_maps_last_tasks_are_smaller_and_its_tasks_cover_every_item_once() -> 
     assert sizes(600, 2) == [300, 300]  # (tasks near MIN_BATCH already: as batch_size cuts them)
     assert sizes(20_000, 64) == [313] * 63 + [281]
     assert sizes(1, 8) == [1]
+    assert sizes(1_000, 64, least=64) == [64] * 15 + [40]  # (a pool's chunksize: only ever larger)
+    assert sizes(20_000, 2, least=300) == [1000] * 18 + [500, 375, 300, 300, 525]  # (nor tapered under it)
     for items in (999, 1_001, 2_501, 7_777, 123_457):
         cut = sizes(items, 3)
         assert max(cut) == cluster_module.batch_size(items, 3)
