@@ -20,8 +20,10 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence, Set
 from pathlib import Path
 
-from ..site.manifest import published_entries
+from ..site.layout import MANIFEST_PATH
+from ..site.manifest import ManifestError, manifest_entries
 from ..trust.errors import BuildError, ConfigError
+from ..trust.files import read_regular
 from ..trust.load import read_json_setting, shown_name
 
 MAX_SHARE = 0.10
@@ -84,13 +86,29 @@ def dropped_numbers(
 
 
 def manifest_numbers(path: Path) -> set[str]:
-    """The numbers a `mirror.json` lists (`deployed`); ConfigError when it
-    cannot be read or is no pith-mirror manifest (an empty answer would let any
-    build through unchecked)."""
+    """The numbers a `mirror.json` lists (`deployed`), with its shards read from beside
+    it as a site holds them (`mirror/<prefix>.json`); ConfigError when it cannot be
+    read or is no pith-mirror manifest (an empty answer would let any build through
+    unchecked)."""
     shown = shown_name(str(path))
     data = read_json_setting(path, "deployed", MANIFEST_LIMIT)
-    entries = published_entries(data)
-    records = data.get("records") if isinstance(data, dict) else None
+    folder = path.parent  # (the manifest's own folder in a site: .well-known/pith/)
+    here = MANIFEST_PATH.rpartition("/")[0] + "/"
+
+    def read(shard: str) -> bytes | None:
+        try:
+            return read_regular(folder / shard.removeprefix(here), MANIFEST_LIMIT)
+        except FileNotFoundError:
+            where = shown_name(str(folder / shard.removeprefix(here)))
+            raise ConfigError("deployed", f"{shown} names a shard not beside it: no {where}") from None
+        except OSError as exc:
+            raise ConfigError("deployed", f"cannot read {shown_name(str(folder / shard))}: {exc}") from None
+
+    try:
+        entries = manifest_entries(data, read)
+    except ManifestError as exc:
+        raise ConfigError("deployed", f"{shown}: {exc}") from None
+    records = data.get("records", data.get("shards")) if isinstance(data, dict) else None
     if not isinstance(records, list) or (records and not entries):
         raise ConfigError("deployed", f"{shown} is not a manifest pith-mirror wrote (mirror.json)")
     return set(entries)

@@ -24,19 +24,12 @@ from collections.abc import Iterable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
 
 from ..site import layout
 from ..site.config import SiteConfig, build_time
 from ..site.layout import MANIFEST_PATH, RESOLVE_INDEX, shard_width
 from ..site.lookups import index_json, lookup_files, lookup_inputs, lookup_paths
-from ..site.manifest import (
-    indented_entry,
-    manifest_files,
-    spliced_manifest,
-    stream_manifest,
-    whole_manifest,
-)
+from ..site.manifest import indented_entry, manifest_files, mirrors_file, spliced_manifest
 from ..site.page_model import NumberRow, Summary
 from ..site.render import OutputFile
 from ..site.shared_paths import (
@@ -148,11 +141,11 @@ class SitewideStage:
         generated_at = build_time()
         # A build that keeps the listings and the look-up shards reads no summary but
         # those of the records it changed: the feed and the count come from the
-        # partitions' summaries (part_summary.py), the manifest from the last one's
-        # entries (see `spliced_manifest`).
+        # partitions' summaries (part_summary.py), the manifest's shards from the last
+        # ones (see `spliced_manifest`).
         manifest = None
         if self.incremental and not listings and not self.keeps_manifest and asked is not None and not asked:
-            manifest = self.spliced_manifest(rows.count, generated_at)
+            manifest = self.spliced_manifest(generated_at)
         summaries = [] if manifest is not None else self.every_summary()
         pool = self.pool
         # (a full build's search index is made by the workers, in staging)
@@ -179,10 +172,8 @@ class SitewideStage:
             None if search is None else search.start,
             rows.newest,
         )
-        entry_json = self.kept_manifest_entry if self.incremental or self.keeps_manifest else None
-        streamed = not self.incremental and not self.keeps_manifest  # (see `stream_manifest_into`)
-        made = manifest_files(summaries, config, self.keyring, generated_at, entry_json, streamed, manifest)
-        lazies += [eager(f.path, f.data) for f in made]
+        mirrors = mirrors_file(config, self.keyring, generated_at)
+        lazies.append(eager(mirrors.path, mirrors.data))
         lazies.append(eager(RESOLVE_INDEX, index_json(width)))
         affected = self.affected_shareable_paths(summaries)
         affected |= stale
@@ -221,7 +212,7 @@ class SitewideStage:
         handed = {lazy.path for pages, _ in offloaded for lazies in pages for lazy in lazies}
         for path, lazy in sorted(shared.items()):
             emit(path, lazy.make())
-        for path in sorted(fixed, key=lambda p: (p == MANIFEST_PATH, p)):
+        for path in sorted(fixed):
             lazy = fixed[path]
             if path in handed:
                 continue
@@ -233,12 +224,19 @@ class SitewideStage:
             full_digest = _sha(data)
             digest = recorded_hash(full_digest)
             record[path] = (lazy.key, digest)
-            if path == MANIFEST_PATH:
-                self.manifest_sha256 = full_digest
             if old is None or old[1] != digest:
                 emit(path, data)
-        if streamed:  # (before waiting for the workers: they have pages left to make)
-            self.stream_manifest_into(record, summaries, generated_at)
+        # (the manifest last, before waiting for the workers: they have pages left to make)
+        manifest_made = manifest if manifest is not None else self.manifest_files(summaries, generated_at)
+        for file in manifest_made:
+            full_digest = _sha(file.data)
+            digest = recorded_hash(full_digest)
+            old = previous.get(file.path)
+            record[file.path] = (bytes_key(full_digest), digest)
+            if file.path == MANIFEST_PATH:
+                self.manifest_sha256 = full_digest
+            if old is None or old[1] != digest:
+                emit(file.path, file.data)
         if search is not None:  # (the chunks came before the listing pages: done first)
             search.shards()
         for pages, batch in offloaded:
@@ -263,30 +261,19 @@ class SitewideStage:
         restore = {owned[p] for p in gone if p in owned and owned[p] not in fresh}
         return SitewideWritten(record, inputs, context, self.manifest_sha256, restore)
 
-    def stream_manifest_into(
-        self, record: dict[str, tuple[str, str]], summaries: list[Summary], generated_at: str | None
-    ) -> None:
-        """A cold build writes the site manifest into staging entry by entry, hashing
-        as it goes (the same bytes as `whole_manifest`): the last file this process
-        makes, while the workers finish theirs."""
-        target = self.staging / MANIFEST_PATH
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with open(target, "wb") as handle:
-            hashing = _HashingWriter(handle)
-            if not stream_manifest(hashing, summaries, self.config, generated_at):
-                handle.seek(0)
-                handle.truncate()
-                hashing = _HashingWriter(handle)
-                hashing.write(whole_manifest(summaries, self.config, generated_at))
-        full_digest = hashing.digest.hexdigest()
-        record[MANIFEST_PATH] = (bytes_key(full_digest), recorded_hash(full_digest))
-        self.manifest_sha256 = full_digest
-        self.written += 1
+    def manifest_files(self, summaries: list[Summary], generated_at: str | None) -> Iterable[OutputFile]:
+        """The manifest's shards and index made from every summary: each number's lines
+        kept on its entry where a later build may use them again (see
+        `kept_manifest_entry`); a cold build makes them once, shard by shard."""
+        keep = self.incremental or self.keeps_manifest
+        entry_json = self.kept_manifest_entry if keep else indented_entry
+        return manifest_files(summaries, self.config, generated_at, entry_json)
 
-    def spliced_manifest(self, count: int, generated_at: str | None) -> bytes | None:
-        """The site manifest made from the last build's (the file in SITE, whose hash
-        the build state holds) and the summaries of the records this build changed;
-        None when that file is not the one the state names, or not in the usual form."""
+    def spliced_manifest(self, generated_at: str | None) -> list[OutputFile] | None:
+        """The manifest's shards that hold the records this build changed, and its
+        index, made from the last ones (the index in SITE, whose hash the build state
+        holds, names each shard's hash) and those records' summaries; None when the
+        index is not the one the state names, or a shard not as the index says."""
         assert self.cache is not None
         try:
             last = (self.site / MANIFEST_PATH).read_bytes()
@@ -296,7 +283,13 @@ class SitewideStage:
             return None
         numbers = self.numbers
         changed = {n: numbers[n].summary for n in self.renewed}
-        return spliced_manifest(last, count, lambda: sorted(numbers), changed, self.config, generated_at)
+        return spliced_manifest(last, self.read_site_file, changed, self.config, generated_at)
+
+    def read_site_file(self, path: str) -> bytes | None:
+        try:
+            return (self.site / path).read_bytes()
+        except OSError:
+            return None
 
     def claimants(self, paths: set[str]) -> list[NumberRow]:
         """The rows of the numbers that may claim one of `paths` (see
@@ -469,17 +462,6 @@ def _sitewide_inputs(rows: SiteRows, context: str) -> str:
     digest = hashlib.sha256(context.encode())
     digest.update(rows.digests.encode())
     return digest.hexdigest()
-
-
-class _HashingWriter:
-    """A binary file's `write` that also feeds SHA-256."""
-
-    def __init__(self, handle: BinaryIO) -> None:
-        self.handle, self.digest = handle, hashlib.sha256()
-
-    def write(self, data: bytes) -> int:
-        self.digest.update(data)
-        return self.handle.write(data)
 
 
 _NUMBER = operator.attrgetter("pith_number")

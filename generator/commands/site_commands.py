@@ -67,7 +67,8 @@ def add_site_options(parser: argparse.ArgumentParser) -> None:
         "--deployed",
         type=Path,
         metavar="FILE",
-        help="the deployed site's .well-known/pith/mirror.json: its records count as published",
+        help="the deployed site's .well-known/pith/mirror.json, its shards beside it in mirror/: "
+        "its records count as published",
     )
     parser.add_argument("--clean", action="store_true", help="ignore the build cache: a full build")
     parser.add_argument("--quiet", action="store_true", help="print only the summary line and problems")

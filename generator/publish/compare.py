@@ -34,7 +34,7 @@ from urllib.parse import urlsplit
 
 from ..site import layout
 from ..site.layout import MANIFEST_PATH, MANIFEST_TYPE
-from ..site.manifest import published_entries
+from ..site.manifest import ManifestError, manifest_entries
 from ..trust.errors import ConfigError, pointer
 from ..trust.files import read_at_most
 from ..trust.load import parse_json
@@ -221,7 +221,10 @@ def read_manifest(source: Source) -> dict[str, dict[str, Any]]:
         raise ConfigError(
             "site", f"{source.label}: {MANIFEST_PATH}: {pointer('records')}: records is not a list"
         )
-    return published_entries(parsed)  # (as the build reads a manifest: `read_published`)
+    try:  # (as the build reads a manifest: `read_published`)
+        return manifest_entries(parsed, source.read)
+    except ManifestError as exc:
+        raise ConfigError("site", f"{source.label}: {exc}") from None
 
 
 def _sha256(data: bytes) -> str:

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..site import layout
-from ..site.manifest import published_entries
+from ..site.manifest import ManifestError, manifest_entries, shard_refs
 from ..trust.choose import Candidate, pack_event_ids, select
 from ..trust.errors import Code, ConfigError, Problem, RejectionError, pointer
 from ..trust.files import write_atomic
@@ -139,6 +139,16 @@ async def read_json(client: Client, url: str, what: str) -> Any:
         raise ConfigError("from", f"{url}: the {what} is {exc}") from None
 
 
+async def read_bytes(client: Client, url: str, turns: asyncio.Semaphore) -> bytes:
+    """A manifest shard (checked by the caller against the index's hash); ConfigError
+    when it cannot be had: a pull of every number cannot go on without it."""
+    async with turns:
+        try:
+            return (await client.get(url, limit=MANIFEST_LIMIT)).body
+        except FetchError as exc:
+            raise ConfigError("from", f"cannot read the manifest shard {url}: {exc}") from None
+
+
 async def mirror_sources(client: Client, source: str) -> tuple[str, ...]:
     """The source and every http(s) mirror its `pith-mirrors.json` lists (the source first)."""
     data = await read_json(client, source + MIRRORS_PATH, "mirror list")
@@ -164,7 +174,14 @@ async def manifest_targets(client: Client, source: str) -> dict[str, dict[str, A
         raise ConfigError("from", f"{source}{layout.MANIFEST_PATH} is not a {layout.MANIFEST_TYPE}")
     if not isinstance(data.get("records", []), list):
         raise ConfigError("from", f"{source}{layout.MANIFEST_PATH}: {pointer('records')}: not a list")
-    return published_entries(data)
+    try:
+        refs = shard_refs(data)
+        shards = [layout.manifest_shard(ref.prefix) for ref in refs]
+        turns = asyncio.Semaphore(max(1, client.limits.jobs))  # (each waits for a connection in turn)
+        bodies = await asyncio.gather(*(read_bytes(client, source + path, turns) for path in shards))
+        return manifest_entries(data, dict(zip(shards, bodies, strict=True)).get)
+    except ManifestError as exc:
+        raise ConfigError("from", f"{source}{exc}") from None
 
 
 # ---------------------------------------------------------------- the state file

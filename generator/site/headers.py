@@ -37,7 +37,7 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from .layout import MANIFEST_PATH, SIGNATURE_PATH, SUMS_PATH
+from .layout import MANIFEST_PATH, MANIFEST_SHARDS, SIGNATURE_PATH, SUMS_PATH
 
 JSON_TYPE = "application/json; charset=utf-8"
 ATOM_TYPE = "application/atom+xml; charset=utf-8"
@@ -77,6 +77,7 @@ _RULES: tuple[tuple[str, Headers], ...] = (
     ("*", (("X-Content-Type-Options", "nosniff"),)),
     # the integrity set: always revalidated
     *((path, _served(TEXT_TYPE if path == SUMS_PATH else JSON_TYPE, REVALIDATE)) for path in INTEGRITY_SET),
+    (f"{MANIFEST_SHARDS}/:shard", _served(JSON_TYPE, REVALIDATE)),  # (the manifest's shards, as it)
     *((pattern, _served(JSON_TYPE, MEDIUM)) for pattern in PER_RECORD_JSON),
     # site-wide files: a few minutes (the resolve page itself is HTML: only *.json here)
     ("api/pith-number/resolve/*.json", _served(JSON_TYPE, SHORT)),

@@ -33,7 +33,10 @@ _ARXIV_ID = re.compile(r"[0-9]{4}\.[0-9]{4,5}|[a-z][a-z-]*(\.[A-Z]{2})?/[0-9]{7}
 
 MANIFEST_PATH = ".well-known/pith/mirror.json"
 MANIFEST_TYPE = "pith_mirror_record_manifest"
-"""The mirror manifest: every number the site publishes, with its hashes."""
+"""The mirror manifest: every number the site publishes, with its hashes (from
+version 2.0, an index of shards, each listing the numbers of one body prefix)."""
+MANIFEST_SHARDS = ".well-known/pith/mirror"
+SHARD_TYPE = "pith_mirror_record_manifest_shard"
 SUMS_PATH = "SHA256SUMS"
 SIGNATURE_PATH = ".well-known/pith/mirror.sig.json"
 """The whole site's checksums, and the mirror's own signature over them and the manifest."""
@@ -136,6 +139,12 @@ def shard_hex(key: str) -> str:
     """SHA-256 of a look-up key's UTF-8 bytes, in lower-case hex: its shard is the
     first `shard_width` digits."""
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def manifest_shard(prefix: str) -> str:
+    """`.well-known/pith/mirror/<prefix>.json`: the manifest's entries of the numbers
+    whose body starts with `prefix` (see manifest.py)."""
+    return f"{MANIFEST_SHARDS}/{prefix}.json"
 
 
 def shard_width(records: int) -> int:

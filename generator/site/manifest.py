@@ -1,10 +1,17 @@
 """What this mirror publishes, stated so anyone can compare it with another mirror.
 
 Rules:
-- `/.well-known/pith/mirror.json` lists every published Pith number with its
-  canonical hash, the hashes of its record, bundle and state files, its event
-  count and the key ids that signed it. The next build reads it back to know
-  what is already published (so nothing is lost or rolled back).
+- The mirror manifest lists every published Pith number with its canonical
+  hash, the hashes of its record, bundle and state files, its event count and
+  the key ids that signed it. The next build reads it back to know what is
+  already published (so nothing is lost or rolled back).
+- It is sharded by the first characters of the number's body: each shard,
+  `/.well-known/pith/mirror/<prefix>.json`, lists its numbers' entries, and
+  the index, `/.well-known/pith/mirror.json`, names every shard with its
+  SHA-256, so whatever signs or checks the index covers every shard. One
+  changed record changes one shard and the index, not a file naming every
+  record (1.5 GB at 3,000,000 records). Readers still take a version 1.0
+  manifest, which lists every entry itself.
 - `/pith-mirrors.json` has the resolver's own manifest shape, listing the
   primary and this mirror, so a client that knows the resolver's finds ours.
 - Both are deterministic: no clock but SOURCE_DATE_EPOCH.
@@ -12,12 +19,14 @@ Rules:
 
 from __future__ import annotations
 
-import io
+import hashlib
 import json
 import operator
-from collections.abc import Callable, Mapping, Sequence
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, cast
 
 import orjson
 
@@ -27,12 +36,11 @@ from ..trust.canonical import pretty_json
 from ..trust.keys import Keyring
 from ..trust.model import MERGE_VERSION, PITH_RE, number_body
 from .config import SiteConfig
-from .layout import MANIFEST_PATH, MANIFEST_TYPE
+from .layout import MANIFEST_PATH, MANIFEST_TYPE, SHARD_TYPE, manifest_shard
 from .page_model import Summary
 from .render import OutputFile
 
 _NUMBER = operator.attrgetter("pith_number")
-_Item = TypeVar("_Item")
 
 
 def manifest_entry(s: Summary) -> dict[str, Any]:
@@ -48,19 +56,91 @@ def manifest_entry(s: Summary) -> dict[str, Any]:
     }
 
 
+def manifest_width(count: int) -> int:
+    """Characters of the Pith-number body that name a manifest shard, for a site of
+    `count` numbers: the fewest (at least 1) that keep a shard at `SHARD_ENTRIES`
+    numbers or fewer on average (1 up to 131,072 numbers, 2 up to 4,194,304, then 3)."""
+    width = 1
+    while count > SHARD_ENTRIES * 32**width and width < 3:
+        width += 1
+    return width
+
+
+SHARD_ENTRIES = 4096
+"""About 2 MB of entries: what one changed number costs to upload at the most."""
+
+
+def shard_prefix(number: str, width: int) -> str:
+    return number_body(number)[:width]
+
+
 def mirror_manifest(
     summaries: Sequence[Summary], config: SiteConfig, generated_at: str | None
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """The manifest's index and its shards (by prefix), as values: the reference form
+    that the bytes `manifest_files` and `spliced_manifest` make must equal."""
+    width = manifest_width(len(summaries))
+    groups: dict[str, list[Summary]] = {}
+    for summary in sorted(summaries, key=_NUMBER):
+        groups.setdefault(shard_prefix(summary.pith_number, width), []).append(summary)
+    shards = {
+        prefix: _shard_shape(prefix, len(items), [manifest_entry(s) for s in items])
+        for prefix, items in sorted(groups.items())
+    }
+    refs = [
+        ShardRef(prefix, len(groups[prefix]), hashlib.sha256(pretty_json(shard)).hexdigest())
+        for prefix, shard in shards.items()
+    ]
+    return manifest_index(refs, width, config, generated_at), shards
+
+
+@dataclass(frozen=True, slots=True)
+class ShardRef:
+    """One shard as the index names it: its prefix, how many numbers it lists, and
+    the SHA-256 of its bytes (which a signature over the index so covers)."""
+
+    prefix: str
+    count: int
+    sha256: str
+
+
+def manifest_index(
+    refs: Sequence[ShardRef], width: int, config: SiteConfig, generated_at: str | None
 ) -> dict[str, Any]:
-    records = [manifest_entry(s) for s in sorted(summaries, key=_NUMBER)]
+    """The published `mirror.json`: what the mirror is and each shard's hash. It does
+    not grow with the records' number but by a shard's line, so a change of one
+    record uploads it, one shard, and that record's files."""
     return {
         "manifest_type": MANIFEST_TYPE,
-        "manifest_version": "1.0",
+        "manifest_version": MANIFEST_VERSION,
         "generator": {"tool": "pith-mirror", "version": __version__},
         "generated_at": generated_at,
         "primary": config.primary_url.rstrip("/"),
         "base_url": config.absolute_base or config.base_path,
         "merge_version": MERGE_VERSION,
-        "record_count": len(records),
+        "record_count": sum(ref.count for ref in refs),
+        "shard_width": width,
+        "shards": [
+            {
+                "path": manifest_shard(r.prefix),
+                "prefix": r.prefix,
+                "record_count": r.count,
+                "sha256": r.sha256,
+            }
+            for r in refs
+        ],
+    }
+
+
+MANIFEST_VERSION = "2.0"
+
+
+def _shard_shape(prefix: str, count: int, records: list[Any]) -> dict[str, Any]:
+    return {
+        "manifest_type": SHARD_TYPE,
+        "manifest_version": MANIFEST_VERSION,
+        "prefix": prefix,
+        "record_count": count,
         "records": records,
     }
 
@@ -96,40 +176,37 @@ def mirrors_json(config: SiteConfig, keyring: Keyring, generated_at: str | None)
     }
 
 
+def mirrors_file(config: SiteConfig, keyring: Keyring, generated_at: str | None) -> OutputFile:
+    return OutputFile("pith-mirrors.json", pretty_json(mirrors_json(config, keyring, generated_at)))
+
+
 def manifest_files(
     summaries: Sequence[Summary],
     config: SiteConfig,
-    keyring: Keyring,
     generated_at: str | None,
-    entry_json: Callable[[Summary], bytes | None] | None = None,
-    streamed: bool = False,
-    made: bytes | None = None,
-) -> list[OutputFile]:
-    """The two manifests. With `entry_json` (see `indented_entry`, perhaps kept from
-    an earlier build), the mirror manifest is joined from each number's own
-    bytes instead of serialised whole: the same bytes, for a process that
-    writes it again after every change. With `streamed`, only the second: the
-    caller writes the first with `stream_manifest`. With `made`, the mirror
-    manifest is those bytes (see `spliced_manifest`)."""
-    mirrors = OutputFile("pith-mirrors.json", pretty_json(mirrors_json(config, keyring, generated_at)))
-    if streamed:
-        return [mirrors]
-    if made is not None:
-        return [OutputFile(MANIFEST_PATH, made), mirrors]
-    joined = None
-    if entry_json is not None:
-        out = io.BytesIO()
-        joined = out.getvalue() if stream_manifest(out, summaries, config, generated_at, entry_json) else None
-    return [OutputFile(MANIFEST_PATH, joined or whole_manifest(summaries, config, generated_at)), mirrors]
-
-
-def whole_manifest(summaries: Sequence[Summary], config: SiteConfig, generated_at: str | None) -> bytes:
-    """The mirror manifest's bytes, serialised whole (the reference form)."""
-    return pretty_json(mirror_manifest(summaries, config, generated_at))
+    entry_json: Callable[[Summary], bytes | None] = lambda s: indented_entry(s),
+) -> Iterator[OutputFile]:
+    """The manifest's shards, one at a time (a shard holds at most a few MB), then its
+    index, last: the bytes of `mirror_manifest`'s values. Each number's lines come
+    from `entry_json` (perhaps kept from an earlier build, see `indented_entry`), so
+    a watching process serialises only the numbers that changed."""
+    width = manifest_width(len(summaries))
+    groups: dict[str, list[Summary]] = {}
+    for summary in sorted(summaries, key=_NUMBER):
+        groups.setdefault(shard_prefix(summary.pith_number, width), []).append(summary)
+    refs = []
+    for prefix, items in sorted(groups.items()):
+        shape = _shard_shape(prefix, len(items), [])
+        data = _joined(shape, [entry_json(s) for s in items])
+        if data is None:  # (an entry only the slower serialiser can write)
+            data = pretty_json(_shard_shape(prefix, len(items), [manifest_entry(s) for s in items]))
+        refs.append(ShardRef(prefix, len(items), hashlib.sha256(data).hexdigest()))
+        yield OutputFile(manifest_shard(prefix), data)
+    yield OutputFile(MANIFEST_PATH, pretty_json(manifest_index(refs, width, config, generated_at)))
 
 
 def indented_entry(summary: Summary) -> bytes | None:
-    """`manifest_entry` as it appears inside the pretty-printed manifest (four more
+    """`manifest_entry` as it appears inside a pretty-printed shard (four more
     spaces on each line); None where only the slower serialiser can write it."""
     try:
         text = orjson.dumps(manifest_entry(summary), option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2)
@@ -138,109 +215,81 @@ def indented_entry(summary: Summary) -> bytes | None:
     return b"    " + text.replace(b"\n", b"\n    ")
 
 
+def _joined(shape: dict[str, Any], entries: Sequence[bytes | None]) -> bytes | None:
+    """`pretty_json` of `shape` with `entries` (each `indented_entry`'s bytes) as its
+    records, joined rather than serialised whole; None where an entry is None."""
+    head = _head(shape, len(entries))
+    if head is None or any(e is None for e in entries):
+        return None
+    return head + b",\n".join(cast("list[bytes]", entries)) + _TAIL
+
+
 _PLACEHOLDER = 0
 _PLACEHOLDER_TAIL = b"    0\n  ]\n}\n"
+_TAIL = b"\n  ]\n}\n"
 
 
-class Sink(Protocol):
-    def write(self, data: bytes, /) -> int: ...
-
-
-def stream_manifest(
-    out: Sink,
-    summaries: Sequence[Summary],
-    config: SiteConfig,
-    generated_at: str | None,
-    entry_json: Callable[[Summary], bytes | None] = indented_entry,
-) -> bool:
-    """Write `whole_manifest(...)`'s bytes to `out` one number at a time, each
-    number's lines from `entry_json` (perhaps kept from an earlier build): a cold
-    build holds neither the document nor its list of dicts (about 1.4 kB per
-    record), and a watching process serialises only the numbers that changed.
-    False when it cannot (no records, or an entry only the slower serialiser
-    can write): the caller then discards `out` and uses `whole_manifest`."""
-    return _stream(out, sorted(summaries, key=_NUMBER), config, generated_at, entry_json)
-
-
-def _stream(
-    out: Sink,
-    ordered: Sequence[_Item],
-    config: SiteConfig,
-    generated_at: str | None,
-    entry_json: Callable[[_Item], bytes | None],
-) -> bool:
-    """The manifest's head, then the entries of `ordered` (in number order) by
-    `entry_json`, then its tail; False where an entry cannot be written so."""
-    head = _head(len(ordered), config, generated_at)
-    if head is None:
-        return False
-    out.write(head)
-    batch: list[bytes] = []  # (written a few hundred entries at a time: one write each cost more)
-    separator = b""
-    for item in ordered:
-        part = entry_json(item)
-        if part is None:
-            return False
-        batch.append(part)
-        if len(batch) == _BATCH:
-            out.write(separator + b",\n".join(batch))
-            batch.clear()
-            separator = b",\n"
-    if batch:
-        out.write(separator + b",\n".join(batch))
-    out.write(_TAIL)
-    return True
-
-
-_BATCH = 512
+def _head(shape: dict[str, Any], count: int) -> bytes | None:
+    """A shard's bytes up to its first entry; None for an empty one (or a shape
+    where "records" would not sort last), which is written whole."""
+    if not count:
+        return None
+    text = pretty_json({**shape, "record_count": count, "records": [_PLACEHOLDER]})
+    if not text.endswith(_PLACEHOLDER_TAIL):
+        return None
+    return text[: -len(_PLACEHOLDER_TAIL)]
 
 
 def spliced_manifest(
-    last: bytes,
-    count: int,
-    numbers: Callable[[], Sequence[str]],
+    last_index: bytes,
+    read: Callable[[str], bytes | None],
     changed: Mapping[str, Summary],
     config: SiteConfig,
     generated_at: str | None,
-) -> bytes | None:
-    """`whole_manifest(...)`'s bytes for the `count` numbers `numbers()` gives in order
-    (asked for only when some were added or removed), made from the last
-    build's manifest, `last` (bytes this tool wrote, as the build state's hash of
-    them shows), with the entries of the `changed` numbers made anew: a build that
-    changed one record need not read every record's summary. `last` must be bytes
-    this tool wrote (the caller checks them against the build state's hash): the
-    entries are found by their form, not parsed. None when `last` is not in the form
-    `stream_manifest` writes, or lacks a number not changed."""
-    in_place = _replaced_in_place(last, count, changed, config, generated_at)
-    if in_place is not None:
-        return in_place
-    entries = _entries_of(last)
-    if entries is None:
+) -> list[OutputFile] | None:
+    """The shards that hold the `changed` numbers, and the index, made from the last
+    build's (`last_index`, bytes this tool wrote, as the build state's hash of them
+    shows; `read` gives a shard's bytes in SITE): each changed number's entry is
+    replaced where it stands, every other byte copied, so a build that changed one
+    record reads and writes one shard. For the same numbers as the last build only;
+    None when that does not hold, or a file is not as the index says."""
+    try:
+        index = json.loads(last_index)
+        width, refs = index["shard_width"], shard_refs(index)
+    except (ValueError, KeyError, TypeError, RecursionError):
         return None
-    out = io.BytesIO()
-
-    def entry_json(number: str) -> bytes | None:
-        summary = changed.get(number)
-        return indented_entry(summary) if summary is not None else entries.get(number)
-
-    return out.getvalue() if _stream(out, numbers(), config, generated_at, entry_json) else None
+    by_prefix = {ref.prefix: ref for ref in refs}
+    if not refs or width != manifest_width(sum(r.count for r in refs)):
+        return None
+    touched: dict[str, dict[str, Summary]] = {}
+    for number, summary in changed.items():
+        touched.setdefault(shard_prefix(number, width), {})[number] = summary
+    made: list[OutputFile] = []
+    for prefix, numbers in sorted(touched.items()):
+        ref = by_prefix.get(prefix)
+        last = read(manifest_shard(prefix)) if ref is not None else None
+        if ref is None or last is None or hashlib.sha256(last).hexdigest() != ref.sha256:
+            return None
+        data = _replaced_in_place(last, ref.count, numbers, _shard_shape(prefix, ref.count, []))
+        if data is None:
+            return None
+        by_prefix[prefix] = ShardRef(prefix, ref.count, hashlib.sha256(data).hexdigest())
+        made.append(OutputFile(manifest_shard(prefix), data))
+    renewed = [by_prefix[ref.prefix] for ref in refs]
+    made.append(OutputFile(MANIFEST_PATH, pretty_json(manifest_index(renewed, width, config, generated_at))))
+    return made
 
 
 def _replaced_in_place(
-    last: bytes, count: int, changed: Mapping[str, Summary], config: SiteConfig, generated_at: str | None
+    last: bytes, count: int, changed: Mapping[str, Summary], shape: dict[str, Any]
 ) -> bytes | None:
-    """`spliced_manifest` when the numbers are those `last` lists (the usual case: a
-    record changed, none added or removed): the head made anew and each changed
-    number's entry replaced where it stands, every other byte copied, so a 10 MB
-    manifest is not cut into 20,000 pieces. None where that does not hold.
-
-    The numbers are the same when `last` lists `count` of them and every changed
-    number among them: a number added since would be a changed number not in
-    `last`, one removed would leave another count. An entry starts with a line of
+    """`last` (a shard of `count` numbers) with each changed number's entry replaced
+    where it stands and its head made anew from `shape`; None where a changed number
+    is not in it or an entry cannot be written so. An entry starts with a line of
     four spaces and "{" and ends with one of four spaces and "}": lines inside it
     are indented further, and JSON strings hold no raw line break."""
     start = last.find(_RECORDS)
-    head = _head(count, config, generated_at)
+    head = _head(shape, count)
     if start < 0 or head is None or f'\n  "record_count": {count},\n'.encode() not in last[: start + 1]:
         return None
     first = start + len(_RECORDS)
@@ -264,65 +313,111 @@ def _replaced_in_place(
 
 
 _RECORDS = b'\n  "records": [\n'
-_SPLIT = b"\n    },\n    {\n"
-"""Between two entries of a manifest: JSON strings hold no raw line break, so
-these bytes are found only there."""
 _NUMBER_KEY = b'\n      "pith_number": "'
 
 
-def _entries_of(data: bytes) -> dict[str, bytes] | None:
-    """Each number's `indented_entry` bytes in a manifest `stream_manifest` wrote."""
-    start = data.find(_RECORDS)
-    if start < 0 or not data.endswith(_TAIL):
-        return None
-    middle = data[start + len(_RECORDS) : -len(_TAIL)]
-    if not middle.startswith(b"    {\n") or not middle.endswith(b"\n    }"):
-        return None
-    entries: dict[str, bytes] = {}
-    parts = middle[len(b"    {\n") : -len(b"\n    }")].split(_SPLIT)
-    if f'\n  "record_count": {len(parts)},\n'.encode() not in data[: start + 1]:
-        return None
-    for part in parts:
-        at = part.find(_NUMBER_KEY)
-        if at < 0:
-            return None
-        at += len(_NUMBER_KEY)
-        number = part[at : part.find(b'"', at)].decode("ascii", "replace")
-        entries[number] = b"    {\n" + part + b"\n    }"
-    return entries if len(entries) == len(parts) else None
+# ---------------------------------------------------------------- reading a manifest
 
 
-_TAIL = b"\n  ]\n}\n"
+class ManifestError(ValueError):
+    """A manifest or one of its shards is not as pith-mirror writes them: where
+    (a file and a JSON pointer) and why."""
+
+    def __init__(self, path: str, where: str, message: str) -> None:
+        super().__init__(f"{path}: {where}: {message}" if where else f"{path}: {message}")
+        self.path, self.where, self.message = path, where, message
 
 
-def _head(count: int, config: SiteConfig, generated_at: str | None) -> bytes | None:
-    """The manifest's bytes up to its first entry; None for an empty manifest (or a
-    shape where "records" would not sort last), which is written whole."""
-    if not count:
-        return None
-    shape = mirror_manifest([], config, generated_at)
-    shape.update(record_count=count, records=[_PLACEHOLDER])
-    text = pretty_json(shape)
-    if not text.endswith(_PLACEHOLDER_TAIL):
-        return None
-    return text[: -len(_PLACEHOLDER_TAIL)]
+def shard_refs(index: Any) -> list[ShardRef]:
+    """The shards a decoded manifest names ([] for a version 1.0 manifest, which lists
+    its records itself); ManifestError where the list is not as this tool writes it:
+    a reader must never be sent to a path of the manifest's choosing."""
+    if not isinstance(index, dict) or "shards" not in index:
+        return []
+    width, shards = index.get("shard_width"), index["shards"]
+    if not isinstance(width, int) or isinstance(width, bool) or not 1 <= width <= 26:
+        raise ManifestError(MANIFEST_PATH, "/shard_width", "is not a whole number from 1 to 26")
+    if not isinstance(shards, list):
+        raise ManifestError(MANIFEST_PATH, "/shards", "is not a list")
+    refs: list[ShardRef] = []
+    for i, item in enumerate(shards):
+        where = f"/shards/{i}"
+        prefix = item.get("prefix") if isinstance(item, dict) else None
+        if not isinstance(prefix, str) or not _PREFIX.fullmatch(prefix) or len(prefix) != width:
+            raise ManifestError(MANIFEST_PATH, f"{where}/prefix", f"is not {width} base32 character(s)")
+        if refs and prefix <= refs[-1].prefix:
+            raise ManifestError(MANIFEST_PATH, f"{where}/prefix", "is out of order or repeated")
+        if item.get("path") != manifest_shard(prefix):
+            raise ManifestError(MANIFEST_PATH, f"{where}/path", f"is not {manifest_shard(prefix)}")
+        count, sha = item.get("record_count"), item.get("sha256")
+        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+            raise ManifestError(MANIFEST_PATH, f"{where}/record_count", "is not a positive whole number")
+        if not isinstance(sha, str) or not _SHA256.fullmatch(sha):
+            raise ManifestError(MANIFEST_PATH, f"{where}/sha256", "is not a SHA-256 in hex")
+        refs.append(ShardRef(prefix, count, sha))
+    return refs
+
+
+_PREFIX = re.compile("[A-Z2-7]+")
+_SHA256 = re.compile("[0-9a-f]{64}")
+
+
+def manifest_entries(index: Any, read: Callable[[str], bytes | None]) -> dict[str, dict[str, Any]]:
+    """The numbers a decoded manifest lists, each with its entry ({} if it is no
+    manifest): from its shards, read with `read` (a path below the site; None if
+    absent) and each checked against the hash the index gives it, or, for a version
+    1.0 manifest, from its own `records`. ManifestError where a shard is missing,
+    altered or not in its place: a reader that took it as listing nothing could
+    let a build unpublish its numbers."""
+    refs = shard_refs(index)
+    if not refs:
+        return published_entries(index)
+    published: dict[str, dict[str, Any]] = {}
+    for ref in refs:
+        path = manifest_shard(ref.prefix)
+        data = read(path)
+        if data is None:
+            raise ManifestError(path, "", "is missing")
+        if hashlib.sha256(data).hexdigest() != ref.sha256:
+            raise ManifestError(path, "", "is not the shard the manifest names (its sha256 differs)")
+        try:
+            shard = json.loads(data)
+        except (ValueError, RecursionError):
+            raise ManifestError(path, "", "is not JSON") from None
+        if not isinstance(shard, dict) or shard.get("manifest_type") != SHARD_TYPE:
+            raise ManifestError(path, "/manifest_type", f"is not {SHARD_TYPE}")
+        entries = published_entries(shard, SHARD_TYPE)
+        if len(entries) != ref.count or any(not number_body(n).startswith(ref.prefix) for n in entries):
+            wanted = f"does not list {ref.count} number(s) starting {ref.prefix}"
+            raise ManifestError(path, "/records", wanted)
+        published.update(entries)
+    return published
 
 
 def read_published(site: Path) -> dict[str, dict[str, Any]]:
     """Numbers the site at `site` publishes, from its manifest ({} if none or unreadable).
 
-    A manifest nested too deep to decode, or whose `records` is not a list, is
-    unreadable too: it comes from a site folder, which anyone may have edited."""
+    A manifest nested too deep to decode, whose `records` is not a list, or one of
+    whose shards is missing or altered, is unreadable too: it comes from a site
+    folder, which anyone may have edited."""
     try:
         data = json.loads((site / MANIFEST_PATH).read_bytes())
+        return manifest_entries(data, lambda path: _read_or_none(site / path))
     except (OSError, ValueError, RecursionError):
         return {}
-    return published_entries(data)
 
 
-def published_entries(data: Any) -> dict[str, dict[str, Any]]:
-    """The numbers a decoded manifest lists, each with its entry ({} if it is no manifest)."""
-    if not isinstance(data, dict) or data.get("manifest_type") != MANIFEST_TYPE:
+def _read_or_none(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def published_entries(data: Any, kind: str = MANIFEST_TYPE) -> dict[str, dict[str, Any]]:
+    """The numbers a decoded version 1.0 manifest (or a shard, `kind`) lists itself,
+    each with its entry ({} if it is neither)."""
+    if not isinstance(data, dict) or data.get("manifest_type") != kind:
         return {}
     records = data.get("records", [])
     if not isinstance(records, list):

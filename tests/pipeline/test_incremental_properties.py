@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import factories as f
+import manifestkit
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
@@ -108,7 +109,7 @@ def _corrupted(data: bytes, how: str) -> bytes:
 
 
 def _published(project: Project) -> dict[str, dict[str, Any]]:
-    return {e["pith_number"]: e for e in project.json(".well-known/pith/mirror.json")["records"]}
+    return {e["pith_number"]: e for e in manifestkit.entries(project.site)}
 
 
 def _event_ids(project: Project, number: str) -> set[str]:

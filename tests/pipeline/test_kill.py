@@ -33,6 +33,7 @@ from sitekit import REPO, Project, tree
 from generator.build.write import lock_path
 from generator.site import layout
 from generator.site.layout import MANIFEST_PATH
+from generator.site.manifest import manifest_entries
 
 COUNT = 900
 CHANGED = 210
@@ -112,7 +113,7 @@ def mixed_records(
         mine = [now.get(p) for p in paths]
         if mine != [old.get(p) for p in paths] and mine != [new.get(p) for p in paths]:
             problems.append(f"{body}: files of both versions")
-    for entry in json.loads(now[MANIFEST_PATH])["records"]:
+    for entry in manifest_entries(json.loads(now[MANIFEST_PATH]), now.get).values():
         body = entry["pith_number"].split(":")[2]
         bundle = now.get(layout.bundle_json(body))
         if bundle is None or hashlib.sha256(bundle).hexdigest() != entry["bundle_sha256"]:

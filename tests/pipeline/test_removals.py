@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 
+import manifestkit
 import pytest
 from sitekit import REPO, Project, record_doc, tree
 
@@ -46,7 +47,7 @@ def mirror(project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.Cap
 
 
 def published(project: Project) -> list[str]:
-    return [entry["pith_number"] for entry in project.json(MANIFEST_PATH)["records"]]
+    return manifestkit.numbers(project.site)
 
 
 def unmount(project: Project) -> None:
@@ -111,6 +112,16 @@ def test_a_fresh_folder_is_checked_against_the_deployed_manifest(
     deployed = mirror.root / "deployed-mirror.json"
     shutil.copyfile(mirror.site / MANIFEST_PATH, deployed)
     fresh = ["build", "content", "fresh", "--keys", "keys.json", "--jobs", "1", "--quiet"]
+    code, _, err = run([*fresh, "--deployed", str(deployed)], capsys)
+    assert code == 2 and "deployed-mirror.json names a shard not beside it: no " in err
+    assert not (mirror.root / "fresh").exists()
+    # (its shards beside it, as the site holds them: .well-known/pith/mirror/<prefix>.json)
+    shutil.copytree(mirror.site / ".well-known/pith/mirror", mirror.root / "mirror")
+    shard = next((mirror.root / "mirror").iterdir())
+    shard.write_bytes(shard.read_bytes().replace(b'"event_count": ', b'"event_count": 1'))
+    code, _, err = run([*fresh, "--deployed", str(deployed)], capsys)
+    assert code == 2 and "is not the shard the manifest names (its sha256 differs)" in err
+    shutil.copyfile(mirror.site / ".well-known/pith/mirror" / shard.name, shard)
     code, _, err = run([*fresh, "--deployed", str(deployed)], capsys)
     assert code == 0, err  # everything deployed is still in content
     shutil.rmtree(mirror.root / "fresh")

@@ -95,6 +95,13 @@ def test_after_a_full_upload_only_the_changed_files_are_sent(project: Project, t
     assert report.mode == "incremental" and len(report.changed) == 1
     changed = changed_files(before, tree(project.site))
     assert changed and MANIFEST_PATH in changed
+    # of the manifest, the index and the one shard that holds the changed number
+    record = f.canonical_record(
+        source_id="2302.00002", title="Uploaded paper 2", submitted_at="2023-02-01T00:00:00Z"
+    )
+    body = f.pith_body(record)
+    shard = f".well-known/pith/mirror/{body[0]}.json"
+    assert {p for p in changed if p.startswith(".well-known/pith/mirror")} == {MANIFEST_PATH, shard}
 
     log = change_log.read_log(project.site)
     assert log is not None
@@ -104,6 +111,7 @@ def test_after_a_full_upload_only_the_changed_files_are_sent(project: Project, t
     assert ("list", "") not in storage.calls, "a change upload lists nothing"
     assert changed <= set(again.written) <= logged and len(again.written) < 50
     assert again.written[-1] == MANIFEST_PATH  # (the integrity set last, as a full upload orders it)
+    assert again.written.index(shard) < again.written.index(MANIFEST_PATH)  # (what it names, first)
     holds_the_site(storage, project.site)
 
     nothing = upload(project, storage)  # (no build since: nothing to send)

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import manifestkit
 import pytest
 
 from generator.publish.compare import LIES, compare_sites
@@ -20,12 +21,11 @@ from .conftest import BUNDLE_BODY, BUNDLE_FILE, BUNDLE_NUMBER, CONTENT, RECORD_N
 
 
 def edit_manifest(site: Path, number: str, **changes: object) -> None:
-    path = site / MANIFEST_PATH
-    manifest = json.loads(path.read_bytes())
-    for entry in manifest["records"]:
+    def change(entry: dict[str, object]) -> None:
         if entry["pith_number"] == number:
             entry.update(changes)
-    path.write_text(json.dumps(manifest, indent=2))
+
+    manifestkit.forge(site, change)
 
 
 def test_two_builds_of_the_same_content_are_identical(built_site: Path, tmp_path: Path) -> None:

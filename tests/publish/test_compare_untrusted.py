@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import manifestkit
 import pytest
 from netkit import raw_server
 
@@ -193,21 +194,22 @@ def test_the_build_reads_a_manifest_of_the_wrong_shape_as_unreadable(
     assert read_published(tmp_path) == {}
 
 
-def test_an_entry_whose_number_lacks_its_prefix_is_ignored_not_a_traceback(
+def test_an_entry_whose_number_lacks_its_prefix_is_refused_not_a_traceback(
     two_sites: tuple[Path, Path], capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     """An entry naming a bare body ("GO43...", no "pith:YYYY:") was taken for a number,
     and taking its body apart ended compare, and a build over that site, in an IndexError."""
     a, b = two_sites
-    manifest = json.loads((a / MANIFEST_PATH).read_bytes())
-    for entry in manifest["records"]:
-        entry["pith_number"] = entry["pith_number"].rsplit(":", 1)[1]
-    (a / MANIFEST_PATH).write_text(json.dumps(manifest))
+
+    def bare(entry: dict[str, object]) -> None:
+        entry["pith_number"] = str(entry["pith_number"]).rsplit(":", 1)[1]
+
+    manifestkit.forge(a, bare)
     assert read_published(a) == {}
     code = main(["compare", str(a), str(b)])
     captured = capsys.readouterr()
-    assert code == 1 and "Traceback" not in captured.err, captured.err
-    assert "0 of 2 record(s) the same" in captured.out and "2 only in B" in captured.out
+    assert code == 2 and "Traceback" not in captured.err, captured.err
+    assert "/records: does not list 1 number(s) starting" in captured.err
 
 
 _NO_HASH = "what it holds does not hash to its state_sha256"

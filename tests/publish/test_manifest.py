@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import io
 import json
+import re
+import shutil
 from pathlib import Path
 
 import factories
@@ -17,15 +18,16 @@ from generator.site import manifest
 from generator.site.config import SiteConfig
 from generator.site.manifest import (
     MANIFEST_PATH,
+    ManifestError,
     indented_entry,
+    manifest_entries,
     manifest_files,
+    manifest_width,
     mirror_manifest,
     read_published,
-    stream_manifest,
 )
 from generator.site.page_model import Summary, pack_hashes
 from generator.trust.canonical import canonical_json, pretty_json
-from generator.trust.keys import default_keyring
 
 from .conftest import BUNDLE_BODY, BUNDLE_NUMBER, RECORD_BODY, RECORD_NUMBER
 
@@ -37,17 +39,24 @@ def sha(path: Path) -> str:
 def test_manifest_lists_exactly_the_published_records(built_site: Path) -> None:
     manifest = json.loads((built_site / MANIFEST_PATH).read_bytes())
     report = json.loads((built_site / "report.json").read_bytes())
-    numbers = [r["pith_number"] for r in manifest["records"]]
-    assert numbers == sorted(numbers) == sorted(report["published"]) == [BUNDLE_NUMBER, RECORD_NUMBER]
-    assert manifest["record_count"] == 2
+    assert manifest["manifest_version"] == "2.0" and "records" not in manifest
+    numbers = []
+    for ref in manifest["shards"]:  # (in prefix order, each shard's numbers in number order)
+        shard = json.loads((built_site / ref["path"]).read_bytes())
+        assert ref["path"] == f".well-known/pith/mirror/{ref['prefix']}.json"
+        assert ref["sha256"] == sha(built_site / ref["path"])
+        assert shard["prefix"] == ref["prefix"] and shard["record_count"] == ref["record_count"]
+        numbers += [r["pith_number"] for r in shard["records"]]
+    assert sorted(numbers) == sorted(report["published"]) == [BUNDLE_NUMBER, RECORD_NUMBER]
+    assert [n.rsplit(":", 1)[1] for n in numbers] == sorted(n.rsplit(":", 1)[1] for n in numbers)
+    assert manifest["record_count"] == 2 and manifest["shard_width"] == 1
     record_files = sorted(p.name for p in (built_site / "pith").glob("*.json"))
     assert record_files == sorted(f"{n.rsplit(':', 1)[1]}.json" for n in numbers)
     assert set(read_published(built_site)) == set(numbers)
 
 
 def test_every_hash_matches_the_published_files(built_site: Path) -> None:
-    manifest = json.loads((built_site / MANIFEST_PATH).read_bytes())
-    for entry in manifest["records"]:
+    for entry in read_published(built_site).values():
         body = entry["pith_number"].rsplit(":", 1)[1]
         record = built_site / "pith" / f"{body}.json"
         assert entry["record_sha256"] == sha(record)
@@ -111,47 +120,57 @@ def summaries(draw: st.DrawFn) -> list[Summary]:
     return made
 
 
+def reference(items: list[Summary], config: SiteConfig, generated_at: str | None) -> dict[str, bytes]:
+    """Each manifest file's bytes, serialised whole from `mirror_manifest`'s values."""
+    index, shards = mirror_manifest(items, config, generated_at)
+    files = {f".well-known/pith/mirror/{prefix}.json": pretty_json(shard) for prefix, shard in shards.items()}
+    return {**files, MANIFEST_PATH: pretty_json(index)}
+
+
 @settings(max_examples=200, deadline=None)
 @given(summaries(), st.none() | _TEXT)
 def test_a_manifest_joined_from_entries_is_the_manifest(
     items: list[Summary], generated_at: str | None
 ) -> None:
-    """A watching process joins the manifest from each number's own lines; they
-    must be the bytes of the whole manifest, or it must fall back to it."""
+    """The shards are joined from each number's own lines (kept by a watching
+    process); they must be the bytes of the whole shards, or fall back to them, and
+    the index, last, names each shard's hash."""
     config = SiteConfig(content=Path("content"), site=Path("site"))
-    whole = pretty_json(mirror_manifest(items, config, generated_at))
-    joined = manifest_files(items, config, default_keyring(), generated_at, indented_entry)[0].data
-    assert joined == whole
-    # orjson writes integers up to 64 unsigned bits; beyond, the whole manifest is
-    # serialised by the fallback instead
-    big = any(s.event_count >= 2**64 for s in items)
+    whole = reference(items, config, generated_at)
+    made = list(manifest_files(list(reversed(items)), config, generated_at))
+    assert [f.path for f in made] == [*sorted(p for p in whole if p != MANIFEST_PATH), MANIFEST_PATH]
+    assert {f.path: f.data for f in made} == whole
+    # orjson writes integers up to 64 unsigned bits; beyond, a shard is serialised
+    # by the fallback instead
     assert (indented_entry(items[0]) is None) == (items[0].event_count >= 2**64)
-    if not big:  # (the pieces, not the fallback, made it)
-        assert all(indented_entry(s) in whole for s in items)
+    for s in items:
+        if s.event_count < 2**64:  # (the pieces, not the fallback, made its shard)
+            assert any(indented_entry(s) in data for data in whole.values())
+    read = manifest_entries(json.loads(whole[MANIFEST_PATH]), whole.get)
+    assert sorted(read) == sorted(s.pith_number for s in items)
 
 
-@settings(max_examples=200, deadline=None)
-@given(summaries(), st.none() | _TEXT, st.integers(1, 4))
-def test_a_streamed_manifest_is_the_manifest_or_declines(
-    items: list[Summary], generated_at: str | None, batch: int
-) -> None:
-    """A cold build writes the manifest a batch of entries at a time; what it writes
-    is the whole manifest's bytes, or it says it could not (an entry orjson cannot
-    write). Small batches: a last batch full, partly full, or the only one."""
+def test_an_empty_manifest_has_no_shards() -> None:
     config = SiteConfig(content=Path("content"), site=Path("site"))
-    whole = pretty_json(mirror_manifest(items, config, generated_at))
-    out = io.BytesIO()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(manifest, "_BATCH", batch)
-        streamed = stream_manifest(out, list(reversed(items)), config, generated_at)
-    assert streamed == all(s.event_count < 2**64 for s in items)
-    if streamed:
-        assert out.getvalue() == whole
+    made = list(manifest_files([], config, None))
+    assert [f.path for f in made] == [MANIFEST_PATH]
+    index = json.loads(made[0].data)
+    assert index["shards"] == [] and index["record_count"] == 0
+    assert manifest_entries(index, lambda path: None) == {}
 
 
-def test_an_empty_manifest_is_not_streamed() -> None:
-    config = SiteConfig(content=Path("content"), site=Path("site"))
-    assert not stream_manifest(io.BytesIO(), [], config, None)
+def test_shards_widen_as_the_site_grows() -> None:
+    """Shards keep to about 4,096 numbers: one body character up to 131,072 numbers,
+    two up to 4,194,304 (1,024 shards of under 3,000 at 3,000,000), then three."""
+    assert [manifest_width(n) for n in (0, 1, 131_072, 131_073, 4_194_304, 4_194_305, 10**9)] == [
+        1,
+        1,
+        1,
+        2,
+        2,
+        3,
+        3,
+    ]
 
 
 @settings(max_examples=200, deadline=None)
@@ -163,31 +182,93 @@ def test_a_spliced_manifest_is_the_manifest(
     new_time: str | None,
     data: st.DataObject,
 ) -> None:
-    """An incremental build makes the manifest from the last one and the entries of
-    the numbers it changed: in place when the numbers are the same, else entry by
-    entry. Either way the bytes are the whole manifest's, or it declines."""
+    """An incremental build that changed records, none added or removed, makes the
+    shards that hold them and the index from the last ones: the bytes of the whole
+    manifest, reading and writing only those shards, or it declines."""
     config = SiteConfig(content=Path("content"), site=Path("site"))
-    last = pretty_json(mirror_manifest(before, config, old_time))
+    last = reference(before, config, old_time)
     by_number = {s.pith_number: s for s in before}
-    # some numbers changed (another summary of the same number), some added, some removed
     replaced = data.draw(st.lists(st.sampled_from(sorted(by_number)), unique=True))
     for number, other in zip(replaced, others, strict=False):
         by_number[number] = dataclasses.replace(other, pith_number=number)
-    added = [s for s in others[len(replaced) :] if s.pith_number not in by_number]
-    removed = data.draw(st.lists(st.sampled_from(sorted(by_number)), unique=True, max_size=2))
-    for s in added:
-        by_number[s.pith_number] = s
-    if data.draw(st.booleans()):
-        for number in removed:
-            by_number.pop(number)
-    if not by_number:
+    changed = {n: by_number[n] for n in replaced[: len(others)]}
+    asked: list[str] = []
+
+    def read(path: str) -> bytes | None:
+        asked.append(path)
+        return last.get(path)
+
+    spliced = manifest.spliced_manifest(last[MANIFEST_PATH], read, changed, config, new_time)
+    whole = reference(list(by_number.values()), config, new_time)
+    big = any(s.event_count >= 2**64 for s in [*before, *by_number.values()])
+    if spliced is None:
+        assert big
         return
-    after = [by_number[n] for n in sorted(by_number)]
-    changed = {n: by_number[n] for n in [*replaced, *(s.pith_number for s in added)] if n in by_number}
-    ordered = sorted(by_number)
-    spliced = manifest.spliced_manifest(last, len(ordered), lambda: ordered, changed, config, new_time)
-    whole = pretty_json(mirror_manifest(after, config, new_time))
-    big = any(s.event_count >= 2**64 for s in [*before, *after])
-    assert spliced == whole if not big else spliced in (None, whole)
-    if not big and sorted(by_number) == sorted(s.pith_number for s in before):  # (made in place)
-        assert manifest._replaced_in_place(last, len(after), changed, config, new_time) == whole
+    touched = {f".well-known/pith/mirror/{n.rsplit(':', 1)[1][0]}.json" for n in changed}
+    assert sorted(asked) == sorted(touched)
+    assert [f.path for f in spliced] == [*sorted(touched), MANIFEST_PATH]
+    assert {**last, **{f.path: f.data for f in spliced}} == whole
+
+
+@settings(max_examples=50, deadline=None)
+@given(summaries(), summaries())
+def test_a_splice_declines_a_number_the_last_manifest_lacks(
+    before: list[Summary], others: list[Summary]
+) -> None:
+    config = SiteConfig(content=Path("content"), site=Path("site"))
+    last = reference(before, config, None)
+    known = {s.pith_number for s in before}
+    new = {s.pith_number: s for s in others if s.pith_number not in known}
+    if new:
+        assert manifest.spliced_manifest(last[MANIFEST_PATH], last.get, new, config, None) is None
+
+
+def seed_manifest(built_site: Path) -> tuple[dict[str, object], dict[str, bytes]]:
+    index = json.loads((built_site / MANIFEST_PATH).read_bytes())
+    files = {ref["path"]: (built_site / ref["path"]).read_bytes() for ref in index["shards"]}
+    return index, files
+
+
+@pytest.mark.parametrize(
+    ("change", "where"),
+    [
+        (lambda i, f: i["shards"][0].update(path="../../etc/passwd"), "/shards/0/path"),
+        (lambda i, f: i["shards"][0].update(prefix="../G"), "/shards/0/prefix"),
+        (lambda i, f: i["shards"][0].update(prefix="GO"), "/shards/0/prefix"),
+        (lambda i, f: i["shards"].reverse(), "/shards/1/prefix"),
+        (lambda i, f: i["shards"][1].update(sha256="0" * 64), "mirror/Z.json"),
+        (lambda i, f: i["shards"][1].update(record_count=2), "/records"),
+        (lambda i, f: i["shards"][0].update(record_count=True), "/shards/0/record_count"),
+        (lambda i, f: i.update(shard_width="1"), "/shard_width"),
+        (lambda i, f: i.update(shards={}), "/shards"),
+        (lambda i, f: f.pop(".well-known/pith/mirror/G.json"), "is missing"),
+    ],
+)
+def test_a_manifest_not_as_written_is_refused_where_it_differs(
+    built_site: Path, change: object, where: str
+) -> None:
+    """A reader is never sent to a path of the manifest's choosing, and never takes a
+    shard the index does not name by its hash: each fault names its place."""
+    index, files = seed_manifest(built_site)
+    change(index, files)  # type: ignore[operator]
+    with pytest.raises(ManifestError, match=re.escape(where)):
+        manifest_entries(index, files.get)
+
+
+def test_a_site_whose_shard_was_edited_reads_as_publishing_nothing_known(
+    built_site: Path, tmp_path: Path
+) -> None:
+    site = tmp_path / "site"
+    shutil.copytree(built_site, site)
+    assert len(read_published(site)) == 2
+    shard = site / ".well-known/pith/mirror/Z.json"
+    shard.write_bytes(shard.read_bytes().replace(b'"event_count": 2', b'"event_count": 3'))
+    assert read_published(site) == {}
+
+
+def test_a_version_1_manifest_is_still_read(built_site: Path) -> None:
+    """Sites built before the manifest was sharded list their records in it."""
+    published = read_published(built_site)
+    old = {"manifest_type": "pith_mirror_record_manifest", "manifest_version": "1.0"}
+    old["records"] = list(published.values())  # type: ignore[assignment]
+    assert manifest_entries(old, lambda path: None) == published

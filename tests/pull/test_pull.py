@@ -43,15 +43,18 @@ def test_pull_all_copies_a_mirror_that_then_builds_to_the_same_site(
     assert tree(rebuilt) == tree(original_site)
 
 
-def test_a_pull_with_nothing_changed_fetches_no_document_and_asks_once(
+def test_a_pull_with_nothing_changed_fetches_no_document_and_reads_only_the_manifest(
     server: Server, content: Path, keys: Path
 ) -> None:
+    """The manifest's index, then each shard it names (checked against its hash)."""
     assert pull(server.url, content, keys, "--all").code == 0
     server.log.clear()
     again = pull(server.url, content, keys, "--all", "--json")
     assert again.code == 0, again.err
-    assert server.log == ["/.well-known/pith/mirror.json"]
-    assert again.json()["summary"]["unchanged"] == 4 and again.json()["summary"]["requests"] == 1
+    shards = sorted(p for p in server.log if p.startswith("/.well-known/pith/mirror/"))
+    assert server.log[0] == "/.well-known/pith/mirror.json" and sorted(server.log[1:]) == shards
+    assert len(shards) == 4  # (four numbers, each the first of its body's first character)
+    assert again.json()["summary"]["unchanged"] == 4 and again.json()["summary"]["requests"] == 5
 
 
 def test_every_written_form_of_a_number_and_every_look_up(server: Server, content: Path, keys: Path) -> None:
@@ -277,3 +280,19 @@ def test_a_bad_mirror_is_skipped_for_a_good_one(
 
 def newer_bundle_bytes(server: Server) -> bytes:
     return (server.root / BUNDLE_PATH[1:]).read_bytes()
+
+
+def test_a_source_whose_manifest_shard_is_not_the_one_it_names_is_refused(
+    server: Server, content: Path, keys: Path
+) -> None:
+    """`--all` takes a shard only with the hash the index names: an altered shard (or
+    one swapped in mid-upload) stops the pull with exit 2 and writes nothing."""
+    shard = next((server.root / ".well-known/pith/mirror").iterdir())
+    shard.write_bytes(shard.read_bytes().replace(b'"event_count": ', b'"event_count": 9'))
+    result = pull(server.url, content, keys, "--all")
+    assert result.code == 2 and "Traceback" not in result.err
+    assert f"mirror/{shard.name}: is not the shard the manifest names (its sha256 differs)" in result.err
+    assert not content.exists() or not any(content.glob("*.json"))
+    shard.unlink()
+    result = pull(server.url, content, keys, "--all")
+    assert result.code == 2 and f"cannot read the manifest shard {server.url}" in result.err
