@@ -102,7 +102,8 @@ def manifest_numbers(path: Path) -> set[str]:
             where = shown_name(str(folder / shard.removeprefix(here)))
             raise ConfigError("deployed", f"{shown} names a shard not beside it: no {where}") from None
         except OSError as exc:
-            raise ConfigError("deployed", f"cannot read {shown_name(str(folder / shard))}: {exc}") from None
+            where = shown_name(str(folder / shard.removeprefix(here)))
+            raise ConfigError("deployed", f"cannot read {where}: {exc}") from None
 
     try:
         entries = manifest_entries(data, read)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import operator
+import os
 from collections import Counter
 from collections.abc import Iterable
 from concurrent.futures import Executor
@@ -235,7 +236,7 @@ class SitewideStage:
             record[file.path] = (bytes_key(full_digest), digest)
             if file.path == MANIFEST_PATH:
                 self.manifest_sha256 = full_digest
-            if old is None or old[1] != digest:
+            if old is None or old[1] != digest or not self.still_in_site(file):
                 emit(file.path, file.data)
         if search is not None:  # (the chunks came before the listing pages: done first)
             search.shards()
@@ -283,7 +284,22 @@ class SitewideStage:
             return None
         numbers = self.numbers
         changed = {n: numbers[n].summary for n in self.renewed}
-        return spliced_manifest(last, self.read_site_file, changed, self.config, generated_at)
+        site = self.site  # (a shard deleted by hand: every shard is made again, see `still_in_site`)
+        return spliced_manifest(
+            last, self.read_site_file, changed, self.config, generated_at, lambda p: (site / p).is_file()
+        )
+
+    def still_in_site(self, file: OutputFile) -> bool:
+        """Whether an incremental build may leave a manifest file it made with the same
+        bytes as the last build: only if SITE still has a file of their size there.
+        (A shard deleted or cut by hand is written again; the cache vouches only for
+        the index, whose hash it holds. A full build writes every file anyway.)"""
+        if not self.incremental:
+            return True
+        try:
+            return os.stat(self.site / file.path).st_size == len(file.data)
+        except OSError:
+            return False
 
     def read_site_file(self, path: str) -> bytes | None:
         try:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import operator
+import os
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -33,8 +34,9 @@ import orjson
 from .. import __version__
 from ..site import layout
 from ..trust.canonical import pretty_json
+from ..trust.files import file_sha256, read_regular
 from ..trust.keys import Keyring
-from ..trust.model import MERGE_VERSION, PITH_RE, number_body
+from ..trust.model import BODY_RE, MERGE_VERSION, PITH_RE, number_body
 from .config import SiteConfig
 from .layout import MANIFEST_PATH, MANIFEST_TYPE, SHARD_TYPE, manifest_shard
 from .page_model import Summary
@@ -61,9 +63,13 @@ def manifest_width(count: int) -> int:
     `count` numbers: the fewest (at least 1) that keep a shard at `SHARD_ENTRIES`
     numbers or fewer on average (1 up to 131,072 numbers, 2 up to 4,194,304, then 3)."""
     width = 1
-    while count > SHARD_ENTRIES * 32**width and width < 3:
+    while count > SHARD_ENTRIES * 32**width and width < MAX_WIDTH:
         width += 1
     return width
+
+
+MAX_WIDTH = 3
+"""32,768 shards at the most (of 4,096 numbers each at 134 million)."""
 
 
 SHARD_ENTRIES = 4096
@@ -246,13 +252,15 @@ def spliced_manifest(
     changed: Mapping[str, Summary],
     config: SiteConfig,
     generated_at: str | None,
+    present: Callable[[str], bool] = lambda path: True,
 ) -> list[OutputFile] | None:
     """The shards that hold the `changed` numbers, and the index, made from the last
     build's (`last_index`, bytes this tool wrote, as the build state's hash of them
     shows; `read` gives a shard's bytes in SITE): each changed number's entry is
     replaced where it stands, every other byte copied, so a build that changed one
     record reads and writes one shard. For the same numbers as the last build only;
-    None when that does not hold, or a file is not as the index says."""
+    None when that does not hold, a shard read is not as the index says, or one it
+    names is not `present` (so that the caller makes every shard again)."""
     try:
         index = json.loads(last_index)
         width, refs = index["shard_width"], shard_refs(index)
@@ -260,6 +268,8 @@ def spliced_manifest(
         return None
     by_prefix = {ref.prefix: ref for ref in refs}
     if not refs or width != manifest_width(sum(r.count for r in refs)):
+        return None
+    if not all(present(manifest_shard(ref.prefix)) for ref in refs):
         return None
     touched: dict[str, dict[str, Summary]] = {}
     for number, summary in changed.items():
@@ -332,11 +342,15 @@ def shard_refs(index: Any) -> list[ShardRef]:
     """The shards a decoded manifest names ([] for a version 1.0 manifest, which lists
     its records itself); ManifestError where the list is not as this tool writes it:
     a reader must never be sent to a path of the manifest's choosing."""
-    if not isinstance(index, dict) or "shards" not in index:
+    if not isinstance(index, dict) or index.get("manifest_type") != MANIFEST_TYPE:
+        return []
+    if "shards" not in index:
+        if index.get("manifest_version") == MANIFEST_VERSION:
+            raise ManifestError(MANIFEST_PATH, "/shards", "is missing")
         return []
     width, shards = index.get("shard_width"), index["shards"]
-    if not isinstance(width, int) or isinstance(width, bool) or not 1 <= width <= 26:
-        raise ManifestError(MANIFEST_PATH, "/shard_width", "is not a whole number from 1 to 26")
+    if not isinstance(width, int) or isinstance(width, bool) or not 1 <= width <= MAX_WIDTH:
+        raise ManifestError(MANIFEST_PATH, "/shard_width", f"is not a whole number from 1 to {MAX_WIDTH}")
     if not isinstance(shards, list):
         raise ManifestError(MANIFEST_PATH, "/shards", "is not a list")
     refs: list[ShardRef] = []
@@ -355,6 +369,8 @@ def shard_refs(index: Any) -> list[ShardRef]:
         if not isinstance(sha, str) or not _SHA256.fullmatch(sha):
             raise ManifestError(MANIFEST_PATH, f"{where}/sha256", "is not a SHA-256 in hex")
         refs.append(ShardRef(prefix, count, sha))
+    if index.get("record_count") != sum(ref.count for ref in refs):
+        raise ManifestError(MANIFEST_PATH, "/record_count", "is not the sum of its shards' counts")
     return refs
 
 
@@ -362,56 +378,119 @@ _PREFIX = re.compile("[A-Z2-7]+")
 _SHA256 = re.compile("[0-9a-f]{64}")
 
 
-def manifest_entries(index: Any, read: Callable[[str], bytes | None]) -> dict[str, dict[str, Any]]:
+def manifest_entries(
+    index: Any,
+    read: Callable[[str], bytes | None],
+    instead: Callable[[str], dict[str, dict[str, Any]]] | None = None,
+) -> dict[str, dict[str, Any]]:
     """The numbers a decoded manifest lists, each with its entry ({} if it is no
     manifest): from its shards, read with `read` (a path below the site; None if
     absent) and each checked against the hash the index gives it, or, for a version
     1.0 manifest, from its own `records`. ManifestError where a shard is missing,
-    altered or not in its place: a reader that took it as listing nothing could
-    let a build unpublish its numbers."""
+    altered or not in its place (a reader that took it as listing nothing could
+    let a build unpublish its numbers), unless `instead` gives, for such a shard's
+    prefix, the numbers to count as published in its place."""
     refs = shard_refs(index)
     if not refs:
         return published_entries(index)
     published: dict[str, dict[str, Any]] = {}
     for ref in refs:
-        path = manifest_shard(ref.prefix)
-        data = read(path)
-        if data is None:
-            raise ManifestError(path, "", "is missing")
-        if hashlib.sha256(data).hexdigest() != ref.sha256:
-            raise ManifestError(path, "", "is not the shard the manifest names (its sha256 differs)")
         try:
-            shard = json.loads(data)
-        except (ValueError, RecursionError):
-            raise ManifestError(path, "", "is not JSON") from None
-        if not isinstance(shard, dict) or shard.get("manifest_type") != SHARD_TYPE:
-            raise ManifestError(path, "/manifest_type", f"is not {SHARD_TYPE}")
-        entries = published_entries(shard, SHARD_TYPE)
-        if len(entries) != ref.count or any(not number_body(n).startswith(ref.prefix) for n in entries):
-            wanted = f"does not list {ref.count} number(s) starting {ref.prefix}"
-            raise ManifestError(path, "/records", wanted)
-        published.update(entries)
+            published.update(_shard_entries(ref, read))
+        except ManifestError:
+            if instead is None:
+                raise
+            published.update(instead(ref.prefix))
     return published
+
+
+def _shard_entries(ref: ShardRef, read: Callable[[str], bytes | None]) -> dict[str, dict[str, Any]]:
+    """One shard's entries, checked against its line in the index."""
+    path = manifest_shard(ref.prefix)
+    data = read(path)
+    if data is None:
+        raise ManifestError(path, "", "is missing")
+    if hashlib.sha256(data).hexdigest() != ref.sha256:
+        raise ManifestError(path, "", "is not the shard the manifest names (its sha256 differs)")
+    try:
+        shard = json.loads(data)
+    except (ValueError, RecursionError):
+        raise ManifestError(path, "", "is not JSON") from None
+    if not isinstance(shard, dict) or shard.get("manifest_type") != SHARD_TYPE:
+        raise ManifestError(path, "/manifest_type", f"is not {SHARD_TYPE}")
+    entries = published_entries(shard, SHARD_TYPE)
+    if len(entries) != ref.count or any(not number_body(n).startswith(ref.prefix) for n in entries):
+        wanted = f"does not list {ref.count} number(s) starting {ref.prefix}"
+        raise ManifestError(path, "/records", wanted)
+    return entries
 
 
 def read_published(site: Path) -> dict[str, dict[str, Any]]:
     """Numbers the site at `site` publishes, from its manifest ({} if none or unreadable).
 
-    A manifest nested too deep to decode, whose `records` is not a list, or one of
-    whose shards is missing or altered, is unreadable too: it comes from a site
-    folder, which anyone may have edited."""
+    A manifest nested too deep to decode, or whose `records` is not a list, is
+    unreadable: it comes from a site folder, which anyone may have edited. Where
+    the index is readable but a shard (or the index's list of them) is not as it
+    was written, the site's own record files stand in for what that shard listed
+    (`published_on_disk`): a damaged shard must not make the numbers it held
+    count as never published, which would let a build drop or roll them back."""
     try:
-        data = json.loads((site / MANIFEST_PATH).read_bytes())
-        return manifest_entries(data, lambda path: _read_or_none(site / path))
+        data = json.loads(read_regular(site / MANIFEST_PATH, SHARD_LIMIT))
     except (OSError, ValueError, RecursionError):
         return {}
 
+    def read(path: str) -> bytes | None:
+        try:
+            return read_regular(site / path, SHARD_LIMIT)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise ManifestError(path, "", f"cannot be read ({exc.strerror or exc})") from None
 
-def _read_or_none(path: Path) -> bytes | None:
     try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return None
+        return manifest_entries(data, read, lambda prefix: published_on_disk(site, prefix))
+    except ManifestError:  # (the index's list of shards itself)
+        return published_on_disk(site, "")
+
+
+SHARD_LIMIT = 1024 * 1024 * 1024
+"""Far above a shard's 2 MB, and a version 1.0 manifest's 500 bytes a record."""
+
+
+def published_on_disk(site: Path, prefix: str) -> dict[str, dict[str, Any]]:
+    """The numbers whose body starts with `prefix` that the site's own files show
+    published: a record document `pith/<body>.json` naming that body, with the
+    hashes of it and of its bundle. What stands in for a shard that cannot be
+    trusted: never fewer numbers than the site shows, and each number's published
+    documents are then read and checked as the manifest's would be."""
+    found: dict[str, dict[str, Any]] = {}
+    try:
+        names = sorted(os.listdir(site / "pith"))
+    except OSError:
+        return found
+    for name in names:
+        body = name.removesuffix(".json")
+        if not name.endswith(".json") or not BODY_RE.fullmatch(body) or not body.startswith(prefix):
+            continue
+        try:
+            data = read_regular(site / "pith" / name, SHARD_LIMIT)
+            number = json.loads(data).get("pith_number")
+        except (OSError, ValueError, RecursionError, AttributeError):
+            continue
+        if not isinstance(number, str) or not PITH_RE.fullmatch(number) or number_body(number) != body:
+            continue
+        bundle = None
+        for relative in (layout.bundle_json(body), layout.well_known_bundle(body)):
+            try:
+                bundle = bundle or file_sha256(site / relative)
+            except OSError:
+                continue
+        found[number] = {
+            "pith_number": number,
+            "record_sha256": hashlib.sha256(data).hexdigest(),
+            "bundle_sha256": bundle,
+        }
+    return found
 
 
 def published_entries(data: Any, kind: str = MANIFEST_TYPE) -> dict[str, dict[str, Any]]:

@@ -9,9 +9,10 @@ import shutil
 import subprocess
 import sys
 
+import factories as f
 import manifestkit
 import pytest
-from sitekit import REPO, Project, record_doc, tree
+from sitekit import REPO, Project, bundle_events, record_doc, tree
 
 from generator.build import journal
 from generator.commands.cli import main
@@ -162,3 +163,50 @@ def test_documents_kept_published_do_not_count(mirror: Project, capsys: pytest.C
     assert code == 1, err
     assert "would unpublish" not in err
     assert len(published(mirror)) == COUNT
+
+
+@pytest.mark.parametrize("damage", ["deleted", "edited"])
+def test_a_damaged_manifest_shard_does_not_let_a_build_without_its_cache_unpublish(
+    mirror: Project, capsys: pytest.CaptureFixture[str], damage: str
+) -> None:
+    """Without its cache, the build reads what SITE publishes from the manifest; a
+    shard it cannot trust stands for the numbers SITE's record files show, so
+    emptying content/ is still refused, and SITE is left as it was."""
+    shard = next((mirror.site / ".well-known/pith/mirror").iterdir())
+    if damage == "deleted":
+        shard.unlink()
+    else:
+        shard.write_bytes(shard.read_bytes().replace(b'"event_count": 0', b'"event_count": 9'))
+    before = tree(mirror.site)
+    for i in range(COUNT - 2):
+        mirror.remove(doc_name(i))
+    code, _, err = run([*ARGS, "--clean"], capsys)
+    assert code == 2 and f"would unpublish {COUNT - 2} of the {COUNT}" in err, err
+    assert tree(mirror.site) == before
+
+
+@pytest.mark.parametrize("change", ["added", "grown"])
+def test_a_shard_deleted_by_hand_is_written_again_by_the_next_incremental_build(
+    mirror: Project, capsys: pytest.CaptureFixture[str], change: str
+) -> None:
+    """The cache vouches for the manifest's index only: a shard that is not in SITE
+    as the last build left it is made again, though no number in it changed, both
+    when the build makes every shard (a number added) and when it replaces the
+    entries of the numbers that changed in their shards (a bundle grown)."""
+    title = "A paper in a bundle"
+    record = f.canonical_record(source_id="2203.09999", title=title)
+    mirror.add("b.json", f.bundle(record=record, title=title, events=bundle_events(record, title, 1)))
+    code, _, err = run(ARGS, capsys)
+    assert code == 0, err
+    shards = sorted((mirror.site / ".well-known/pith/mirror").iterdir())
+    kept = {path.name: path.read_bytes() for path in shards}
+    if change == "added":
+        mirror.add(doc_name(COUNT), record_doc(source_id="2203.00100", title="One more"))
+    else:
+        mirror.add("b.json", f.bundle(record=record, title=title, events=bundle_events(record, title, 2)))
+    victim = next(path for path in shards if not f.pith_body(record).startswith(path.stem))
+    victim.unlink()
+    code, _, err = run(ARGS, capsys)
+    assert code == 0, err
+    assert victim.read_bytes() == kept[victim.name]
+    assert len(manifestkit.numbers(mirror.site)) == COUNT + (2 if change == "added" else 1)

@@ -237,7 +237,10 @@ def seed_manifest(built_site: Path) -> tuple[dict[str, object], dict[str, bytes]
         (lambda i, f: i["shards"][0].update(prefix="GO"), "/shards/0/prefix"),
         (lambda i, f: i["shards"].reverse(), "/shards/1/prefix"),
         (lambda i, f: i["shards"][1].update(sha256="0" * 64), "mirror/Z.json"),
-        (lambda i, f: i["shards"][1].update(record_count=2), "/records"),
+        (lambda i, f: i["shards"][1].update(record_count=2), "/record_count"),
+        (lambda i, f: (i["shards"][1].update(record_count=2), i.update(record_count=3)), "/records"),
+        (lambda i, f: i.pop("shards"), "/shards: is missing"),
+        (lambda i, f: i.update(shard_width=4), "/shard_width"),
         (lambda i, f: i["shards"][0].update(record_count=True), "/shards/0/record_count"),
         (lambda i, f: i.update(shard_width="1"), "/shard_width"),
         (lambda i, f: i.update(shards={}), "/shards"),
@@ -255,15 +258,37 @@ def test_a_manifest_not_as_written_is_refused_where_it_differs(
         manifest_entries(index, files.get)
 
 
-def test_a_site_whose_shard_was_edited_reads_as_publishing_nothing_known(
+def test_where_a_shard_cannot_be_trusted_the_site_s_record_files_stand_in_for_it(
     built_site: Path, tmp_path: Path
 ) -> None:
+    """A shard edited, removed or replaced by a folder, or an index whose list of
+    shards is damaged: the build still counts as published every number whose record
+    document SITE holds (else it could drop or roll back those numbers), with the
+    hashes of the files it finds."""
     site = tmp_path / "site"
     shutil.copytree(built_site, site)
-    assert len(read_published(site)) == 2
+    published = read_published(site)
+    assert len(published) == 2
     shard = site / ".well-known/pith/mirror/Z.json"
     shard.write_bytes(shard.read_bytes().replace(b'"event_count": 2', b'"event_count": 3'))
-    assert read_published(site) == {}
+    found = read_published(site)
+    assert found.keys() == published.keys()
+    assert found[BUNDLE_NUMBER] == {
+        "pith_number": BUNDLE_NUMBER,
+        "record_sha256": published[BUNDLE_NUMBER]["record_sha256"],
+        "bundle_sha256": published[BUNDLE_NUMBER]["bundle_sha256"],
+    }
+    assert found[RECORD_NUMBER] == published[RECORD_NUMBER]  # (its own shard is whole)
+    shard.unlink()
+    shard.mkdir()
+    assert read_published(site).keys() == published.keys()
+    shutil.rmtree(site / ".well-known/pith/mirror")
+    on_disk = read_published(site)
+    assert on_disk.keys() == published.keys() and on_disk[RECORD_NUMBER]["bundle_sha256"] is None
+    index = json.loads((site / MANIFEST_PATH).read_bytes())
+    index["shards"][0]["path"] = "../../x.json"
+    (site / MANIFEST_PATH).write_text(json.dumps(index))
+    assert read_published(site).keys() == published.keys()
 
 
 def test_a_version_1_manifest_is_still_read(built_site: Path) -> None:
