@@ -242,16 +242,24 @@ def test_a_task_whose_workers_keep_dying_stops_the_build_and_site_stays(
     p.build(jobs=1, per_page=PER_PAGE)
     before, paths = tree(p.site), all_paths(tmp_path)
     monkeypatch.setattr(dask_cluster.scheduler, "allowed_failures", 0)
-    victim = next(iter(client.run(os.getpid).values()))
+    pids = client.run(os.getpid)
+    killed: list[str] = []
 
     def progress(label: str, done: int, total: int) -> None:
-        if label == "verified":
+        # (a worker that is running a task at the time: one that had finished its
+        # tasks would take nothing down with it, and the build would end well)
+        if label != "verified" or killed:
+            return
+        busy = [address for address, state in dask_cluster.scheduler.workers.items() if state.processing]
+        if busy:
+            killed.append(busy[0])
             with contextlib.suppress(ProcessLookupError):
-                os.kill(victim, signal.SIGKILL)
+                os.kill(pids[busy[0]], signal.SIGKILL)
 
     config = p.config(scheduler=dask_cluster.scheduler_address, jobs=2, per_page=PER_PAGE)
     with pytest.raises(BuildError, match="a cluster worker stopped unexpectedly") as raised:
         build(config, BOTH_KEYS, progress, incremental=False)
+    assert killed, "no worker was running a task when a record was verified"
     assert raised.value.path == dask_cluster.scheduler_address
     assert tree(p.site) == before and all_paths(tmp_path) == paths
     client.wait_for_workers(2, timeout=30)
