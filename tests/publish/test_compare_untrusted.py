@@ -23,7 +23,7 @@ from generator.publish import compare
 from generator.site.layout import MANIFEST_PATH
 from generator.site.manifest import read_published
 
-from .conftest import RECORD_BODY
+from .conftest import BUNDLE_NUMBER, RECORD_BODY, RECORD_NUMBER
 
 DEEP = b"[" * 100_000
 
@@ -205,7 +205,8 @@ def test_an_entry_whose_number_lacks_its_prefix_is_refused_not_a_traceback(
         entry["pith_number"] = str(entry["pith_number"]).rsplit(":", 1)[1]
 
     manifestkit.forge(a, bare)
-    assert read_published(a) == {}
+    # (the build's own reading: SITE's record files stand in for the shards it cannot trust)
+    assert sorted(read_published(a)) == [BUNDLE_NUMBER, RECORD_NUMBER]
     code = main(["compare", str(a), str(b)])
     captured = capsys.readouterr()
     assert code == 2 and "Traceback" not in captured.err, captured.err
