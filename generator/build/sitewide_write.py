@@ -145,7 +145,7 @@ class SitewideStage:
         # partitions' summaries (part_summary.py), the manifest's shards from the last
         # ones (see `spliced_manifest`).
         manifest = None
-        if self.incremental and not listings and not self.keeps_manifest and asked is not None and not asked:
+        if self.incremental and not listings and asked is not None and not asked:
             manifest = self.spliced_manifest(generated_at)
         summaries = [] if manifest is not None else self.every_summary()
         pool = self.pool
