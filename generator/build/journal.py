@@ -52,10 +52,13 @@ class Plan:
         self.site, self.staging = site, staging
         self.steps: list[tuple[str, str | frozenset[str]]] = []
         """("put", path): the staged file replaces SITE's; ("remove", paths)."""
+        self.planned: set[str] = set()
+        """Every path a step names: what SITE holds there now is not what it will hold."""
 
     def put(self, path: str) -> None:
         """The file staged at `path` goes into SITE there (the latest bytes staged)."""
         self.steps.append(("put", path))
+        self.planned.add(path)
 
     def write(self, path: str, data: bytes) -> None:
         """Stage `data` for `path` (replacing, never writing through, a file staged
@@ -65,9 +68,28 @@ class Plan:
         write_atomic(target, data)
         self.put(path)
 
+    def put_changed(self, path: str) -> bool:
+        """`put`, unless SITE already holds the staged bytes at `path` (a record's
+        redirect pages and short forms, most often, when its bundle grew): SITE's
+        change log, and so an upload, then names only what changed. True if put.
+        (A path an earlier step names is put whatever SITE holds there now.)"""
+        if path not in self.planned and _same_bytes(self.staging / path, self.site / path):
+            return False
+        self.put(path)
+        return True
+
+    def write_changed(self, path: str, data: bytes) -> bool:
+        """`write`, unless SITE already holds `data` at `path` (and no earlier step
+        names it); True if written."""
+        if path not in self.planned and _holds(self.site / path, data):
+            return False
+        self.write(path, data)
+        return True
+
     def remove(self, paths: set[str]) -> None:
         if paths:
             self.steps.append(("remove", frozenset(paths)))
+            self.planned.update(paths)
 
     def __bool__(self) -> bool:
         return bool(self.steps)
@@ -99,6 +121,26 @@ class Plan:
         source = self.staging / path
         if os.path.lexists(source):  # (else put already: a path staged twice is put once)
             journal.replace(source, path)
+
+
+def _holds(path: Path, data: bytes) -> bool:
+    """Whether `path` is a regular file (not a link) of exactly these bytes."""
+    try:
+        found = os.lstat(path)
+        if not stat.S_ISREG(found.st_mode) or found.st_size != len(data):
+            return False
+        return path.read_bytes() == data
+    except OSError:
+        return False
+
+
+def _same_bytes(staged: Path, path: Path) -> bool:
+    try:
+        if os.lstat(staged).st_size != os.lstat(path).st_size:
+            return False
+        return _holds(path, staged.read_bytes())
+    except OSError:
+        return False
 
 
 def plan_whole_site(site: Path, staging: Path) -> Plan:

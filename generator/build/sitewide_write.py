@@ -254,9 +254,7 @@ class SitewideStage:
             return SitewideWritten(record, inputs, context, self.manifest_sha256, set())
         plan = self.plan
         assert plan is not None, "an incremental build keeps a plan"
-        for file in changed:
-            plan.write(file.path, file.data)
-        self.written += len(changed)
+        self.written += sum(plan.write_changed(file.path, file.data) for file in changed)
         gone = (set(previous) - set(fixed) - set(record)) | (affected - set(shared))
         plan.remove({p for p in gone if p not in owned})
         restore = {owned[p] for p in gone if p in owned and owned[p] not in fresh}

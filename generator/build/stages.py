@@ -368,7 +368,8 @@ class Stages:
                 if path in moved:  # a paper page two accepted numbers share (their prefix's
                     continue  # list page, which the site-wide stage writes after this)
                 moved.add(path)
-                plan.put(path)
+                if not plan.put_changed(path):
+                    self.written -= 1  # (made, but SITE holds these bytes: not written)
         gone = [*numbers.removed_from(previous), *(n for n in accepted if n in previous)]
         stale = {p for n in gone for p in previous[n].paths}
         stale -= {p for n in accepted for p in numbers[n].paths}

@@ -95,6 +95,7 @@ def test_after_a_full_upload_only_the_changed_files_are_sent(project: Project, t
     assert report.mode == "incremental" and len(report.changed) == 1
     changed = changed_files(before, tree(project.site))
     assert changed and MANIFEST_PATH in changed
+    assert report.files_written == len(changed)  # (what it made with the bytes SITE had, it left)
     # of the manifest, the index and the one shard that holds the changed number
     record = f.canonical_record(
         source_id="2302.00002", title="Uploaded paper 2", submitted_at="2023-02-01T00:00:00Z"
@@ -105,11 +106,14 @@ def test_after_a_full_upload_only_the_changed_files_are_sent(project: Project, t
 
     log = change_log.read_log(project.site)
     assert log is not None
-    logged = change_log.paths_since(log, 0)  # (what the build put: some with the same bytes)
+    logged = change_log.paths_since(log, 0)  # (what the build put)
     again = upload(project, storage)
     assert not again.compared and again.unchanged == 0
     assert ("list", "") not in storage.calls, "a change upload lists nothing"
     assert changed <= set(again.written) <= logged and len(again.written) < 50
+    # (only files whose bytes changed: its short forms and redirect pages are as they were)
+    assert set(again.written) == changed == logged
+    assert not any(p.startswith(f"pith/{body[:8]}") and p.endswith("index.html") for p in changed)
     assert again.written[-1] == MANIFEST_PATH  # (the integrity set last, as a full upload orders it)
     assert again.written.index(shard) < again.written.index(MANIFEST_PATH)  # (what it names, first)
     holds_the_site(storage, project.site)
