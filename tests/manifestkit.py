@@ -21,6 +21,11 @@ def entries(site: Path) -> list[dict[str, Any]]:
     return found
 
 
+def shard_paths(site: Path) -> list[str]:
+    """The paths of the shards the site's manifest names."""
+    return [ref["path"] for ref in json.loads((site / MANIFEST_PATH).read_bytes())["shards"]]
+
+
 def numbers(site: Path) -> list[str]:
     return [entry["pith_number"] for entry in entries(site)]
 
@@ -36,6 +41,8 @@ def forge(site: Path, change: Callable[[dict[str, Any]], None]) -> None:
         for entry in shard["records"]:
             change(entry)
         data = json.dumps(shard, indent=2).encode()
-        shard_path.write_bytes(data)
         ref["sha256"] = hashlib.sha256(data).hexdigest()
+        ref["path"] = f"{ref['path'].rsplit('/', 1)[0]}/{ref['prefix']}.{ref['sha256'][:16]}.json"
+        shard_path.unlink()
+        (site / ref["path"]).write_bytes(data)  # (named by its new bytes, as the build names it)
     path.write_text(json.dumps(index, indent=2))

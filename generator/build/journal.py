@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
-from ..site.layout import MANIFEST_PATH
+from ..site.layout import MANIFEST_PATH, MANIFEST_SHARDS
 from ..trust.errors import BuildError
 from ..trust.files import temporary_path, write_atomic
 from .detached_step import StoppedApart, run_apart
@@ -38,6 +38,9 @@ from .write import is_plain_relative, lock_path, previous_path, remove_files, re
 _UNDO = ".{name}.undo"
 _CREATED = "created"
 _FILES = "files"
+
+
+_SHARDS = MANIFEST_SHARDS + "/"
 
 
 def undo_path(site: Path) -> Path:
@@ -102,12 +105,17 @@ class Plan:
         return found
 
     def apply(self, journal: Journal) -> None:
-        """Make the changes in order, the manifest last (it names every record's files)."""
+        """Make the changes in order, the manifest last (it names every record's files),
+        and only then remove the manifest's shards it no longer names: a reader of the
+        old index finds every shard it names until the new index is in place."""
         last: list[str] = []
+        shards: set[str] = set()
         for kind, what in self.steps:
             if kind == "remove":
                 assert isinstance(what, frozenset)
-                journal.remove(set(what))
+                shards |= {p for p in what if p.startswith(_SHARDS)}
+                if rest := set(what) - shards:
+                    journal.remove(rest)
                 continue
             assert isinstance(what, str)
             if what == MANIFEST_PATH:
@@ -116,6 +124,8 @@ class Plan:
             self._put(journal, what)
         for path in last:
             self._put(journal, path)
+        if shards:
+            journal.remove(shards)
 
     def _put(self, journal: Journal, path: str) -> None:
         source = self.staging / path

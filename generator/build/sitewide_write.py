@@ -30,7 +30,7 @@ from ..site import layout
 from ..site.config import SiteConfig, build_time
 from ..site.layout import MANIFEST_PATH, RESOLVE_INDEX, shard_width
 from ..site.lookups import index_json, lookup_files, lookup_inputs, lookup_paths
-from ..site.manifest import indented_entry, manifest_files, mirrors_file, spliced_manifest
+from ..site.manifest import indented_entry, manifest_files, mirrors_file, shard_paths, spliced_manifest
 from ..site.page_model import NumberRow, Summary
 from ..site.render import OutputFile
 from ..site.shared_paths import (
@@ -236,6 +236,9 @@ class SitewideStage:
             record[file.path] = (bytes_key(full_digest), digest)
             if file.path == MANIFEST_PATH:
                 self.manifest_sha256 = full_digest
+                named = set(shard_paths(file.data))  # (a shard no longer named goes, after it)
+                for path in [p for p in record if p.startswith(SHARDS) and p not in named]:
+                    del record[path]
             if old is None or old[1] != digest or not self.still_in_site(file):
                 emit(file.path, file.data)
         if search is not None:  # (the chunks came before the listing pages: done first)
@@ -479,6 +482,7 @@ def _sitewide_inputs(rows: SiteRows, context: str) -> str:
 
 
 _NUMBER = operator.attrgetter("pith_number")
+SHARDS = layout.MANIFEST_SHARDS + "/"
 
 
 def _sha(data: bytes) -> str:

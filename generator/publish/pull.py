@@ -176,7 +176,7 @@ async def manifest_targets(client: Client, source: str) -> dict[str, dict[str, A
         raise ConfigError("from", f"{source}{layout.MANIFEST_PATH}: {pointer('records')}: not a list")
     try:
         refs = shard_refs(data)
-        shards = [layout.manifest_shard(ref.prefix) for ref in refs]
+        shards = [ref.path for ref in refs]
         turns = asyncio.Semaphore(max(1, client.limits.jobs))  # (each waits for a connection in turn)
         bodies = await asyncio.gather(*(read_bytes(client, source + path, turns) for path in shards))
         return manifest_entries(data, dict(zip(shards, bodies, strict=True)).get)

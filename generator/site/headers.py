@@ -8,11 +8,12 @@
   `/x/`, `/x.html` and `/x/index.html`, and only a catch-all could name the
   extension-less forms. Pages therefore keep the host's own default, which on
   both hosts is `public, max-age=0, must-revalidate` with an ETag.
-- Nothing in this layout is content-addressed by its URL: a bundle grows when
-  the resolver adds events, a record document can be re-issued (its unsigned
-  parts change), alias look-ups move to newer versions, and the assets are not
-  hashed. So no rule says `immutable`; a wrong `immutable` would pin stale
-  bytes in browsers for a year with no way to recall them.
+- Nothing in this layout is content-addressed by its URL but the manifest's
+  shards (`mirror/<prefix>.<hash>.json`, named by their bytes): a bundle grows
+  when the resolver adds events, a record document can be re-issued (its
+  unsigned parts change), alias look-ups move to newer versions, and the assets
+  are not hashed. So only the shards are `immutable`; a wrong `immutable` would
+  pin stale bytes in browsers for a year with no way to recall them.
 - Three tiers instead (see `REVALIDATE`, `SHORT`, `MEDIUM`):
   * the integrity set (`mirror.json`, its signature, `SHA256SUMS`,
     `pith-mirrors.json`, `pith-signing-key.json`) is revalidated on every
@@ -45,6 +46,7 @@ TEXT_TYPE = "text/plain; charset=utf-8"
 REVALIDATE = "public, max-age=0, must-revalidate"
 SHORT = "public, max-age=300, must-revalidate"
 MEDIUM = "public, max-age=3600"
+IMMUTABLE = "public, max-age=31536000, immutable"
 ANY_ORIGIN = "*"
 
 Headers = tuple[tuple[str, str], ...]
@@ -77,7 +79,7 @@ _RULES: tuple[tuple[str, Headers], ...] = (
     ("*", (("X-Content-Type-Options", "nosniff"),)),
     # the integrity set: always revalidated
     *((path, _served(TEXT_TYPE if path == SUMS_PATH else JSON_TYPE, REVALIDATE)) for path in INTEGRITY_SET),
-    (f"{MANIFEST_SHARDS}/:shard", _served(JSON_TYPE, REVALIDATE)),  # (the manifest's shards, as it)
+    (f"{MANIFEST_SHARDS}/:shard", _served(JSON_TYPE, IMMUTABLE)),  # (named by their bytes)
     *((pattern, _served(JSON_TYPE, MEDIUM)) for pattern in PER_RECORD_JSON),
     # site-wide files: a few minutes (the resolve page itself is HTML: only *.json here)
     ("api/pith-number/resolve/*.json", _served(JSON_TYPE, SHORT)),
@@ -93,8 +95,8 @@ _HEADERS_INTRO = """\
 # Each file matches at most one rule per header: both hosts join the values of
 # a header set by two matching rules with a comma.
 # Pages (/x, /x/, /x.html, /x/index.html) keep the host default Cache-Control
-# (public, max-age=0, must-revalidate). No URL here names its content, so no
-# file is marked immutable: bundles grow, records can be re-issued.
+# (public, max-age=0, must-revalidate). Only the manifest's shards, whose names
+# carry their hash, are immutable: bundles grow, records can be re-issued.
 """
 
 

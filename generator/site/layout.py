@@ -141,10 +141,12 @@ def shard_hex(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
-def manifest_shard(prefix: str) -> str:
-    """`.well-known/pith/mirror/<prefix>.json`: the manifest's entries of the numbers
-    whose body starts with `prefix` (see manifest.py)."""
-    return f"{MANIFEST_SHARDS}/{prefix}.json"
+def manifest_shard(prefix: str, sha256: str) -> str:
+    """`.well-known/pith/mirror/<prefix>.<first 16 hex digits of its SHA-256>.json`: the
+    manifest's entries of the numbers whose body starts with `prefix` (see
+    manifest.py). Named by its bytes, so a reader of the index never finds a shard
+    it names replaced by another's bytes (the old one goes after the new index)."""
+    return f"{MANIFEST_SHARDS}/{prefix}.{sha256[:16]}.json"
 
 
 def shard_width(records: int) -> int:

@@ -109,6 +109,15 @@ class ShardRef:
     count: int
     sha256: str
 
+    @property
+    def path(self) -> str:
+        return manifest_shard(self.prefix, self.sha256)
+
+
+def shard_paths(index: bytes) -> list[str]:
+    """The paths of the shards an index this tool just wrote names."""
+    return [str(shard["path"]) for shard in json.loads(index)["shards"]]
+
 
 def manifest_index(
     refs: Sequence[ShardRef], width: int, config: SiteConfig, generated_at: str | None
@@ -128,7 +137,7 @@ def manifest_index(
         "shard_width": width,
         "shards": [
             {
-                "path": manifest_shard(r.prefix),
+                "path": r.path,
                 "prefix": r.prefix,
                 "record_count": r.count,
                 "sha256": r.sha256,
@@ -206,8 +215,9 @@ def manifest_files(
         data = _joined(shape, [entry_json(s) for s in items])
         if data is None:  # (an entry only the slower serialiser can write)
             data = pretty_json(_shard_shape(prefix, len(items), [manifest_entry(s) for s in items]))
-        refs.append(ShardRef(prefix, len(items), hashlib.sha256(data).hexdigest()))
-        yield OutputFile(manifest_shard(prefix), data)
+        ref = ShardRef(prefix, len(items), hashlib.sha256(data).hexdigest())
+        refs.append(ref)
+        yield OutputFile(ref.path, data)
     yield OutputFile(MANIFEST_PATH, pretty_json(manifest_index(refs, width, config, generated_at)))
 
 
@@ -269,7 +279,7 @@ def spliced_manifest(
     by_prefix = {ref.prefix: ref for ref in refs}
     if not refs or width != manifest_width(sum(r.count for r in refs)):
         return None
-    if not all(present(manifest_shard(ref.prefix)) for ref in refs):
+    if not all(present(ref.path) for ref in refs):
         return None
     touched: dict[str, dict[str, Summary]] = {}
     for number, summary in changed.items():
@@ -277,14 +287,14 @@ def spliced_manifest(
     made: list[OutputFile] = []
     for prefix, numbers in sorted(touched.items()):
         ref = by_prefix.get(prefix)
-        last = read(manifest_shard(prefix)) if ref is not None else None
+        last = read(ref.path) if ref is not None else None
         if ref is None or last is None or hashlib.sha256(last).hexdigest() != ref.sha256:
             return None
         data = _replaced_in_place(last, ref.count, numbers, _shard_shape(prefix, ref.count, []))
         if data is None:
             return None
-        by_prefix[prefix] = ShardRef(prefix, ref.count, hashlib.sha256(data).hexdigest())
-        made.append(OutputFile(manifest_shard(prefix), data))
+        by_prefix[prefix] = fresh = ShardRef(prefix, ref.count, hashlib.sha256(data).hexdigest())
+        made.append(OutputFile(fresh.path, data))
     renewed = [by_prefix[ref.prefix] for ref in refs]
     made.append(OutputFile(MANIFEST_PATH, pretty_json(manifest_index(renewed, width, config, generated_at))))
     return made
@@ -361,13 +371,13 @@ def shard_refs(index: Any) -> list[ShardRef]:
             raise ManifestError(MANIFEST_PATH, f"{where}/prefix", f"is not {width} base32 character(s)")
         if refs and prefix <= refs[-1].prefix:
             raise ManifestError(MANIFEST_PATH, f"{where}/prefix", "is out of order or repeated")
-        if item.get("path") != manifest_shard(prefix):
-            raise ManifestError(MANIFEST_PATH, f"{where}/path", f"is not {manifest_shard(prefix)}")
         count, sha = item.get("record_count"), item.get("sha256")
         if not isinstance(count, int) or isinstance(count, bool) or count < 1:
             raise ManifestError(MANIFEST_PATH, f"{where}/record_count", "is not a positive whole number")
         if not isinstance(sha, str) or not _SHA256.fullmatch(sha):
             raise ManifestError(MANIFEST_PATH, f"{where}/sha256", "is not a SHA-256 in hex")
+        if item.get("path") != manifest_shard(prefix, sha):
+            raise ManifestError(MANIFEST_PATH, f"{where}/path", f"is not {manifest_shard(prefix, sha)}")
         refs.append(ShardRef(prefix, count, sha))
     if index.get("record_count") != sum(ref.count for ref in refs):
         raise ManifestError(MANIFEST_PATH, "/record_count", "is not the sum of its shards' counts")
@@ -406,7 +416,7 @@ def manifest_entries(
 
 def _shard_entries(ref: ShardRef, read: Callable[[str], bytes | None]) -> dict[str, dict[str, Any]]:
     """One shard's entries, checked against its line in the index."""
-    path = manifest_shard(ref.prefix)
+    path = ref.path
     data = read(path)
     if data is None:
         raise ManifestError(path, "", "is missing")

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import factories as f
+import manifestkit
 import pytest
 from extraskit import need
 from sitekit import BOTH_KEYS, Project, bundle_events, record_doc, tree
@@ -95,14 +96,18 @@ def test_after_a_full_upload_only_the_changed_files_are_sent(project: Project, t
     assert report.mode == "incremental" and len(report.changed) == 1
     changed = changed_files(before, tree(project.site))
     assert changed and MANIFEST_PATH in changed
-    assert report.files_written == len(changed)  # (what it made with the bytes SITE had, it left)
+    # (what it made with the bytes SITE had, it left; it wrote all but the old shard, removed)
+    assert report.files_written == len(changed) - 1
     # of the manifest, the index and the one shard that holds the changed number
     record = f.canonical_record(
         source_id="2302.00002", title="Uploaded paper 2", submitted_at="2023-02-01T00:00:00Z"
     )
     body = f.pith_body(record)
-    shard = f".well-known/pith/mirror/{body[0]}.json"
-    assert {p for p in changed if p.startswith(".well-known/pith/mirror")} == {MANIFEST_PATH, shard}
+    shards = {p for p in changed if p.startswith(".well-known/pith/mirror/")}
+    now = tree(project.site)
+    (shard,) = (p for p in shards if p in now)  # (the new one; the old one went)
+    (old,) = shards - {shard}
+    assert shard.startswith(f".well-known/pith/mirror/{body[0]}.") and old.startswith(shard[:-22])
 
     log = change_log.read_log(project.site)
     assert log is not None
@@ -110,9 +115,9 @@ def test_after_a_full_upload_only_the_changed_files_are_sent(project: Project, t
     again = upload(project, storage)
     assert not again.compared and again.unchanged == 0
     assert ("list", "") not in storage.calls, "a change upload lists nothing"
-    assert changed <= set(again.written) <= logged and len(again.written) < 50
+    assert changed - {old} <= set(again.written) <= logged and len(again.written) < 50
     # (only files whose bytes changed: its short forms and redirect pages are as they were)
-    assert set(again.written) == changed == logged
+    assert set(again.written) | set(again.deleted) == changed == logged and again.deleted == (old,)
     assert not any(p.startswith(f"pith/{body[:8]}") and p.endswith("index.html") for p in changed)
     assert again.written[-1] == MANIFEST_PATH  # (the integrity set last, as a full upload orders it)
     assert again.written.index(shard) < again.written.index(MANIFEST_PATH)  # (what it names, first)
@@ -148,7 +153,8 @@ def test_builds_between_uploads_are_sent_together(project: Project, tmp_path: Pa
     project.add("b/3.json", paper(3, snapshots=3))
     project.build()
     report = upload(project, storage)
-    assert not report.compared and changed_files(before, tree(project.site)) <= set(report.written)
+    sent = set(report.written) | set(report.deleted)  # (a manifest shard replaced: a new name)
+    assert not report.compared and changed_files(before, tree(project.site)) <= sent
     holds_the_site(storage, project.site)
 
 
@@ -341,7 +347,8 @@ def test_warm_rebuilds_as_serve_makes_them_are_uploaded_by_their_changes(
     report = build(project.config(), BOTH_KEYS, warm=warm)
     assert report.mode == "incremental"
     again = upload(project, storage)
-    assert not again.compared and changed_files(before, tree(project.site)) <= set(again.written)
+    sent = set(again.written) | set(again.deleted)  # (a manifest shard replaced: a new name)
+    assert not again.compared and changed_files(before, tree(project.site)) <= sent
     holds_the_site(storage, project.site)
 
 
@@ -389,3 +396,38 @@ def test_a_site_rolled_back_by_a_snapshot_is_compared_in_full(
     assert project.build().mode == "incremental"
     assert upload(project, storage).compared
     holds_the_site(storage, project.site)
+
+
+def test_a_replaced_manifest_shard_is_removed_only_after_the_index_that_no_longer_names_it(
+    project: Project, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A reader of SITE (a server pointed at it) who read the old index finds every
+    shard it names until the new index is in place: the new shard goes in under its
+    new name, then the index, then the old shard goes. (SITE is changed by a child
+    process: each step is written down in a file.)"""
+    from generator.build import journal
+
+    log = tmp_path / "steps.txt"
+    replace, remove = journal.Journal.replace, journal.Journal.remove
+
+    def note(*lines: str) -> None:
+        with open(log, "a", encoding="utf-8") as out:
+            out.writelines(f"{line}\n" for line in lines)
+
+    def replacing(self: journal.Journal, source: Path, path: str) -> None:
+        note(f"put {path}")
+        replace(self, source, path)
+
+    def removing(self: journal.Journal, paths: set[str]) -> None:
+        note(*(f"remove {path}" for path in sorted(paths)))
+        remove(self, paths)
+
+    monkeypatch.setattr(journal.Journal, "replace", replacing)
+    monkeypatch.setattr(journal.Journal, "remove", removing)
+    old = set(manifestkit.shard_paths(project.site))
+    project.add("b/2.json", paper(2, snapshots=2))
+    assert project.build().mode == "incremental"
+    new = set(manifestkit.shard_paths(project.site))
+    (gone,), (came,) = old - new, new - old
+    steps = log.read_text("utf-8").splitlines()
+    assert steps.index(f"put {came}") < steps.index(f"put {MANIFEST_PATH}") < steps.index(f"remove {gone}")

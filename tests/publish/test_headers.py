@@ -158,8 +158,12 @@ def test_pages_get_no_type_and_are_never_immutable(rules_on_site: tuple[list[Rul
         assert not any("immutable" in v for values in got.values() for v in values), url
 
 
-def test_nothing_is_immutable_because_no_url_names_its_content() -> None:
-    assert b"immutable" not in headers_file("/").split(b"\n/", 1)[1]
+def test_only_the_manifest_s_shards_are_immutable_as_only_their_urls_name_their_content() -> None:
+    rules = headers_file("/").split(b"\n/", 1)[1]
+    immutable = [block for block in rules.split(b"\n\n") if b"immutable" in block]
+    assert [block.split(b"\n", 1)[0].lstrip(b"/") for block in immutable] == [
+        b".well-known/pith/mirror/:shard"
+    ]
 
 
 def test_integrity_set_is_always_revalidated(rules_on_site: tuple[list[Rule], Path]) -> None:

@@ -43,7 +43,7 @@ def test_manifest_lists_exactly_the_published_records(built_site: Path) -> None:
     numbers = []
     for ref in manifest["shards"]:  # (in prefix order, each shard's numbers in number order)
         shard = json.loads((built_site / ref["path"]).read_bytes())
-        assert ref["path"] == f".well-known/pith/mirror/{ref['prefix']}.json"
+        assert ref["path"] == f".well-known/pith/mirror/{ref['prefix']}.{ref['sha256'][:16]}.json"
         assert ref["sha256"] == sha(built_site / ref["path"])
         assert shard["prefix"] == ref["prefix"] and shard["record_count"] == ref["record_count"]
         numbers += [r["pith_number"] for r in shard["records"]]
@@ -123,7 +123,12 @@ def summaries(draw: st.DrawFn) -> list[Summary]:
 def reference(items: list[Summary], config: SiteConfig, generated_at: str | None) -> dict[str, bytes]:
     """Each manifest file's bytes, serialised whole from `mirror_manifest`'s values."""
     index, shards = mirror_manifest(items, config, generated_at)
-    files = {f".well-known/pith/mirror/{prefix}.json": pretty_json(shard) for prefix, shard in shards.items()}
+    files = {
+        f".well-known/pith/mirror/{prefix}.{hashlib.sha256(pretty_json(shard)).hexdigest()[:16]}.json": (
+            pretty_json(shard)
+        )
+        for prefix, shard in shards.items()
+    }
     return {**files, MANIFEST_PATH: pretty_json(index)}
 
 
@@ -204,10 +209,16 @@ def test_a_spliced_manifest_is_the_manifest(
     if spliced is None:
         assert big
         return
-    touched = {f".well-known/pith/mirror/{n.rsplit(':', 1)[1][0]}.json" for n in changed}
-    assert sorted(asked) == sorted(touched)
-    assert [f.path for f in spliced] == [*sorted(touched), MANIFEST_PATH]
-    assert {**last, **{f.path: f.data for f in spliced}} == whole
+    touched = {n.rsplit(":", 1)[1][0] for n in changed}
+
+    def prefix(path: str) -> str:
+        return path.rpartition("/")[2].split(".")[0]
+
+    assert sorted(prefix(p) for p in asked) == sorted(touched) and all(p in last for p in asked)
+    assert [prefix(f.path) for f in spliced[:-1]] == sorted(touched) and spliced[-1].path == MANIFEST_PATH
+    # (the shards it did not touch, as they were; those it did, under their new names)
+    kept = {p: d for p, d in last.items() if p != MANIFEST_PATH and prefix(p) not in touched}
+    assert {**kept, **{f.path: f.data for f in spliced}} == whole
 
 
 @settings(max_examples=50, deadline=None)
@@ -236,7 +247,8 @@ def seed_manifest(built_site: Path) -> tuple[dict[str, object], dict[str, bytes]
         (lambda i, f: i["shards"][0].update(prefix="../G"), "/shards/0/prefix"),
         (lambda i, f: i["shards"][0].update(prefix="GO"), "/shards/0/prefix"),
         (lambda i, f: i["shards"].reverse(), "/shards/1/prefix"),
-        (lambda i, f: i["shards"][1].update(sha256="0" * 64), "mirror/Z.json"),
+        (lambda i, f: i["shards"][1].update(sha256="0" * 64), "/shards/1/path"),
+        (lambda i, f: f.update({i["shards"][1]["path"]: b"{}"}), "its sha256 differs"),
         (lambda i, f: i["shards"][1].update(record_count=2), "/record_count"),
         (lambda i, f: (i["shards"][1].update(record_count=2), i.update(record_count=3)), "/records"),
         (lambda i, f: i.pop("shards"), "/shards: is missing"),
@@ -244,7 +256,7 @@ def seed_manifest(built_site: Path) -> tuple[dict[str, object], dict[str, bytes]
         (lambda i, f: i["shards"][0].update(record_count=True), "/shards/0/record_count"),
         (lambda i, f: i.update(shard_width="1"), "/shard_width"),
         (lambda i, f: i.update(shards={}), "/shards"),
-        (lambda i, f: f.pop(".well-known/pith/mirror/G.json"), "is missing"),
+        (lambda i, f: f.pop(i["shards"][0]["path"]), "is missing"),
     ],
 )
 def test_a_manifest_not_as_written_is_refused_where_it_differs(
@@ -269,7 +281,7 @@ def test_where_a_shard_cannot_be_trusted_the_site_s_record_files_stand_in_for_it
     shutil.copytree(built_site, site)
     published = read_published(site)
     assert len(published) == 2
-    shard = site / ".well-known/pith/mirror/Z.json"
+    shard = next((site / ".well-known/pith/mirror").glob("Z.*.json"))
     shard.write_bytes(shard.read_bytes().replace(b'"event_count": 2', b'"event_count": 3'))
     found = read_published(site)
     assert found.keys() == published.keys()
