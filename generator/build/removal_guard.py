@@ -87,7 +87,7 @@ def dropped_numbers(
 
 def manifest_numbers(path: Path) -> set[str]:
     """The numbers a `mirror.json` lists (`deployed`), with its shards read from beside
-    it as a site holds them (`mirror/<prefix>.json`); ConfigError when it cannot be
+    it as a site holds them (`mirror/<prefix>.<hash>.json`); ConfigError when it cannot be
     read or is no pith-mirror manifest (an empty answer would let any build through
     unchecked)."""
     shown = shown_name(str(path))

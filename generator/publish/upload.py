@@ -16,6 +16,9 @@ Rules:
 - A stale signature (the new site has none, the store still has one) is deleted
   before the manifest is written, not with the other deletions: it would vouch
   for the old manifest beside the new one. Unsigned is better than wrong.
+- A manifest shard the new index no longer names (its bytes changed, so its name
+  did) is deleted with the other deletions even when `delete` is off: it is part
+  of the old manifest, not a file a reader of the site may still want.
 - After a first upload, only the files SITE's change log (`change_log`) names
   since the publication the storage's note (`PUBLISHED_NOTE`) says it holds are
   sent: those SITE has are written, the others deleted, in the same waves, with
@@ -56,7 +59,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..site.headers import PER_RECORD_JSON, matches, object_headers
-from ..site.layout import MANIFEST_PATH, SIGNATURE_PATH, SUMS_PATH
+from ..site.layout import MANIFEST_PATH, MANIFEST_SHARDS, SIGNATURE_PATH, SUMS_PATH
 from ..trust.errors import BuildError, ConfigError
 from ..trust.files import read_regular
 from . import change_log
@@ -69,6 +72,7 @@ INTEGRITY_ORDER = (MANIFEST_PATH, "pith-mirrors.json", "pith-signing-key.json", 
 """The integrity set (`headers.INTEGRITY_SET`) in the order it is published: what
 the signature covers before the signature."""
 RECORD_PAGES = ("pith/", "paper/")
+_SHARDS = MANIFEST_SHARDS + "/"
 LEASE_TTL = 600.0
 """Ten minutes: renewed at half of that between files, so only a writer that died
 (or stalled on one object for minutes) loses it."""
@@ -346,8 +350,10 @@ def _waves(
                     unchanged += 1
     kept: list[str] = []
     for wave in reversed(publication_waves(stale)):
-        if not delete:
-            kept.extend(wave)
+        if not delete:  # (but a manifest shard no index names is the manifest's, not a page)
+            kept.extend(key for key in wave if not key.startswith(_SHARDS))
+            wave = [key for key in wave if key.startswith(_SHARDS)]
+        if not wave:
             continue
         keeper.keep()
         storage.delete(wave)

@@ -6,7 +6,7 @@ Rules:
   the key ids that signed it. The next build reads it back to know what is
   already published (so nothing is lost or rolled back).
 - It is sharded by the first characters of the number's body: each shard,
-  `/.well-known/pith/mirror/<prefix>.json`, lists its numbers' entries, and
+  `/.well-known/pith/mirror/<prefix>.<hash>.json`, lists its numbers' entries, and
   the index, `/.well-known/pith/mirror.json`, names every shard with its
   SHA-256, so whatever signs or checks the index covers every shard. One
   changed record changes one shard and the index, not a file naming every
