@@ -46,3 +46,11 @@ def forge(site: Path, change: Callable[[dict[str, Any]], None]) -> None:
         shard_path.unlink()
         (site / ref["path"]).write_bytes(data)  # (named by its new bytes, as the build names it)
     path.write_text(json.dumps(index, indent=2))
+
+
+def tamper(path: Path, old: bytes, new: bytes) -> None:
+    """Replace `old` by `new` in the file at `path`, which must hold `old`: a test of a
+    damaged file must not pass on an undamaged one."""
+    data = path.read_bytes()
+    assert old in data, f"{path} holds no {old!r} to change"
+    path.write_bytes(data.replace(old, new))

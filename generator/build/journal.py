@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
-from ..site.layout import MANIFEST_PATH, MANIFEST_SHARDS
+from ..site.layout import MANIFEST_PATH, is_manifest_shard
 from ..trust.errors import BuildError
 from ..trust.files import temporary_path, write_atomic
 from .detached_step import StoppedApart, run_apart
@@ -38,9 +38,6 @@ from .write import is_plain_relative, lock_path, previous_path, remove_files, re
 _UNDO = ".{name}.undo"
 _CREATED = "created"
 _FILES = "files"
-
-
-_SHARDS = MANIFEST_SHARDS + "/"
 
 
 def undo_path(site: Path) -> Path:
@@ -113,7 +110,7 @@ class Plan:
         for kind, what in self.steps:
             if kind == "remove":
                 assert isinstance(what, frozenset)
-                shards |= {p for p in what if p.startswith(_SHARDS)}
+                shards |= {p for p in what if is_manifest_shard(p)}
                 if rest := set(what) - shards:
                     journal.remove(rest)
                 continue
@@ -135,20 +132,25 @@ class Plan:
 
 def _holds(path: Path, data: bytes) -> bool:
     """Whether `path` is a regular file (not a link) of exactly these bytes."""
-    try:
-        found = os.lstat(path)
-        if not stat.S_ISREG(found.st_mode) or found.st_size != len(data):
-            return False
-        return path.read_bytes() == data
-    except OSError:
-        return False
+    return _same(path, len(data), lambda: data)
 
 
 def _same_bytes(staged: Path, path: Path) -> bool:
+    """Whether SITE's `path` holds the bytes of the file staged for it (read only
+    when the sizes agree)."""
     try:
-        if os.lstat(staged).st_size != os.lstat(path).st_size:
+        size = os.lstat(staged).st_size
+    except OSError:
+        return False
+    return _same(path, size, staged.read_bytes)
+
+
+def _same(path: Path, size: int, data: Callable[[], bytes]) -> bool:
+    try:
+        found = os.lstat(path)
+        if not stat.S_ISREG(found.st_mode) or found.st_size != size:
             return False
-        return _holds(path, staged.read_bytes())
+        return path.read_bytes() == data()
     except OSError:
         return False
 

@@ -30,7 +30,14 @@ from ..site import layout
 from ..site.config import SiteConfig, build_time
 from ..site.layout import MANIFEST_PATH, RESOLVE_INDEX, shard_width
 from ..site.lookups import index_json, lookup_files, lookup_inputs, lookup_paths
-from ..site.manifest import indented_entry, manifest_files, mirrors_file, shard_paths, spliced_manifest
+from ..site.manifest import (
+    indented_entry,
+    manifest_files,
+    mirrors_file,
+    read_site_file,
+    shard_paths,
+    spliced_manifest,
+)
 from ..site.page_model import NumberRow, Summary
 from ..site.render import OutputFile
 from ..site.shared_paths import (
@@ -237,7 +244,7 @@ class SitewideStage:
             if file.path == MANIFEST_PATH:
                 self.manifest_sha256 = full_digest
                 named = set(shard_paths(file.data))  # (a shard no longer named goes, after it)
-                for path in [p for p in record if p.startswith(SHARDS) and p not in named]:
+                for path in [p for p in record if layout.is_manifest_shard(p) and p not in named]:
                     del record[path]
             if old is None or old[1] != digest or not self.still_in_site(file):
                 emit(file.path, file.data)
@@ -303,8 +310,10 @@ class SitewideStage:
             return False
 
     def read_site_file(self, path: str) -> bytes | None:
+        """A manifest file in SITE (see `manifest.read_site_file`); None if it cannot
+        be read: the splice then declines, and every shard is made again."""
         try:
-            return (self.site / path).read_bytes()
+            return read_site_file(self.site, path)
         except OSError:
             return None
 
@@ -482,7 +491,6 @@ def _sitewide_inputs(rows: SiteRows, context: str) -> str:
 
 
 _NUMBER = operator.attrgetter("pith_number")
-SHARDS = layout.MANIFEST_SHARDS + "/"
 
 
 def _sha(data: bytes) -> str:

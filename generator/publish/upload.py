@@ -59,7 +59,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..site.headers import PER_RECORD_JSON, matches, object_headers
-from ..site.layout import MANIFEST_PATH, MANIFEST_SHARDS, SIGNATURE_PATH, SUMS_PATH
+from ..site.layout import MANIFEST_PATH, SIGNATURE_PATH, SUMS_PATH, is_manifest_shard
 from ..trust.errors import BuildError, ConfigError
 from ..trust.files import read_regular
 from . import change_log
@@ -72,7 +72,6 @@ INTEGRITY_ORDER = (MANIFEST_PATH, "pith-mirrors.json", "pith-signing-key.json", 
 """The integrity set (`headers.INTEGRITY_SET`) in the order it is published: what
 the signature covers before the signature."""
 RECORD_PAGES = ("pith/", "paper/")
-_SHARDS = MANIFEST_SHARDS + "/"
 LEASE_TTL = 600.0
 """Ten minutes: renewed at half of that between files, so only a writer that died
 (or stalled on one object for minutes) loses it."""
@@ -351,8 +350,8 @@ def _waves(
     kept: list[str] = []
     for wave in reversed(publication_waves(stale)):
         if not delete:  # (but a manifest shard no index names is the manifest's, not a page)
-            kept.extend(key for key in wave if not key.startswith(_SHARDS))
-            wave = [key for key in wave if key.startswith(_SHARDS)]
+            kept.extend(key for key in wave if not is_manifest_shard(key))
+            wave = [key for key in wave if is_manifest_shard(key)]
         if not wave:
             continue
         keeper.keep()

@@ -149,6 +149,11 @@ def manifest_shard(prefix: str, sha256: str) -> str:
     return f"{MANIFEST_SHARDS}/{prefix}.{sha256[:16]}.json"
 
 
+def is_manifest_shard(path: str) -> bool:
+    """Whether `path` is one of the manifest's shards (`manifest_shard`)."""
+    return path.startswith(MANIFEST_SHARDS + "/")
+
+
 def shard_width(records: int) -> int:
     """Hex digits in a shard's name, for a site of this many records: the fewest (at
     least 1) that keep shards at `SHARD_ENTRIES` records or fewer on average

@@ -85,19 +85,26 @@ def mirror_manifest(
 ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """The manifest's index and its shards (by prefix), as values: the reference form
     that the bytes `manifest_files` and `spliced_manifest` make must equal."""
+    width, groups = _by_shard(summaries)
+    shards = {
+        prefix: _shard_shape(prefix, len(items), [manifest_entry(s) for s in items])
+        for prefix, items in groups
+    }
+    refs = [
+        ShardRef(prefix, shard["record_count"], hashlib.sha256(pretty_json(shard)).hexdigest())
+        for prefix, shard in shards.items()
+    ]
+    return manifest_index(refs, width, config, generated_at), shards
+
+
+def _by_shard(summaries: Sequence[Summary]) -> tuple[int, list[tuple[str, list[Summary]]]]:
+    """(The shards' width, each shard's prefix and summaries): in prefix order, each
+    shard's numbers in number order."""
     width = manifest_width(len(summaries))
     groups: dict[str, list[Summary]] = {}
     for summary in sorted(summaries, key=_NUMBER):
         groups.setdefault(shard_prefix(summary.pith_number, width), []).append(summary)
-    shards = {
-        prefix: _shard_shape(prefix, len(items), [manifest_entry(s) for s in items])
-        for prefix, items in sorted(groups.items())
-    }
-    refs = [
-        ShardRef(prefix, len(groups[prefix]), hashlib.sha256(pretty_json(shard)).hexdigest())
-        for prefix, shard in shards.items()
-    ]
-    return manifest_index(refs, width, config, generated_at), shards
+    return width, sorted(groups.items())
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,12 +212,9 @@ def manifest_files(
     index, last: the bytes of `mirror_manifest`'s values. Each number's lines come
     from `entry_json` (perhaps kept from an earlier build, see `indented_entry`), so
     a watching process serialises only the numbers that changed."""
-    width = manifest_width(len(summaries))
-    groups: dict[str, list[Summary]] = {}
-    for summary in sorted(summaries, key=_NUMBER):
-        groups.setdefault(shard_prefix(summary.pith_number, width), []).append(summary)
+    width, groups = _by_shard(summaries)
     refs = []
-    for prefix, items in sorted(groups.items()):
+    for prefix, items in groups:
         shape = _shard_shape(prefix, len(items), [])
         data = _joined(shape, [entry_json(s) for s in items])
         if data is None:  # (an entry only the slower serialiser can write)
@@ -451,9 +455,7 @@ def read_published(site: Path) -> dict[str, dict[str, Any]]:
 
     def read(path: str) -> bytes | None:
         try:
-            return read_regular(site / path, SHARD_LIMIT)
-        except FileNotFoundError:
-            return None
+            return read_site_file(site, path)
         except OSError as exc:
             raise ManifestError(path, "", f"cannot be read ({exc.strerror or exc})") from None
 
@@ -465,6 +467,16 @@ def read_published(site: Path) -> dict[str, dict[str, Any]]:
 
 SHARD_LIMIT = 1024 * 1024 * 1024
 """Far above a shard's 2 MB, and a version 1.0 manifest's 500 bytes a record."""
+
+
+def read_site_file(site: Path, path: str) -> bytes | None:
+    """A manifest file of the site folder `site`, a regular file read with a size cap
+    (a named pipe there would block a plain read); None if there is none, OSError if
+    it cannot be read. The folder is anyone's to edit."""
+    try:
+        return read_regular(site / path, SHARD_LIMIT)
+    except FileNotFoundError:
+        return None
 
 
 def published_on_disk(site: Path, prefix: str) -> dict[str, dict[str, Any]]:

@@ -119,7 +119,7 @@ def test_a_fresh_folder_is_checked_against_the_deployed_manifest(
     # (its shards beside it, as the site holds them: .well-known/pith/mirror/<prefix>.<hash>.json)
     shutil.copytree(mirror.site / ".well-known/pith/mirror", mirror.root / "mirror")
     shard = next((mirror.root / "mirror").iterdir())
-    shard.write_bytes(shard.read_bytes().replace(b'"event_count": ', b'"event_count": 1'))
+    manifestkit.tamper(shard, b'"event_count": ', b'"event_count": 1')
     code, _, err = run([*fresh, "--deployed", str(deployed)], capsys)
     assert code == 2 and "is not the shard the manifest names (its sha256 differs)" in err
     shutil.copyfile(mirror.site / ".well-known/pith/mirror" / shard.name, shard)
@@ -176,7 +176,7 @@ def test_a_damaged_manifest_shard_does_not_let_a_build_without_its_cache_unpubli
     if damage == "deleted":
         shard.unlink()
     else:
-        shard.write_bytes(shard.read_bytes().replace(b'"event_count": 0', b'"event_count": 9'))
+        manifestkit.tamper(shard, b'"event_count": 0', b'"event_count": 9')
     before = tree(mirror.site)
     for i in range(COUNT - 2):
         mirror.remove(doc_name(i))

@@ -9,6 +9,7 @@ from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 
 import factories as f
+import manifestkit
 
 from .pullkit import (
     GROWN_BODY,
@@ -288,7 +289,7 @@ def test_a_source_whose_manifest_shard_is_not_the_one_it_names_is_refused(
     """`--all` takes a shard only with the hash the index names: an altered shard (or
     one swapped in mid-upload) stops the pull with exit 2 and writes nothing."""
     shard = next((server.root / ".well-known/pith/mirror").iterdir())
-    shard.write_bytes(shard.read_bytes().replace(b'"event_count": ', b'"event_count": 9'))
+    manifestkit.tamper(shard, b'"event_count": ', b'"event_count": 9')
     result = pull(server.url, content, keys, "--all")
     assert result.code == 2 and "Traceback" not in result.err
     assert f"mirror/{shard.name}: is not the shard the manifest names (its sha256 differs)" in result.err
