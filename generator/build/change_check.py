@@ -153,6 +153,9 @@ def look(config: SiteConfig, keyring: Keyring, quick: bool) -> Look:
 
 def _check_folders(config: SiteConfig) -> None:
     content = config.content
+    if config.content_store is not None:  # (listing it is the test: a store has no folders)
+        check_site(config)
+        return
     if content.exists() and not content.is_dir():
         raise BuildError(str(content), "the content path is a file, not a folder of documents")
     if not content.is_dir():
@@ -175,6 +178,7 @@ def check_site(config: SiteConfig) -> None:
             " name the folder it points to instead",
         )
     site_path, content_path = site.resolve(), content.resolve()
+    # (a content store is no folder here: STORE_CONTENT, below /dev/null, holds nothing)
     if site_path == content_path or content_path in site_path.parents:
         raise BuildError(str(site), "the site folder must not be inside the content folder")
     # A full build replaces the whole site folder: nothing else may live there.
@@ -259,7 +263,7 @@ def build_key(config: SiteConfig, keyring: Keyring) -> str:
         "per_page": config.per_page,
         "checksums": config.checksums,
         "mirror_key": str(config.mirror_key) if config.mirror_key else None,
-        "content": str(config.content.resolve()),
+        "content": config.content_store or str(config.content.resolve()),
         "navigation": page_titles(config.content / "pages"),
     }
     if config.relative:  # (named only when set: the key of every other build stays what it was)
@@ -286,6 +290,25 @@ def content_files(content: Path) -> Iterator[tuple[str, str]]:
     ("content/a/b.json")."""
     top = content_top(content)
     return ((path, top + rel) for path, rel in discover_names(content))
+
+
+def listed_content(config: SiteConfig) -> Listed:
+    """(path, name, stat) of every document: a folder's, walked and statted, or an
+    object store's, listed (build/content_store.py, imported only then)."""
+    if config.content_store is not None:
+        from .content_store import list_documents
+
+        return [(path, name, tag_stat(size, tag)) for path, name, size, tag in list_documents(config)]
+    return [(path, name, stat_key(path)) for path, name in content_files(config.content)]
+
+
+def tag_stat(size: int, tag: str) -> int:
+    """An object's size and store tag as the one integer a file's stat is kept as
+    (`pack_stat`): the tag's hash takes the place of the time, so the same size and
+    tag is the same document. Without a tag, a value no listing repeats, so the
+    object is read again at every build."""
+    digest = hashlib.sha256(tag.encode() if tag else os.urandom(16)).digest()
+    return pack_stat(size, int.from_bytes(digest[:8], "big") >> 1, 0)
 
 
 def content_top(content: Path) -> str:
@@ -332,10 +355,8 @@ def _last_if_unchanged(
             return None, None, None, None
     except (OSError, ValueError, AttributeError):
         return None, None, None, None
-    listed: Listed = []
     try:
-        for path, name in content_files(config.content):
-            listed.append((path, name, stat_key(path)))
+        listed = listed_content(config)
     except OSError:
         return None, None, None, None
     try:

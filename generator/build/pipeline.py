@@ -161,7 +161,7 @@ def _build(
         # (hints count only beside the warm cache they were made against)
         only = hints if warm is not None and cache is not None and cache is warm.cache else None
         if cache is not None:  # (past a share of changed documents, a full build is faster)
-            full, listed, told = full_is_faster(cache, config.content, listed, only, compared)
+            full, listed, told = full_is_faster(cache, config, listed, only, compared)
             if full:
                 cache = only = None
             elif only is None and told is not None:  # (the stages look at those alone)
@@ -180,8 +180,11 @@ def _build(
             config = replace(config, jobs=cluster.workers)  # (site-wide work is cut into batches for each)
         elif config.jobs > 1:
             # fork is fastest, but forking a process that runs threads (serve, --watch)
-            # can deadlock a child; forkserver starts workers from a clean process.
-            method = "fork" if threading.active_count() == 1 else "forkserver"
+            # can deadlock a child; forkserver starts workers from a clean process. So
+            # does a content store: its client's runtime (threads Python does not count,
+            # started by listing the store) is lost in a forked child, whose reads hang.
+            clean = threading.active_count() == 1 and config.content_store is None
+            method = "fork" if clean else "forkserver"
             processes = ProcessPoolExecutor(
                 config.jobs,
                 mp_context=multiprocessing.get_context(method),

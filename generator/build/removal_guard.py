@@ -42,10 +42,10 @@ class RemovalsRefused(BuildError):
 
 
 def check_removals(
-    dropped: Sequence[str], published: int, content_empty: bool, allowed: bool, content: Path
+    dropped: Sequence[str], published: int, content_empty: bool, allowed: bool, content: str
 ) -> None:
     """Raise RemovalsRefused when dropping `dropped` (in order) of the `published`
-    numbers is too many (see `dropped_numbers`)."""
+    numbers is too many (see `dropped_numbers`). `content`: the folder or store URL."""
     if allowed or not dropped:
         return
     share = len(dropped) / published
@@ -55,11 +55,13 @@ def check_removals(
     named = ", ".join(dropped[:NAMED]) + (f" and {more:,} more" if more > 0 else "")
     whole = f"{len(dropped):,} of the {published:,} published record(s) ({share:.0%})"
     if content_empty:
-        why = f"the content folder holds no documents (is it mounted?), so this build would unpublish {whole}"
+        where = "store" if "://" in content else "folder"
+        why = f"the content {where} holds no documents (is it mounted?), so this build would"
+        why += f" unpublish {whole}"
     else:
         why = f"this build would unpublish {whole}, more than the {MAX_SHARE:.0%} allowed at once"
     raise RemovalsRefused(
-        shown_name(str(content)),
+        shown_name(content),
         f"{why}: {named}; nothing was changed. If they were taken down on purpose,"
         " build again with --allow-removals (or allow_removals = true in the settings)",
     )

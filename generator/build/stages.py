@@ -36,7 +36,8 @@ from ..trust.keys import Keyring
 from ..trust.load import NOT_UTF8_NAME, document_path, is_utf8, shown_name
 from ..trust.model import number_body
 from . import planning
-from .change_check import Listed, content_files, content_top, stat_key
+from .change_check import Listed, content_files, content_top, listed_content, stat_key
+from .content_store import store_name
 from .journal import Plan
 from .part_summary import combine
 from .removal_guard import check_removals, dropped_numbers
@@ -123,9 +124,11 @@ class Stages:
         chosen = [c.pith_number for c in selection.choices]
         dropped, before = dropped_numbers(self.previous, touched, chosen, self.deployed)
         allowed = self.config.allow_removals
-        check_removals(dropped, before, not entries, allowed, self.config.content)
+        store = self.config.content_store
+        check_removals(dropped, before, not entries, allowed, store or str(self.config.content))
         # 5 merge and render: keep the renders made at once, render the contested again
-        paths = _ContentPaths(str(self.config.content.parent), self.site, entries)
+        parent = str(self.config.content.parent) if store is None else store[: -len(store_name(store))]
+        paths = _ContentPaths(parent, self.site, entries)
         numbers, rendered_numbers = self.publish_numbers(selection.choices, fresh, paths, touched, rejections)
         del fresh  # (its tasks and results: the numbers keep what stays)
         # 6 write the site-wide files (listings, search, look-ups, feed, manifest)
@@ -208,10 +211,13 @@ class Stages:
             entries = FileTable()
             if self.listed is not None:
                 listed, self.listed = self.listed, None
+            elif self.config.content_store is not None:  # (a store's listing tells each stat)
+                listed = listed_content(self.config)
             else:
                 listed = ((path, name, None) for path, name in content_files(content))
         tasks: list[Task] = []
-        root = str(content)
+        root = self.config.content_store or str(content)
+        local = self.config.content_store is None
         for path, name, known in listed:
             if not is_utf8(name):
                 shown = shown_name(name)
@@ -223,7 +229,7 @@ class Stages:
                     if stat == previous.stat(name):
                         entries.keep(name, previous)  # (as stored: its entry not read)
                         continue
-                    if file_sha256(Path(path)) == previous.raw_sha256(name):
+                    if local and file_sha256(Path(path)) == previous.raw_sha256(name):
                         entries[name] = replace(previous[name], stat=stat)
                         self.restated.append(name)
                         continue

@@ -49,13 +49,14 @@ from ..site.search_index import (
 from ..site.shared_paths import own_shareable_files
 from ..site.sitewide import Lazy, PageRender
 from ..site.templating import make_environment
-from ..trust.check import verify_file
+from ..trust.check import verify_bytes, verify_file
 from ..trust.choose import Candidate, Choice, pack_event_ids
-from ..trust.errors import Code, Rejection
+from ..trust.errors import Code, Rejection, RejectionError
 from ..trust.keys import Keyring
-from ..trust.load import Limits
-from ..trust.model import Verified
-from .change_check import stat_key
+from ..trust.load import Limits, SourceDocument
+from ..trust.model import Verdict, Verified
+from .change_check import stat_key, tag_stat
+from .content_store import read_document
 from .state import FileEntry
 from .write import Writer, remove_tree
 
@@ -176,15 +177,8 @@ def document_task(task: Task) -> DocumentResult:
     its number, merge -> render -> write (`render_and_write`). Fused in one task
     so that its bytes and its decoded JSON never leave the worker: the build is
     sent back the file's entry, a count and the number's summary."""
-    path = Path(task.path)
-    try:
-        stat = stat_key(path)
-    except OSError:
-        stat = 0
     # load -> parse -> verify (trust/check.py: the one path to "trusted")
-    verdict, verified, source = verify_file(
-        path, task.name, Path(task.root), _WORKER["keyring"], _WORKER["limits"]
-    )
+    stat, (verdict, verified, source) = _read_and_verify(task.path, task.name, task.root)
     raw_sha256 = source.raw_sha256 if source else ""  # (one string for entry and candidate)
     if verified is None or source is None:
         rejections = tuple(Rejection(task.name, p.pointer, p.code, p.message) for p in verdict.problems)
@@ -210,6 +204,26 @@ def document_task(task: Task) -> DocumentResult:
     return DocumentResult(entry, written=written, summary=summary)
 
 
+def _read_and_verify(
+    path: str, name: str, root: str
+) -> tuple[int, tuple[Verdict, Verified | None, SourceDocument | None]]:
+    """The stat of the document at `path` (in the folder or object store `root`) and
+    its verdict. A file is statted before it is read (a change meanwhile shows at the
+    next build); an object's size and tag come with its bytes (content_store.py)."""
+    keyring, limits = _WORKER["keyring"], _WORKER["limits"]
+    if root == _WORKER["config"].content_store:
+        try:
+            raw, size, tag = read_document(path, root, limits)
+        except RejectionError as exc:
+            return 0, (Verdict(name, None, None, (exc.problem,)), None, None)
+        return tag_stat(size, tag), verify_bytes(raw, name, keyring, limits)
+    try:
+        stat = stat_key(path)
+    except OSError:
+        stat = 0
+    return stat, verify_file(Path(path), name, Path(root), keyring, limits)
+
+
 @dataclass(frozen=True, slots=True)
 class Rendered:
     pith_number: str
@@ -225,8 +239,10 @@ def render_task(item: tuple[Choice, dict[str, str]]) -> Rendered:
     verified: dict[str, Verified] = {}
     raws: dict[str, bytes] = {}
     for candidate in choice.files:
-        path = Path(paths[candidate.kind])
-        _, doc, source = verify_file(path, candidate.file, path.parent, _WORKER["keyring"], _WORKER["limits"])
+        path = paths[candidate.kind]
+        store = _WORKER["config"].content_store
+        root = store if store is not None and path.startswith(store) else os.path.dirname(path)
+        _, (_, doc, source) = _read_and_verify(path, candidate.file, root)
         if doc is None or source is None or source.raw_sha256 != candidate.raw_sha256:
             problem = Rejection(
                 candidate.file, "", Code.FILE_UNREADABLE, "the file changed while the build ran"

@@ -51,7 +51,7 @@ def add_pull_command(commands: Any) -> None:
     pull.add_argument(
         "--mirrors", action="store_true", help="spread the fetches over the mirrors the source lists"
     )
-    pull.add_argument("--content", type=Path, metavar="DIR", help="where documents go (default content/)")
+    pull.add_argument("--content", metavar="DIR", help="where documents go (default content/)")
     pull.add_argument("--keys", type=Path, metavar="FILE", help="pinned keys (JSON key object or list)")
     pull.add_argument(
         "--config", type=Path, metavar="FILE", help="settings file (pith-mirror.toml or pyproject.toml)"
@@ -129,6 +129,12 @@ def run_pull(args: argparse.Namespace) -> int:
 
     _check(args)
     config = load_config(args.config, {"content": args.content, "keys": args.keys})
+    if config.content_store is not None:
+        raise ConfigError(
+            "content",
+            f"{config.content_store}: pull writes the documents it verified into a folder;"
+            " pull into a folder, then copy it to the store (`build` reads a store)",
+        )
     if args.max_bytes is not None:
         check_max_bytes(args.max_bytes)
     max_bytes = args.max_bytes if args.max_bytes is not None else config.max_bytes

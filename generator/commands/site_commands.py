@@ -28,7 +28,11 @@ if TYPE_CHECKING:  # (annotations only: a command imports what it runs, when it 
 
 def add_site_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "content", nargs="?", type=Path, metavar="CONTENT", help="signed documents (default content/)"
+        "content",
+        nargs="?",
+        metavar="CONTENT",
+        help="signed documents: a folder (default content/), or for `build` an object store's"
+        " s3://, gs:// or az://BUCKET/PREFIX/",
     )
     parser.add_argument("site", nargs="?", type=Path, metavar="SITE", help="output folder (default site/)")
     parser.add_argument("--keys", type=Path, metavar="FILE", help="pinned keys (JSON key object or list)")
@@ -120,7 +124,11 @@ def _report_build(args: argparse.Namespace, config: SiteConfig, report: BuildRep
         for note in report.notes:
             print(f"note: {note}", file=sys.stderr)
     opened = f"open {(config.site / 'index.html').as_posix()}, or " if config.relative else ""
-    print(summary_line(report) + f" -> {config.site}; to view it: {opened}{view_command(args)}")
+    if config.content_store is not None:  # (`serve` watches a folder: any static server shows SITE)
+        view = f"python3 -m http.server -d {shlex.quote(str(config.site))}"
+    else:
+        view = view_command(args)
+    print(summary_line(report) + f" -> {config.site}; to view it: {opened}{view}")
     return EXIT_REJECTED if report.rejections else EXIT_OK
 
 

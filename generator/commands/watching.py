@@ -68,6 +68,12 @@ def load_setup(explicit: Path | None, flags: dict[str, Any], cwd: Path | None = 
 
     here = cwd or Path.cwd()
     config = load_config(explicit, flags, here)
+    if config.content_store is not None:
+        raise ConfigError(
+            "content",
+            f"{config.content_store}: watching needs a content folder (an object store sends no"
+            " change events); run `pith-mirror build` after each change instead",
+        )
     # Without --config, both names are watched whichever is in use: creating
     # pith-mirror.toml takes over from pyproject.toml, deleting it hands back.
     files = (explicit,) if explicit is not None else (here / "pith-mirror.toml", here / "pyproject.toml")

@@ -139,6 +139,14 @@ class Storage(abc.ABC):
     def read(self, key: str) -> bytes:
         """The object's bytes; `MissingObject` if there is none."""
 
+    def read_capped(self, key: str, cap: int) -> tuple[bytes | None, StoredObject]:
+        """The object's bytes, or None when it holds more than `cap` (then they are not
+        read), with its size and tag as these bytes have them: a build reading a
+        document learns, in one request, which version of it it verified."""
+        data = self.read(key)
+        tag = self.content_tag(data) or ""
+        return (data if len(data) <= cap else None), StoredObject(key, len(data), tag)
+
     @abc.abstractmethod
     def write(self, key: str, data: bytes, content_type: str, cache_control: str) -> None:
         """Store `data` as `key`, replacing it whole, with the headers it is to be served with."""

@@ -120,6 +120,19 @@ class ObjectStorage(Storage):
         except (BaseError, OSError) as exc:
             raise self._failed(key, "read this object", exc) from None
 
+    def read_capped(self, key: str, cap: int) -> tuple[bytes | None, StoredObject]:
+        # (one GET: its headers give the size and tag of exactly the bytes it carries, and
+        # an object over the cap is dropped unread)
+        try:
+            result = obstore.get(self.store, check_key(key))
+            meta = result.meta
+            found = StoredObject(key, meta["size"], (meta["e_tag"] or "").strip('"'))
+            return (bytes(result.bytes()) if found.size <= cap else None), found
+        except FileNotFoundError:
+            raise MissingObject(self.url(key), key, "no such object") from None
+        except (BaseError, OSError) as exc:
+            raise self._failed(key, "read this object", exc) from None
+
     def write(self, key: str, data: bytes, content_type: str, cache_control: str) -> None:
         attributes: Attributes = {"Content-Type": content_type, "Cache-Control": cache_control}
         try:

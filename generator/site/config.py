@@ -62,6 +62,10 @@ class SiteConfig:
     """Run the workers' tasks on a Dask cluster: "local" (a cluster of `jobs` worker
     processes started on this machine) or a scheduler's address, "tcp://host:8786"
     (see build/cluster.py). None: the local process pool."""
+    content_store: str | None = None
+    """The documents' folder in an object store ("s3://bucket/prefix/"), when `content`
+    was given as such a URL (see build/content_store.py): `content` is then
+    `STORE_CONTENT` / its name, a path no file can be read from."""
 
     @property
     def base_path(self) -> str:
@@ -114,6 +118,25 @@ _TOML_TYPE_NAMES: dict[type, str] = {
     list: "an array",
     dict: "a table",
 }
+STORE_SCHEMES = ("s3", "gs", "az")
+"""Object stores that `content` may name (build/content_store.py)."""
+STORE_CONTENT = Path(os.devnull)
+"""The folder `content` names when the documents are in an object store: below
+/dev/null nothing can be read or listed, so code that treats it as a folder by
+mistake fails instead of reading some other folder."""
+
+
+def store_url(value: str) -> str | None:
+    """`value` as an object store's folder, "s3://bucket/prefix/", or None for a path.
+    ConfigError for such a URL naming no bucket."""
+    scheme, sep, rest = value.partition("://")
+    if not sep or scheme.lower() not in STORE_SCHEMES:
+        return None
+    if not rest.strip("/"):
+        raise ConfigError("content", f"{value}: names no bucket ({scheme}://BUCKET/PREFIX/)")
+    return f"{scheme.lower()}://{rest.strip('/')}/"
+
+
 _PATH_KEYS = {"content", "site", "keys", "templates", "cache", "mirror_key", "deployed"}
 
 
@@ -186,6 +209,11 @@ def apply(config: SiteConfig, settings: dict[str, Any], origin: Path | None = No
         if not isinstance(value, (*expected, Path)) or (isinstance(value, bool) and bool not in expected):
             wanted = _TOML_TYPE_NAMES[expected[0]]
             raise ConfigError(key, f"expected {wanted}, found {_toml_type_name(value)}")
+        if name == "content":
+            changes["content_store"] = url = store_url(value) if isinstance(value, str) else None
+            if url is not None:
+                changes[name] = STORE_CONTENT / url.rstrip("/").rpartition("/")[2]
+                continue
         if name in _PATH_KEYS:
             path = Path(str(value))
             value = (origin.parent / path) if origin is not None and not path.is_absolute() else path

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .errors import RejectionError
 from .keys import Keyring
-from .load import Limits, SourceDocument, load_document
+from .load import Limits, SourceDocument, decode_document, read_bytes
 from .model import Verdict, Verified
 from .verify import verify_document
 
@@ -20,7 +20,19 @@ def verify_file(
 ) -> tuple[Verdict, Verified | None, SourceDocument | None]:
     """Load, decode, parse and verify one file; bad content never raises."""
     try:
-        source = load_document(path, file, content, limits)  # bytes -> decoded JSON
+        raw = read_bytes(path, content, limits)
+    except RejectionError as exc:
+        return Verdict(file, None, None, (exc.problem,)), None, None
+    return verify_bytes(raw, file, keyring, limits)
+
+
+def verify_bytes(
+    raw: bytes, file: str, keyring: Keyring, limits: Limits
+) -> tuple[Verdict, Verified | None, SourceDocument | None]:
+    """Decode, parse and verify one document's bytes, read from a file or an object
+    store; bad content never raises."""
+    try:
+        source = decode_document(raw, file, limits)  # bytes -> decoded JSON
     except RejectionError as exc:
         return Verdict(file, None, None, (exc.problem,)), None, None
     verdict, verified = verify_document(source, keyring)  # parse, then hashes, signatures, merge

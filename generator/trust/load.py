@@ -197,14 +197,15 @@ def read_bytes(path: Path, content: Path, limits: Limits) -> bytes:
     except OSError as exc:
         raise RejectionError(Problem(Code.FILE_UNREADABLE, "", f"cannot read: {exc.strerror}")) from None
     if len(raw) > limits.max_bytes:
-        raise RejectionError(
-            Problem(
-                Code.FILE_TOO_LARGE,
-                "",
-                f"file is larger than the limit of {limits.max_bytes} bytes",
-            )
-        )
+        raise too_large(limits)
     return raw
+
+
+def too_large(limits: Limits) -> RejectionError:
+    """A document over the size limit, wherever it was read from."""
+    return RejectionError(
+        Problem(Code.FILE_TOO_LARGE, "", f"file is larger than the limit of {limits.max_bytes} bytes")
+    )
 
 
 class _DuplicateKey(Exception):
@@ -426,7 +427,11 @@ def _decode_strict(raw: bytes, limits: Limits) -> dict[str, Any]:
 
 def load_document(path: Path, file: str, content: Path, limits: Limits) -> SourceDocument:
     """Read and strictly decode one document (steps 1 and 2)."""
-    raw = read_bytes(path, content, limits)
+    return decode_document(read_bytes(path, content, limits), file, limits)
+
+
+def decode_document(raw: bytes, file: str, limits: Limits) -> SourceDocument:
+    """Strictly decode one document's bytes, however they were read (step 2)."""
     return SourceDocument(file=file, raw=raw, data=decode(raw, limits))
 
 

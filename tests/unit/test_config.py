@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.site.config import build_time, find_config_file
+from generator.site.config import STORE_CONTENT, apply, build_time, find_config_file, load_config
 from generator.trust.errors import ConfigError
 
 
@@ -44,3 +44,32 @@ def test_a_settings_file_nested_too_deeply_is_a_configuration_error(tmp_path: Pa
     path.write_text(f"x = {value}\n")
     with pytest.raises(ConfigError, match="nests arrays or tables too deeply"):
         find_config_file(path, tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("given", "url", "name"),
+    [
+        ("s3://bucket/mirror/content", "s3://bucket/mirror/content/", "content"),
+        ("S3://bucket/mirror/content//", "s3://bucket/mirror/content/", "content"),
+        ("gs://bucket/", "gs://bucket/", "bucket"),
+        ("az://container/docs/", "az://container/docs/", "docs"),
+    ],
+)
+def test_content_may_name_an_object_store(tmp_path: Path, given: str, url: str, name: str) -> None:
+    config = load_config(None, {"content": given}, tmp_path)
+    assert config.content_store == url
+    # (a path no file can be read from: code that took it for a folder would fail, not read another)
+    assert config.content == STORE_CONTENT / name
+    # a later setting of a folder takes the store's place
+    assert apply(config, {"content": "docs"}).content_store is None
+
+
+@pytest.mark.parametrize("given", ["s3://", "gs:///", "az://"])
+def test_a_store_url_without_a_bucket_is_a_configuration_error(tmp_path: Path, given: str) -> None:
+    with pytest.raises(ConfigError, match="names no bucket"):
+        load_config(None, {"content": given}, tmp_path)
+
+
+def test_other_urls_and_paths_are_folders(tmp_path: Path) -> None:
+    for given in ("content", "s3:content", "./s3/x", "https://example.org/content"):
+        assert load_config(None, {"content": given}, tmp_path).content_store is None

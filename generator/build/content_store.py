@@ -1,0 +1,115 @@
+"""Documents in an object store: CONTENT given as s3://, gs:// or az://BUCKET/PREFIX/.
+
+The build lists the store's objects instead of walking a folder, and each worker
+reads the documents it verifies straight from the store, so the workers of a
+cluster need no shared folder to read them from. Everything after the read (the
+decoding, the verification, the build state) is the same code a folder's
+documents go through.
+
+Rules:
+- The store is only read, never written. Its settings (endpoint, region,
+  credentials) come from the environment, as for `upload` (AWS_ENDPOINT_URL,
+  AWS_ACCESS_KEY_ID, GOOGLE_APPLICATION_CREDENTIALS...).
+- Documents are named as a folder's are: the store folder's last segment, then
+  the key ("s3://bucket/mirror/content/a/b.json" is "content/a/b.json"), so the
+  report, the build state and a folder holding the same documents agree. Keys not
+  ending in ".json", and those with a hidden or temporary segment, are not
+  documents; top-level `pages/` holds Markdown pages in a folder, which this
+  version does not read from a store: a build refuses such a store rather than
+  publish without them.
+- An object's "stat" is its size and the store's tag for its bytes (S3's ETag):
+  the same size and tag as at the last build means the document that build
+  verified, as the same size, time and inode do for a file. An object listed
+  without a tag counts as changed at every build.
+- The store's client runs threads of its own that a forked process lacks, so a
+  child forked after the build listed the store would hang on its first read:
+  with a content store the build's workers start from a clean process
+  (forkserver), never by fork (pipeline.py).
+- A worker takes the size and tag from the very GET that gave it the bytes, so the
+  state records the version it verified; an object over `max_bytes` is refused
+  unread. One that vanished since the listing is refused as an unreadable file
+  is. A store that cannot be listed or read, after its retries, is a
+  `StorageError` (exit 2): a build never unpublishes what it could not read.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..site.config import SiteConfig
+from ..trust.errors import BuildError, Code, Problem, RejectionError
+from ..trust.load import Limits, is_ignored_name, too_large
+
+if TYPE_CHECKING:
+    from ..publish.storage import Storage
+
+PAGES = "pages/"
+
+_OPEN: dict[str, Storage] = {}
+"""The store of each content URL this process has opened (a worker reads many
+documents, and a store's client keeps its connections)."""
+
+
+def _storage(root: str) -> Storage:
+    storage = _OPEN.get(root)
+    if storage is None:
+        from ..publish.storage import open_storage
+
+        storage = _OPEN[root] = open_storage(root, setting="content")
+    return storage
+
+
+def store_name(root: str) -> str:
+    """The name documents in the store at `root` start with, as a folder's name
+    starts the names of its documents: "content/" for s3://bucket/mirror/content/."""
+    return root.rstrip("/").rpartition("/")[2] + "/"
+
+
+def _sort_key(key: str) -> tuple[tuple[int, str], ...]:
+    """A folder's order (`load.discover_names`): in each folder its files first, then
+    its subfolders, each by name."""
+    parts = key.split("/")
+    return (*((1, part) for part in parts[:-1]), (0, parts[-1]))
+
+
+def list_documents(config: SiteConfig) -> list[tuple[str, str, int, str]]:
+    """(location, name, size, tag) of every document in the store `config.content_store`."""
+    root = config.content_store
+    assert root is not None
+    top = store_name(root)
+    keys: dict[str, tuple[int, str]] = {}
+    pages: list[str] = []
+    for found in _storage(root).list():
+        key = found.key
+        if key.startswith(PAGES):
+            if not any(is_ignored_name(part) for part in key.split("/")):
+                pages.append(key)
+            continue
+        if key.endswith(".json") and not any(is_ignored_name(part) for part in key.split("/")):
+            keys[key] = (found.size, found.tag)
+    if pages:
+        raise BuildError(
+            root + pages[0],
+            "Markdown pages (pages/) are read from a content folder only, not from an object"
+            " store: move them out of the store, or build from a folder, so the site is not"
+            " published without them",
+        )
+    return [(root + key, top + key, *keys[key]) for key in sorted(keys, key=_sort_key)]
+
+
+def read_document(location: str, root: str, limits: Limits) -> tuple[bytes, int, str]:
+    """The bytes of the document at `location` (below the store folder `root`), and
+    the size and tag of that version. RejectionError for an object that is too large or gone;
+    StorageError for a store that fails."""
+    from ..publish.storage import MissingObject
+
+    key = location[len(root) :]
+    try:
+        data, found = _storage(root).read_capped(key, limits.max_bytes)
+    except MissingObject:
+        raise RejectionError(
+            Problem(Code.FILE_UNREADABLE, "", "cannot read: the object is no longer in the store")
+        ) from None
+    if data is None:
+        raise too_large(limits)
+    return data, found.size, found.tag

@@ -1,0 +1,258 @@
+"""CONTENT in an object store (`build s3://BUCKET/PREFIX/ SITE`, build/content_store.py),
+against moto's S3 server on loopback (tests/storagekit.py), through the real CLI with the
+store's settings in the environment, as an operator's would be.
+
+A build from the store gives the bytes of a build from a folder holding the same
+documents, on the process pool and on a two-worker Dask cluster whose workers read
+the documents themselves; it rebuilds only what changed in the store; it refuses an
+emptied store, Markdown pages it would leave out, and the commands that need a
+folder; a store that stays down fails the build with exit 2 and SITE as it was."""
+
+# ruff: noqa: E402  (the extras are looked for before anything imports them)
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import factories as f
+import pytest
+from extraskit import need
+
+need("moto.server", "ci", module_level=True)
+need("obstore", "storage", module_level=True)
+
+import storagekit
+from clusterkit import inputs, make
+from sitekit import Project, bundle_events, tree
+
+from generator.publish.storage import RetryPolicy, Storage, open_storage
+
+REPO = Path(__file__).resolve().parents[2]
+FAST = RetryPolicy(retries=2, first_wait=0.01, longest_wait=0.05, give_up_after=10)
+
+
+@pytest.fixture(scope="module")
+def s3() -> Iterator[storagekit.S3StandIn]:
+    with storagekit.s3_stand_in() as stand_in:
+        yield stand_in
+
+
+def documents() -> list[tuple[str, bytes]]:
+    """The cluster tests' documents (bundles, records, the real pair, one refused file),
+    without their Markdown page (a store's pages are refused: see below)."""
+    return [(name, data) for name, data in inputs() if not name.startswith("pages/")]
+
+
+def store_of(s3: storagekit.S3StandIn, files: list[tuple[str, bytes]]) -> tuple[str, Storage]:
+    """A fresh bucket holding `files` below mirror/content/; its URL and storage."""
+    url = f"s3://{s3.new_bucket()}/mirror/content/"
+    storage = open_storage(url, options=s3.options(), retry=FAST)
+    for name, data in files:
+        storage.write(name, data, "application/json", "no-cache")
+    return url, storage
+
+
+def run(s3: storagekit.S3StandIn, *argv: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """`python -m generator ARGV...` with the stand-in's settings in the environment."""
+    command = [sys.executable, "-m", "generator", *map(str, argv)]
+    return subprocess.run(
+        command, cwd=cwd, env=store_env(s3), capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+def store_env(s3: storagekit.S3StandIn) -> dict[str, str]:
+    """The environment with the stand-in's settings, as an operator's would hold them."""
+    options = s3.options()
+    env = {k: v for k, v in os.environ.items() if k != "SOURCE_DATE_EPOCH"}
+    env |= {
+        "PYTHONPATH": str(REPO),
+        "AWS_ENDPOINT_URL": options["endpoint"],
+        "AWS_REGION": options["region"],
+        "AWS_ACCESS_KEY_ID": options["access_key_id"],
+        "AWS_SECRET_ACCESS_KEY": options["secret_access_key"],
+        "AWS_VIRTUAL_HOSTED_STYLE_REQUEST": "false",
+    }
+    return env
+
+
+def build(s3: storagekit.S3StandIn, p: Project, content: str | Path, *more: str) -> str:
+    """Build `content` into p's site with the real CLI (two jobs); the build's summary line."""
+    keys = p.write_keys()
+    done = run(s3, "build", content, p.site, "--keys", keys, "--jobs", "2", "--quiet", *more, cwd=p.root)
+    assert done.returncode in (0, 1), done.stderr
+    return done.stdout + done.stderr
+
+
+def folder_site(root: Path, files: list[tuple[str, bytes]]) -> dict[str, bytes]:
+    """The site a build of the same documents from a folder makes."""
+    p = make(root, files)
+    done = run_plain(p)
+    assert done.returncode == 1, done.stderr  # (the one refused file)
+    return tree(p.site)
+
+
+def run_plain(p: Project) -> subprocess.CompletedProcess[str]:
+    keys = p.write_keys()
+    command = [sys.executable, "-m", "generator", "build", str(p.content), str(p.site), "--keys", str(keys)]
+    env = {k: v for k, v in os.environ.items() if k != "SOURCE_DATE_EPOCH"} | {"PYTHONPATH": str(REPO)}
+    return subprocess.run(
+        [*command, "--jobs", "2", "--quiet"], cwd=p.root, env=env, capture_output=True, text=True, check=False
+    )
+
+
+def test_a_store_builds_the_bytes_of_a_folder_and_rebuilds_only_what_changed(
+    s3: storagekit.S3StandIn, tmp_path: Path
+) -> None:
+    files = documents()
+    url, storage = store_of(s3, files)
+    p = Project(tmp_path / "from-store")
+    p.root.mkdir()
+    line = build(s3, p, url)
+    assert "published 61, refused 1 file(s)" in line and "full:" in line, line
+    folder = make(tmp_path / "from-folder", files)  # (the same documents, and changes, in a folder)
+    assert run_plain(folder).returncode == 1
+    assert tree(p.site) == tree(folder.site)
+    # the refused file is named as a folder's would be: the store folder's name, then the key
+    assert "content/refused.json" in p.read("report.json").decode()
+
+    # nothing changed: the listing says so, and nothing is read or written
+    s3.proxy.reset()
+    line = build(s3, p, url)
+    assert "0 files written" in line and "0 input(s) changed" in line, line
+    assert [m for m, _ in s3.proxy.seen if m == "GET" and "list-type" not in _] == []
+
+    # one document replaced by another, one removed: only the new one is read
+    record = f.canonical_record(source_id="2399.00001", title="Replaced", submitted_at="2024-02-02T00:00:00Z")
+    new = f.to_bytes(f.bundle(record=record, title="Replaced", events=bundle_events(record, "Replaced", 2)))
+    folder.remove("r/04.json")
+    folder.add("b/03.json", new)
+    storage.delete(["r/04.json"])
+    storage.write("b/03.json", new, "application/json", "no-cache")
+    s3.proxy.reset()
+    line = build(s3, p, url)
+    assert "incremental:" in line and "2 input(s) changed" in line, line
+    reads = [path for method, path in s3.proxy.seen if method == "GET" and "list-type" not in path]
+    assert [r.split("?")[0].rsplit("/", 2)[-2:] for r in reads] == [["b", "03.json"]]
+    assert run_plain(folder).returncode == 1
+    assert tree(p.site) == tree(folder.site)
+    # (what SITE published stays, its file gone: the removed record is still there)
+    assert "r/04.json" not in p.read("report.json").decode()
+
+
+def test_a_cluster_reads_the_store_itself(s3: storagekit.S3StandIn, tmp_path: Path) -> None:
+    need("distributed", "cluster")
+    files = documents()[:20]  # (the refused file among them)
+    url, _ = store_of(s3, files)
+    p = Project(tmp_path / "cluster")
+    p.root.mkdir()
+    line = build(s3, p, url, "--scheduler", "local")
+    assert "published 19, refused 1 file(s)" in line and "http.server" in line, line
+    assert tree(p.site) == folder_site(tmp_path / "folder", files)
+
+
+def test_refusals_leave_the_site_as_it_was(s3: storagekit.S3StandIn, tmp_path: Path) -> None:
+    files = documents()[:12]
+    url, storage = store_of(s3, files)
+    p = Project(tmp_path / "p")
+    p.root.mkdir()
+    build(s3, p, url)
+    before = tree(p.site)
+    keys = p.keys_file
+
+    # Markdown pages in the store would be left out of the site: refused, not skipped
+    storage.write("pages/about.md", b"# About\n", "text/markdown", "no-cache")
+    done = run(s3, "build", url, p.site, "--keys", keys, "--quiet", cwd=p.root)
+    assert done.returncode == 2 and "pages/about.md" in done.stderr and "Markdown pages" in done.stderr
+    assert "Traceback" not in done.stderr
+    storage.delete(["pages/about.md"])
+
+    # an emptied store (a wrong prefix, a bucket not yet filled) unpublishes nothing
+    storage.delete([name for name, _ in files])
+    done = run(s3, "build", url, p.site, "--keys", keys, "--quiet", cwd=p.root)
+    assert done.returncode == 2, done.stderr
+    assert "the content store holds no documents" in done.stderr and url in done.stderr
+    assert tree(p.site) == before
+
+    # a store that stays down: exit 2, a sentence naming it, SITE as it was
+    storage.write(files[0][0], files[0][1], "application/json", "no-cache")
+    s3.proxy.reset(fail_next=1000)
+    done = run(s3, "build", url, p.site, "--keys", keys, "--quiet", cwd=p.root)
+    s3.proxy.reset()
+    assert done.returncode == 2 and "503" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert tree(p.site) == before
+
+    # the commands that need a folder say so
+    for argv in (
+        ("build", url, p.site, "--keys", keys, "--watch"),
+        ("serve", url, p.site, "--keys", keys),
+        ("pull", "--content", url, "pith:2020:Z5NAPRQPUU4SIDOBV5N2FREXWZ"),
+    ):
+        done = run(s3, *argv, cwd=p.root)
+        assert done.returncode == 2 and url in done.stderr and "folder" in done.stderr, (argv, done.stderr)
+        assert "Traceback" not in done.stderr
+    assert tree(p.site) == before
+
+
+def test_what_is_not_a_document_and_a_throttled_store(s3: storagekit.S3StandIn, tmp_path: Path) -> None:
+    files = documents()[:12]
+    url, storage = store_of(s3, files)
+    # not documents, as in a folder: other suffixes, hidden and temporary names
+    for key in ("notes.txt", ".hidden.json", "b/.partial/x.json", "b/x.json~", "#draft.json"):
+        storage.write(key, b"{broken", "application/json", "no-cache")
+    # over max_bytes: refused from the size its GET reports, its body not taken
+    storage.write("big.json", b" " * (5 << 20), "application/json", "no-cache")
+    p = Project(tmp_path / "p")
+    p.root.mkdir()
+    # the store answers the first reads with 503 SlowDown: read again, the same site
+    s3.proxy.reset(fail_next=3)
+    s3.proxy.fail_when = lambda method, path: method == "GET" and "list-type" not in path
+    line = build(s3, p, url)
+    assert s3.proxy.failed == 3
+    report = p.read("report.json").decode()
+    assert "content/big.json" in report and "file.too_large" in report
+    for key in ("notes.txt", ".hidden.json", "x.json~", "#draft.json", ".partial"):
+        assert key not in report and key not in line
+    folder = make(tmp_path / "folder", [*files, ("big.json", b" " * (5 << 20))])
+    assert run_plain(folder).returncode == 1
+    assert tree(p.site) == tree(folder.site)
+
+
+def test_many_changed_objects_go_to_the_worker_processes(s3: storagekit.S3StandIn, tmp_path: Path) -> None:
+    """The build lists the store before it starts its workers; a worker forked from a
+    process whose store client runs would hang on its first read (the client's threads
+    are not forked), so such a build starts its workers from a clean process."""
+    files = documents()
+    url, storage = store_of(s3, files)
+    p = Project(tmp_path / "p")
+    p.root.mkdir()
+    build(s3, p, url)
+    folder = make(tmp_path / "folder", files)
+    assert run_plain(folder).returncode == 1
+    for i in range(8):
+        title = f"Changed {i}"
+        record = f.canonical_record(
+            source_id=f"2398.{i:05d}", title=title, submitted_at="2024-03-03T00:00:00Z"
+        )
+        new = f.to_bytes(f.bundle(record=record, title=title, events=bundle_events(record, title, 1)))
+        storage.write(f"b/{i:02d}.json", new, "application/json", "no-cache")
+        folder.add(f"b/{i:02d}.json", new)
+    keys = p.keys_file
+    argv = ["build", url, p.site, "--keys", keys, "--jobs", "2", "--quiet"]
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "generator", *map(str, argv)],
+            cwd=p.root,
+            env=store_env(s3),
+            capture_output=True,
+            text=True,
+            timeout=90,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("the build hung: a worker forked after the store was listed")
+    assert "8 input(s) changed" in done.stdout, done.stdout + done.stderr
+    assert run_plain(folder).returncode == 1
+    assert tree(p.site) == tree(folder.site)
