@@ -16,6 +16,7 @@ publication into SITE and its saved state are pipeline.py's.
 
 from __future__ import annotations
 
+import itertools
 import os
 import time
 from collections.abc import Collection, Iterable, Iterator, Sequence
@@ -44,7 +45,16 @@ from .removal_guard import check_removals, dropped_numbers
 from .report import BuildReport
 from .sitewide_write import PaperPages, SitewideStage
 from .state import BuildState, FileEntry, FileTable, NumberEntry, NumberTable
-from .workers import DocumentResult, Progress, Task, document_task, render_task, run_tasks
+from .workers import (
+    READ_AHEAD,
+    DocumentResult,
+    Progress,
+    Task,
+    document_batch_task,
+    document_task,
+    render_task,
+    run_tasks,
+)
 from .write import remove_files
 
 
@@ -237,7 +247,14 @@ class Stages:
                     pass
             tasks.append(Task(path, name, root))
         fresh: dict[str, DocumentResult] = {}
-        results = run_tasks(document_task, tasks, self.pool, self.progress, "verified")
+        results: Iterable[DocumentResult]
+        if local:
+            results = run_tasks(document_task, tasks, self.pool, self.progress, "verified")
+        else:  # (a store's documents: each worker reads a batch of them at once)
+            batches = [tasks[i : i + READ_AHEAD] for i in range(0, len(tasks), READ_AHEAD)]
+            progress = self.progress and _per_document(self.progress, len(tasks))
+            done = run_tasks(document_batch_task, batches, self.pool, progress, "verified")
+            results = itertools.chain.from_iterable(done)
         for task, result in zip(tasks, results, strict=True):
             # (keyed by the candidate's copy of the name when there is one: the
             # task's copy then goes with the task, one string less per document)
@@ -407,6 +424,11 @@ def _unnameable(shown: str) -> Rejection:
     """A file the build cannot name is not read: like an unreadable file it names
     no Pith number, so every published number whose documents are missing stays."""
     return Rejection(shown, "", Code.FILE_UNREADABLE, NOT_UTF8_NAME)
+
+
+def _per_document(progress: Progress, documents: int) -> Progress:
+    """Progress over batches of READ_AHEAD documents, told in documents."""
+    return lambda label, done, _batches: progress(label, min(done * READ_AHEAD, documents), documents)
 
 
 class _ContentPaths:

@@ -24,7 +24,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Executor, Future
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -171,14 +171,40 @@ class DocumentResult:
         return layout.number_paths(self.summary.body, self.entry.candidate.kind == "bundle")
 
 
-def document_task(task: Task) -> DocumentResult:
+READ_AHEAD = 16
+"""Documents of an object store a worker reads at once (`document_batch_task`)."""
+
+Fetched = tuple[bytes, int, str] | RejectionError
+"""One object's bytes, size and tag, or why it was refused (`content_store.read_document`)."""
+
+
+def document_batch_task(tasks: list[Task]) -> list[DocumentResult]:
+    """`document_task` over documents in an object store, their reads made at once:
+    a store answers each read after some milliseconds (tens, over a network), and a
+    worker reading one document after another would mostly wait. The verification
+    and rendering stay one document at a time, in order."""
+    readers = _WORKER.get("readers")
+    if readers is None:  # (threads of this worker, which never forks: see content_store.py)
+        readers = _WORKER["readers"] = ThreadPoolExecutor(READ_AHEAD, thread_name_prefix="read")
+    fetched = list(readers.map(_fetch, tasks))
+    return [document_task(task, read) for task, read in zip(tasks, fetched, strict=True)]
+
+
+def _fetch(task: Task) -> Fetched:
+    try:
+        return read_document(task.path, task.root, _WORKER["limits"])
+    except RejectionError as exc:
+        return exc
+
+
+def document_task(task: Task, fetched: Fetched | None = None) -> DocumentResult:
     """One content file through every stage a document goes through alone:
     load -> parse -> verify, then, on the bet that it is the only document for
     its number, merge -> render -> write (`render_and_write`). Fused in one task
     so that its bytes and its decoded JSON never leave the worker: the build is
     sent back the file's entry, a count and the number's summary."""
     # load -> parse -> verify (trust/check.py: the one path to "trusted")
-    stat, (verdict, verified, source) = _read_and_verify(task.path, task.name, task.root)
+    stat, (verdict, verified, source) = _read_and_verify(task.path, task.name, task.root, fetched)
     raw_sha256 = source.raw_sha256 if source else ""  # (one string for entry and candidate)
     if verified is None or source is None:
         rejections = tuple(Rejection(task.name, p.pointer, p.code, p.message) for p in verdict.problems)
@@ -205,17 +231,19 @@ def document_task(task: Task) -> DocumentResult:
 
 
 def _read_and_verify(
-    path: str, name: str, root: str
+    path: str, name: str, root: str, fetched: Fetched | None = None
 ) -> tuple[int, tuple[Verdict, Verified | None, SourceDocument | None]]:
     """The stat of the document at `path` (in the folder or object store `root`) and
     its verdict. A file is statted before it is read (a change meanwhile shows at the
-    next build); an object's size and tag come with its bytes (content_store.py)."""
+    next build); an object's size and tag come with its bytes (content_store.py),
+    read here or already (`fetched`)."""
     keyring, limits = _WORKER["keyring"], _WORKER["limits"]
     if root == _WORKER["config"].content_store:
-        try:
-            raw, size, tag = read_document(path, root, limits)
-        except RejectionError as exc:
-            return 0, (Verdict(name, None, None, (exc.problem,)), None, None)
+        if fetched is None:
+            fetched = _fetch(Task(path, name, root))
+        if isinstance(fetched, RejectionError):
+            return 0, (Verdict(name, None, None, (fetched.problem,)), None, None)
+        raw, size, tag = fetched
         return tag_stat(size, tag), verify_bytes(raw, name, keyring, limits)
     try:
         stat = stat_key(path)
