@@ -144,7 +144,7 @@ def cluster_executor(
                     threads_per_worker=1,  # (a worker runs one task at a time: see `_RUN`)
                     processes=True,
                     dashboard_address=None,
-                    silence_logs=logging.ERROR,
+                    silence_logs=logging.CRITICAL,  # (a failed task is the build's to report)
                     preload=[__name__],  # (`dask_setup`, in each worker process)
                 )
             where = str(cluster.scheduler_address)

@@ -46,17 +46,27 @@ if TYPE_CHECKING:
 PAGES = "pages/"
 
 _OPEN: dict[str, Storage] = {}
-"""The store of each content URL this process has opened (a worker reads many
-documents, and a store's client keeps its connections)."""
+"""The store of each content URL this process reads documents from (a worker reads
+many, and a store's client keeps its connections): emptied by `forget_stores` as a
+worker is set up for a build, so no build reads with another's settings."""
 
 
 def _storage(root: str) -> Storage:
     storage = _OPEN.get(root)
     if storage is None:
-        from ..publish.storage import open_storage
-
-        storage = _OPEN[root] = open_storage(root, setting="content")
+        storage = _OPEN[root] = _open(root)
     return storage
+
+
+def _open(root: str) -> Storage:
+    from ..publish.storage import open_storage
+
+    return open_storage(root, setting="content")
+
+
+def forget_stores() -> None:
+    """Open each store anew from here on, with the environment's settings as they are now."""
+    _OPEN.clear()
 
 
 def store_name(root: str) -> str:
@@ -79,10 +89,11 @@ def list_documents(config: SiteConfig) -> list[tuple[str, str, int, str]]:
     top = store_name(root)
     keys: dict[str, tuple[int, str]] = {}
     pages: list[str] = []
-    for found in _storage(root).list():
+    for found in _open(root).list():
         key = found.key
-        if key.startswith(PAGES):
-            if not any(is_ignored_name(part) for part in key.split("/")):
+        if key.startswith(PAGES):  # (a folder's pages/*.md become pages; the rest is skipped)
+            page = key[len(PAGES) :]
+            if page.endswith(".md") and "/" not in page and not is_ignored_name(page):
                 pages.append(key)
             continue
         if key.endswith(".json") and not any(is_ignored_name(part) for part in key.split("/")):
@@ -97,19 +108,32 @@ def list_documents(config: SiteConfig) -> list[tuple[str, str, int, str]]:
     return [(root + key, top + key, *keys[key]) for key in sorted(keys, key=_sort_key)]
 
 
+class Unread(RejectionError):
+    """A document refused unread, with the size and tag of the object it was, when the
+    store said them: the build state then keeps them, so the next build does not count
+    the object as changed (and refuse it again) unless it did change."""
+
+    def __init__(self, problem: Problem, size: int = 0, tag: str = "") -> None:
+        super().__init__(problem)
+        self.size, self.tag = size, tag
+
+
 def read_document(location: str, root: str, limits: Limits) -> tuple[bytes, int, str]:
     """The bytes of the document at `location` (below the store folder `root`), and
-    the size and tag of that version. RejectionError for an object that is too large or gone;
-    StorageError for a store that fails."""
+    the size and tag of that version. `Unread` for an object that is too large, gone,
+    or has a key the store's interface cannot name; StorageError for a store that fails."""
     from ..publish.storage import MissingObject
 
     key = location[len(root) :]
     try:
         data, found = _storage(root).read_capped(key, limits.max_bytes)
     except MissingObject:
-        raise RejectionError(
+        raise Unread(
             Problem(Code.FILE_UNREADABLE, "", "cannot read: the object is no longer in the store")
         ) from None
+    except ValueError:  # (`check_key`: a backslash, or an empty, "." or ".." part)
+        why = "cannot read: its key holds a backslash or an empty, '.' or '..' part; rename it"
+        raise Unread(Problem(Code.FILE_UNREADABLE, "", why)) from None
     if data is None:
-        raise too_large(limits)
+        raise Unread(too_large(limits).problem, found.size, found.tag)
     return data, found.size, found.tag

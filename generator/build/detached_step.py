@@ -42,7 +42,10 @@ def run_apart(step: Callable[[], None]) -> KeyboardInterrupt | None:
     A BuildError or OSError the step raises is raised here again (as a
     BuildError); a child killed by a signal raises StoppedApart. A Ctrl-C or
     SIGTERM this process received meanwhile is returned once the step has
-    completed, for the caller to raise: it knows first that SITE changed."""
+    completed, for the caller to raise: it knows first that SITE changed.
+
+    The step must only touch local files: this process may have read a content
+    store, whose client's threads a forked child lacks (see build/content_store.py)."""
     if not hasattr(os, "fork"):
         step()
         return None

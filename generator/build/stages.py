@@ -274,6 +274,7 @@ class Stages:
         """(path, name) of each hinted name that is a document now; the others
         leave `entries` (a file deleted, or one no build would read)."""
         assert self.hints is not None
+        assert self.config.content_store is None  # (watching needs a folder: see commands/watching.py)
         content = self.config.content
         for name in self.hints:
             path = document_path(content, name[len(top) :]) if name.startswith(top) else None

@@ -51,12 +51,12 @@ from ..site.sitewide import Lazy, PageRender
 from ..site.templating import make_environment
 from ..trust.check import verify_bytes, verify_file
 from ..trust.choose import Candidate, Choice, pack_event_ids
-from ..trust.errors import Code, Rejection, RejectionError
+from ..trust.errors import Code, Rejection
 from ..trust.keys import Keyring
 from ..trust.load import Limits, SourceDocument
 from ..trust.model import Verdict, Verified
 from .change_check import stat_key, tag_stat
-from .content_store import read_document
+from .content_store import Unread, forget_stores, read_document
 from .state import FileEntry
 from .write import Writer, remove_tree
 
@@ -88,6 +88,7 @@ def init_worker(
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         _end_with_parent(parent)
         gc.enable()  # forked while the parent defers collection (see pipeline._collection_deferred)
+    forget_stores()  # (a store is opened with this build's settings, in this process)
     env = make_environment(config, keyring)
     # every page lists the Markdown pages, record pages too (their titles are in
     # the build key, so a change to them re-renders every record)
@@ -174,7 +175,7 @@ class DocumentResult:
 READ_AHEAD = 16
 """Documents of an object store a worker reads at once (`document_batch_task`)."""
 
-Fetched = tuple[bytes, int, str] | RejectionError
+Fetched = tuple[bytes, int, str] | Unread
 """One object's bytes, size and tag, or why it was refused (`content_store.read_document`)."""
 
 
@@ -193,7 +194,7 @@ def document_batch_task(tasks: list[Task]) -> list[DocumentResult]:
 def _fetch(task: Task) -> Fetched:
     try:
         return read_document(task.path, task.root, _WORKER["limits"])
-    except RejectionError as exc:
+    except Unread as exc:
         return exc
 
 
@@ -241,8 +242,9 @@ def _read_and_verify(
     if root == _WORKER["config"].content_store:
         if fetched is None:
             fetched = _fetch(Task(path, name, root))
-        if isinstance(fetched, RejectionError):
-            return 0, (Verdict(name, None, None, (fetched.problem,)), None, None)
+        if isinstance(fetched, Unread):  # (its size and tag, when known: see content_store.Unread)
+            stat = tag_stat(fetched.size, fetched.tag) if fetched.tag else 0
+            return stat, (Verdict(name, None, None, (fetched.problem,)), None, None)
         raw, size, tag = fetched
         return tag_stat(size, tag), verify_bytes(raw, name, keyring, limits)
     try:

@@ -24,11 +24,13 @@ from extraskit import need
 need("moto.server", "ci", module_level=True)
 need("obstore", "storage", module_level=True)
 
+import obstore
 import storagekit
 from clusterkit import inputs, make
 from sitekit import Project, bundle_events, tree
 
 from generator.publish.storage import RetryPolicy, Storage, open_storage
+from generator.publish.storage_object import ObjectStorage
 
 REPO = Path(__file__).resolve().parents[2]
 FAST = RetryPolicy(retries=2, first_wait=0.01, longest_wait=0.05, give_up_after=10)
@@ -184,6 +186,17 @@ def test_refusals_leave_the_site_as_it_was(s3: storagekit.S3StandIn, tmp_path: P
     assert done.returncode == 2 and "503" in done.stderr and "Traceback" not in done.stderr, done.stderr
     assert tree(p.site) == before
 
+    # a document whose read keeps failing: exit 2, SITE as it was, nothing unpublished
+    storage.write(files[1][0], files[2][1], "application/json", "no-cache")
+    s3.proxy.reset(fail_next=1000)
+    s3.proxy.fail_when = lambda method, path: method == "GET" and "list-type" not in path
+    done = run(s3, "build", url, p.site, "--keys", keys, "--quiet", cwd=p.root)
+    s3.proxy.reset()
+    assert done.returncode == 2 and "could not read this object" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+    assert tree(p.site) == before
+    storage.write(files[1][0], files[1][1], "application/json", "no-cache")
+
     # the commands that need a folder say so
     for argv in (
         ("build", url, p.site, "--keys", keys, "--watch"),
@@ -195,12 +208,20 @@ def test_refusals_leave_the_site_as_it_was(s3: storagekit.S3StandIn, tmp_path: P
         assert "Traceback" not in done.stderr
     assert tree(p.site) == before
 
+    # a key the storage interface cannot name is refused by its name, not with a traceback
+    assert isinstance(storage, ObjectStorage)
+    obstore.put(storage.store, "odd\\name.json", files[3][1])
+    done = run(s3, "build", url, p.site, "--keys", keys, "--quiet", cwd=p.root)
+    assert done.returncode == 1 and "content/odd\\name.json" in done.stderr, done.stderr
+    assert "backslash" in done.stderr and "Traceback" not in done.stderr
+    obstore.delete(storage.store, "odd\\name.json")
+
 
 def test_what_is_not_a_document_and_a_throttled_store(s3: storagekit.S3StandIn, tmp_path: Path) -> None:
     files = documents()[:12]
     url, storage = store_of(s3, files)
     # not documents, as in a folder: other suffixes, hidden and temporary names
-    for key in ("notes.txt", ".hidden.json", "b/.partial/x.json", "b/x.json~", "#draft.json"):
+    for key in ("notes.txt", ".hidden.json", "b/.partial/x.json", "b/x.json~", "#draft.json", "pages/x.txt"):
         storage.write(key, b"{broken", "application/json", "no-cache")
     # over max_bytes: refused from the size its GET reports, its body not taken
     storage.write("big.json", b" " * (5 << 20), "application/json", "no-cache")
@@ -218,6 +239,11 @@ def test_what_is_not_a_document_and_a_throttled_store(s3: storagekit.S3StandIn, 
     folder = make(tmp_path / "folder", [*files, ("big.json", b" " * (5 << 20))])
     assert run_plain(folder).returncode == 1
     assert tree(p.site) == tree(folder.site)
+    # the refused object is known by its size and tag: not counted as changed, nor read, again
+    s3.proxy.reset()
+    line = build(s3, p, url)
+    assert "0 input(s) changed" in line, line
+    assert [path for method, path in s3.proxy.seen if method == "GET" and "list-type" not in path] == []
 
 
 def test_many_changed_objects_go_to_the_worker_processes(s3: storagekit.S3StandIn, tmp_path: Path) -> None:
