@@ -34,16 +34,24 @@ Rules:
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from ..site.config import SiteConfig
+from ..trust.check import verify_bytes
 from ..trust.errors import BuildError, Code, Problem, RejectionError
+from ..trust.keys import Keyring
 from ..trust.load import Limits, is_ignored_name, too_large
+from ..trust.model import Verdict
 
 if TYPE_CHECKING:
     from ..publish.storage import Storage
 
 PAGES = "pages/"
+READ_AHEAD = 16
+"""Documents read from a store at once: a store answers each read after some
+milliseconds (tens, over a network), and read one after another most of a
+reader's time would be waiting."""
 
 _OPEN: dict[str, Storage] = {}
 """The store of each content URL this process reads documents from (a worker reads
@@ -83,9 +91,24 @@ def _sort_key(key: str) -> tuple[tuple[int, str], ...]:
 
 
 def list_documents(config: SiteConfig) -> list[tuple[str, str, int, str]]:
-    """(location, name, size, tag) of every document in the store `config.content_store`."""
+    """(location, name, size, tag) of every document in the store `config.content_store`;
+    BuildError for a store holding Markdown pages, which a build would leave out."""
     root = config.content_store
     assert root is not None
+    documents, pages = list_store(root)
+    if pages:
+        raise BuildError(
+            root + pages[0],
+            "Markdown pages (pages/*.md) are read from a content folder only, not from an object"
+            " store: move them out of the store, or build from a folder, so the site is not"
+            " published without them",
+        )
+    return documents
+
+
+def list_store(root: str) -> tuple[list[tuple[str, str, int, str]], list[str]]:
+    """(location, name, size, tag) of every document in the store folder `root`, in a
+    folder's order, and the keys of its Markdown pages."""
     top = store_name(root)
     keys: dict[str, tuple[int, str]] = {}
     pages: list[str] = []
@@ -98,14 +121,7 @@ def list_documents(config: SiteConfig) -> list[tuple[str, str, int, str]]:
             continue
         if key.endswith(".json") and not any(is_ignored_name(part) for part in key.split("/")):
             keys[key] = (found.size, found.tag)
-    if pages:
-        raise BuildError(
-            root + pages[0],
-            "Markdown pages (pages/) are read from a content folder only, not from an object"
-            " store: move them out of the store, or build from a folder, so the site is not"
-            " published without them",
-        )
-    return [(root + key, top + key, *keys[key]) for key in sorted(keys, key=_sort_key)]
+    return [(root + key, top + key, *keys[key]) for key in sorted(keys, key=_sort_key)], pages
 
 
 class Unread(RejectionError):
@@ -137,3 +153,28 @@ def read_document(location: str, root: str, limits: Limits) -> tuple[bytes, int,
     if data is None:
         raise Unread(too_large(limits).problem, found.size, found.tag)
     return data, found.size, found.tag
+
+
+def store_documents(root: str) -> list[tuple[str, str]]:
+    """(location, root) of every document in the store folder `root`, for `verify`
+    (which checks documents one by one, and has no use for Markdown pages)."""
+    return [(location, root) for location, _name, _size, _tag in list_store(root)[0]]
+
+
+def verify_stored(documents: list[tuple[str, str]], keyring: Keyring, limits: Limits) -> list[Verdict]:
+    """The verdict on each (location, root), named by its URL; READ_AHEAD reads at once."""
+
+    def read(document: tuple[str, str]) -> tuple[bytes, int, str] | Unread:
+        try:
+            return read_document(*document, limits)
+        except Unread as exc:
+            return exc
+
+    verdicts = []
+    with ThreadPoolExecutor(READ_AHEAD, thread_name_prefix="read") as readers:
+        for (location, _root), fetched in zip(documents, readers.map(read, documents), strict=True):
+            if isinstance(fetched, Unread):
+                verdicts.append(Verdict(location, None, None, (fetched.problem,)))
+            else:
+                verdicts.append(verify_bytes(fetched[0], location, keyring, limits)[0])
+    return verdicts

@@ -38,7 +38,7 @@ from ..trust.load import NOT_UTF8_NAME, document_path, is_utf8, shown_name
 from ..trust.model import number_body
 from . import planning
 from .change_check import Listed, content_files, content_top, listed_content, stat_key
-from .content_store import store_name
+from .content_store import READ_AHEAD, store_name
 from .journal import Plan
 from .part_summary import combine
 from .removal_guard import check_removals, dropped_numbers
@@ -46,7 +46,6 @@ from .report import BuildReport
 from .sitewide_write import PaperPages, SitewideStage
 from .state import BuildState, FileEntry, FileTable, NumberEntry, NumberTable
 from .workers import (
-    READ_AHEAD,
     DocumentResult,
     Progress,
     Task,

@@ -56,7 +56,7 @@ from ..trust.keys import Keyring
 from ..trust.load import Limits, SourceDocument
 from ..trust.model import Verdict, Verified
 from .change_check import stat_key, tag_stat
-from .content_store import Unread, forget_stores, read_document
+from .content_store import READ_AHEAD, Unread, forget_stores, read_document
 from .state import FileEntry
 from .write import Writer, remove_tree
 
@@ -171,9 +171,6 @@ class DocumentResult:
         assert self.summary is not None and self.entry.candidate is not None
         return layout.number_paths(self.summary.body, self.entry.candidate.kind == "bundle")
 
-
-READ_AHEAD = 16
-"""Documents of an object store a worker reads at once (`document_batch_task`)."""
 
 Fetched = tuple[bytes, int, str] | Unread
 """One object's bytes, size and tag, or why it was refused (`content_store.read_document`)."""

@@ -39,7 +39,12 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     verify = commands.add_parser("verify", help="check documents against the pinned keys without building")
-    verify.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="files or folders (recursive)")
+    verify.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="files or folders (recursive), or an object store's s3://, gs:// or az://BUCKET/PREFIX/",
+    )
     verify.add_argument("--keys", type=Path, metavar="FILE", help="pinned keys (JSON key object or list)")
     verify.add_argument("--json", action="store_true", help="print results as JSON on stdout")
     verify.add_argument("--max-bytes", type=int, metavar="N", help="largest document accepted, in bytes")
@@ -139,7 +144,8 @@ def reader_went_away() -> int:
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    from ..site.config import check_max_bytes
+    from ..build.content_store import store_documents, verify_stored
+    from ..site.config import check_max_bytes, store_url
     from ..trust.causes import by_cause, cause_of, pinned_names
     from ..trust.check import verify_file
     from ..trust.load import NOT_UTF8_NAME, Limits, discover, is_utf8, shown_name
@@ -150,7 +156,13 @@ def run_verify(args: argparse.Namespace) -> int:
         check_max_bytes(args.max_bytes)
     limits = Limits(max_bytes=args.max_bytes) if args.max_bytes is not None else Limits()
     targets: list[tuple[Path, str, Path, str]] = []  # (file, name shown, its folder, the name there)
-    for path in args.paths:
+    stored: list[tuple[str, str]] = []  # (documents in object stores: URL, its store's folder)
+    for given in args.paths:
+        url = store_url(given)
+        if url is not None:
+            stored.extend(store_documents(url))
+            continue
+        path = Path(given)
         if path.is_dir():
             targets.extend(
                 (p, shown_name((path / name).as_posix()), path, name) for p, name in discover(path)
@@ -166,6 +178,7 @@ def run_verify(args: argparse.Namespace) -> int:
             continue
         verdict, _verified, _source = verify_file(file_path, name, root, keyring, limits)
         results.append(verdict)
+    results.extend(verify_stored(stored, keyring, limits))
     rejected = [v for v in results if not v.ok]
     problems = {
         v.file: [Rejection(v.file, p.pointer, p.code, p.message) for p in v.problems] for v in rejected

@@ -282,3 +282,19 @@ def test_many_changed_objects_go_to_the_worker_processes(s3: storagekit.S3StandI
     assert "8 input(s) changed" in done.stdout, done.stdout + done.stderr
     assert run_plain(folder).returncode == 1
     assert tree(p.site) == tree(folder.site)
+
+
+def test_verify_checks_a_store_without_building(s3: storagekit.S3StandIn, tmp_path: Path) -> None:
+    files = documents()[:6]  # (the real pair, the refused file, three bundles)
+    url, storage = store_of(s3, files)
+    storage.write("big.json", b" " * (5 << 20), "application/json", "no-cache")
+    keys = Project(tmp_path).write_keys()
+    done = run(s3, "verify", "--keys", keys, url, cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[-1] == "7 checked, 5 verified, 2 rejected", done.stdout
+    assert f"{url}refused.json" in done.stdout and f"{url}big.json" in done.stdout
+    assert "file.too_large" in done.stderr and "json.invalid" in done.stderr
+    verified = [line for line in lines if line.startswith("verified")]
+    assert len(verified) == 5 and all(url in line for line in verified)
+    assert "Traceback" not in done.stderr
