@@ -4,7 +4,8 @@ store's settings in the environment, as an operator's would be.
 
 A build from the store gives the bytes of a build from a folder holding the same
 documents, on the process pool and on a two-worker Dask cluster whose workers read
-the documents themselves; it rebuilds only what changed in the store; it refuses an
+the documents themselves (where a grown bundle, a deleted document and a rollback go as on
+a folder); it rebuilds only what changed in the store; `verify` checks a store; it refuses an
 emptied store, Markdown pages it would leave out, and the commands that need a
 folder; a store that stays down fails the build with exit 2 and SITE as it was."""
 
@@ -147,12 +148,46 @@ def test_a_store_builds_the_bytes_of_a_folder_and_rebuilds_only_what_changed(
 def test_a_cluster_reads_the_store_itself(s3: storagekit.S3StandIn, tmp_path: Path) -> None:
     need("distributed", "cluster")
     files = documents()[:20]  # (the refused file among them)
-    url, _ = store_of(s3, files)
+    url, storage = store_of(s3, files)
     p = Project(tmp_path / "cluster")
     p.root.mkdir()
     line = build(s3, p, url, "--scheduler", "local")
     assert "published 19, refused 1 file(s)" in line and "http.server" in line, line
     assert tree(p.site) == folder_site(tmp_path / "folder", files)
+
+    # a bundle grown by a snapshot: an incremental build on the cluster
+    title = "Clustered paper 3"
+    record = f.canonical_record(source_id="2301.00003", title=title, submitted_at="2023-01-04T00:00:00Z")
+    body = f.pith_body(record)
+    older = p.read(f"pith/{body}/bundle.json")
+    storage.write(
+        "b/03.json",
+        f.to_bytes(f.bundle(record=record, title=title, events=bundle_events(record, title, 3))),
+        "application/json",
+        "no-cache",
+    )
+    line = build(s3, p, url, "--scheduler", "local")
+    assert "incremental:" in line and "1 input(s) changed" in line, line
+    grown = p.read(f"pith/{body}/bundle.json")
+    assert grown != older
+
+    # a document deleted from the store unpublishes its number; an older bundle put back
+    # in the grown one's place is refused, and the grown one stays, byte for byte
+    gone = f.pith_body(
+        f.canonical_record(
+            source_id="2301.00005", title="Clustered paper 5", submitted_at="2023-01-06T00:00:00Z"
+        )
+    )
+    assert (p.site / f"pith/{gone}.html").is_file()
+    storage.delete(
+        ["b/05.json", "refused.json"]
+    )  # (an unreadable file keeps every number whose documents went)
+    storage.write("b/03.json", older, "application/json", "no-cache")
+    line = build(s3, p, url, "--scheduler", "local")
+    assert "incremental:" in line and "bundle.rollback" in line and "content/b/03.json" in line, line
+    assert p.read(f"pith/{body}/bundle.json") == grown
+    assert p.read(f".well-known/pith/{body}/bundle.json") == grown
+    assert not (p.site / f"pith/{gone}.html").exists()
 
 
 def test_refusals_leave_the_site_as_it_was(s3: storagekit.S3StandIn, tmp_path: Path) -> None:
