@@ -295,7 +295,16 @@ class ClusterExecutor(Executor):
         """`fn` over the items, in batches (`batch_bounds`; `chunksize`, meant for a
         local pool, only ever makes them larger); results in the items' order."""
         calls = list(zip(*iterables, strict=True))
-        bounds = batch_bounds(len(calls), self.workers, chunksize)
+        # (an item may stand for several records: `items_per_call`, see workers.document_batch_task)
+        weight = max(1, getattr(fn, "items_per_call", 1))
+        bounds = [
+            (start, end)
+            for start, end in (
+                (-(-a // weight), -(-b // weight))
+                for a, b in batch_bounds(len(calls) * weight, self.workers, chunksize * weight)
+            )
+            if end > start
+        ]
         batches: list[Future[list[T]] | None] = [
             self._queue(_run_batch, fn, calls[start:end]) for start, end in bounds
         ]

@@ -34,6 +34,7 @@ Rules:
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
@@ -59,11 +60,15 @@ many, and a store's client keeps its connections): emptied by `forget_stores` as
 worker is set up for a build, so no build reads with another's settings."""
 
 
+_OPENING = threading.Lock()
+
+
 def _storage(root: str) -> Storage:
-    storage = _OPEN.get(root)
-    if storage is None:
-        storage = _OPEN[root] = _open(root)
-    return storage
+    with _OPENING:  # (a worker's reader threads start together: one client, not sixteen)
+        storage = _OPEN.get(root)
+        if storage is None:
+            storage = _OPEN[root] = _open(root)
+        return storage
 
 
 def _open(root: str) -> Storage:
@@ -172,9 +177,11 @@ def verify_stored(documents: list[tuple[str, str]], keyring: Keyring, limits: Li
 
     verdicts = []
     with ThreadPoolExecutor(READ_AHEAD, thread_name_prefix="read") as readers:
-        for (location, _root), fetched in zip(documents, readers.map(read, documents), strict=True):
-            if isinstance(fetched, Unread):
-                verdicts.append(Verdict(location, None, None, (fetched.problem,)))
-            else:
-                verdicts.append(verify_bytes(fetched[0], location, keyring, limits)[0])
+        for start in range(0, len(documents), READ_AHEAD):  # (a batch at a time: bounded memory)
+            batch = documents[start : start + READ_AHEAD]
+            for (location, _root), fetched in zip(batch, readers.map(read, batch), strict=True):
+                if isinstance(fetched, Unread):
+                    verdicts.append(Verdict(location, None, None, (fetched.problem,)))
+                else:
+                    verdicts.append(verify_bytes(fetched[0], location, keyring, limits)[0])
     return verdicts

@@ -188,6 +188,10 @@ def document_batch_task(tasks: list[Task]) -> list[DocumentResult]:
     return [document_task(task, read) for task, read in zip(tasks, fetched, strict=True)]
 
 
+document_batch_task.items_per_call = READ_AHEAD  # type: ignore[attr-defined]
+"""(A cluster cuts its tasks by records, not by batches of them: see cluster.py's `map`.)"""
+
+
 def _fetch(task: Task) -> Fetched:
     try:
         return read_document(task.path, task.root, _WORKER["limits"])
