@@ -108,14 +108,7 @@ def main(argv: list[str] | None = None) -> int:
                 return take(method, path)
 
             s3.proxy.take_failure = held  # type: ignore[method-assign]
-            options = s3.options()
-            store_env = CHILD_ENV | {
-                "AWS_ENDPOINT_URL": options["endpoint"],
-                "AWS_REGION": options["region"],
-                "AWS_ACCESS_KEY_ID": options["access_key_id"],
-                "AWS_SECRET_ACCESS_KEY": options["secret_access_key"],
-                "AWS_VIRTUAL_HOSTED_STYLE_REQUEST": "false",
-            }
+            store_env = CHILD_ENV | s3.environment()
             originals = {name: (folder / name).read_bytes() for name in names[: args.changes]}
             for label, content, env in (("folder", folder, CHILD_ENV), ("store", url, store_env)):
                 site = work / f"site-{label}"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import secrets
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -135,11 +136,14 @@ class S3StandIn:
     endpoint: str
     proxy: FaultyProxy
     buckets: int = 0
+    tag: str = field(default_factory=lambda: secrets.token_hex(4))
 
     def new_bucket(self) -> str:
-        """A fresh empty bucket (made straight on moto: the proxy counts only the test's requests)."""
+        """A fresh empty bucket (made straight on moto: the proxy counts only the test's requests).
+        Named for this stand-in too: moto keeps its buckets per process, not per server, so a
+        second stand-in's "mirror-1" would otherwise be the first one's, objects and all."""
         self.buckets += 1
-        name = f"mirror-{self.buckets}"
+        name = f"mirror-{self.tag}-{self.buckets}"
         connection = http.client.HTTPConnection(self.moto, timeout=30)
         try:
             # (readable by anyone, as a bucket serving a site is: `head` reads it unsigned)
@@ -160,6 +164,18 @@ class S3StandIn:
             "access_key_id": "test-key",
             "secret_access_key": "test-secret",
             "virtual_hosted_style_request": "false",
+        }
+
+    def environment(self) -> dict[str, str]:
+        """The same settings as an operator's environment holds them, for a command run
+        in a new process (the proxy as endpoint, path-style, made-up keys)."""
+        options = self.options()
+        return {
+            "AWS_ENDPOINT_URL": options["endpoint"],
+            "AWS_REGION": options["region"],
+            "AWS_ACCESS_KEY_ID": options["access_key_id"],
+            "AWS_SECRET_ACCESS_KEY": options["secret_access_key"],
+            "AWS_VIRTUAL_HOSTED_STYLE_REQUEST": "false",
         }
 
     def head(self, path: str) -> tuple[int, dict[str, str]]:

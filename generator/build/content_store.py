@@ -42,8 +42,8 @@ from ..site.config import SiteConfig
 from ..trust.check import verify_bytes
 from ..trust.errors import BuildError, Code, Problem, RejectionError
 from ..trust.keys import Keyring
-from ..trust.load import Limits, is_ignored_name, too_large
-from ..trust.model import Verdict
+from ..trust.load import Limits, SourceDocument, is_ignored_name, too_large
+from ..trust.model import Verdict, Verified
 
 if TYPE_CHECKING:
     from ..publish.storage import Storage
@@ -160,6 +160,27 @@ def read_document(location: str, root: str, limits: Limits) -> tuple[bytes, int,
     return data, found.size, found.tag
 
 
+Fetched = tuple[bytes, int, str] | Unread
+"""One object's bytes, size and tag, or why it was refused unread."""
+
+
+def fetch(location: str, root: str, limits: Limits) -> Fetched:
+    """`read_document`, its refusal as a value: what reader threads hand back."""
+    try:
+        return read_document(location, root, limits)
+    except Unread as exc:
+        return exc
+
+
+def verdict_of(
+    fetched: Fetched, name: str, keyring: Keyring, limits: Limits
+) -> tuple[Verdict, Verified | None, SourceDocument | None]:
+    """The verdict on a fetched document (see `trust.check.verify_bytes`)."""
+    if isinstance(fetched, Unread):
+        return Verdict(name, None, None, (fetched.problem,)), None, None
+    return verify_bytes(fetched[0], name, keyring, limits)
+
+
 def store_documents(root: str) -> list[tuple[str, str]]:
     """(location, root) of every document in the store folder `root`, for `verify`
     (which checks documents one by one, and has no use for Markdown pages)."""
@@ -168,20 +189,11 @@ def store_documents(root: str) -> list[tuple[str, str]]:
 
 def verify_stored(documents: list[tuple[str, str]], keyring: Keyring, limits: Limits) -> list[Verdict]:
     """The verdict on each (location, root), named by its URL; READ_AHEAD reads at once."""
-
-    def read(document: tuple[str, str]) -> tuple[bytes, int, str] | Unread:
-        try:
-            return read_document(*document, limits)
-        except Unread as exc:
-            return exc
-
     verdicts = []
     with ThreadPoolExecutor(READ_AHEAD, thread_name_prefix="read") as readers:
         for start in range(0, len(documents), READ_AHEAD):  # (a batch at a time: bounded memory)
             batch = documents[start : start + READ_AHEAD]
-            for (location, _root), fetched in zip(batch, readers.map(read, batch), strict=True):
-                if isinstance(fetched, Unread):
-                    verdicts.append(Verdict(location, None, None, (fetched.problem,)))
-                else:
-                    verdicts.append(verify_bytes(fetched[0], location, keyring, limits)[0])
+            read = readers.map(lambda document: fetch(document[0], document[1], limits), batch)
+            for (location, _root), fetched in zip(batch, read, strict=True):
+                verdicts.append(verdict_of(fetched, location, keyring, limits)[0])
     return verdicts

@@ -49,14 +49,14 @@ from ..site.search_index import (
 from ..site.shared_paths import own_shareable_files
 from ..site.sitewide import Lazy, PageRender
 from ..site.templating import make_environment
-from ..trust.check import verify_bytes, verify_file
+from ..trust.check import verify_file
 from ..trust.choose import Candidate, Choice, pack_event_ids
 from ..trust.errors import Code, Rejection
 from ..trust.keys import Keyring
 from ..trust.load import Limits, SourceDocument
 from ..trust.model import Verdict, Verified
 from .change_check import stat_key, tag_stat
-from .content_store import READ_AHEAD, Unread, forget_stores, read_document
+from .content_store import READ_AHEAD, Fetched, Unread, fetch, forget_stores, verdict_of
 from .state import FileEntry
 from .write import Writer, remove_tree
 
@@ -172,10 +172,6 @@ class DocumentResult:
         return layout.number_paths(self.summary.body, self.entry.candidate.kind == "bundle")
 
 
-Fetched = tuple[bytes, int, str] | Unread
-"""One object's bytes, size and tag, or why it was refused (`content_store.read_document`)."""
-
-
 def document_batch_task(tasks: list[Task]) -> list[DocumentResult]:
     """`document_task` over documents in an object store, their reads made at once:
     a store answers each read after some milliseconds (tens, over a network), and a
@@ -184,19 +180,13 @@ def document_batch_task(tasks: list[Task]) -> list[DocumentResult]:
     readers = _WORKER.get("readers")
     if readers is None:  # (threads of this worker, which never forks: see content_store.py)
         readers = _WORKER["readers"] = ThreadPoolExecutor(READ_AHEAD, thread_name_prefix="read")
-    fetched = list(readers.map(_fetch, tasks))
+    limits = _WORKER["limits"]
+    fetched = list(readers.map(lambda task: fetch(task.path, task.root, limits), tasks))
     return [document_task(task, read) for task, read in zip(tasks, fetched, strict=True)]
 
 
 document_batch_task.items_per_call = READ_AHEAD  # type: ignore[attr-defined]
 """(A cluster cuts its tasks by records, not by batches of them: see cluster.py's `map`.)"""
-
-
-def _fetch(task: Task) -> Fetched:
-    try:
-        return read_document(task.path, task.root, _WORKER["limits"])
-    except Unread as exc:
-        return exc
 
 
 def document_task(task: Task, fetched: Fetched | None = None) -> DocumentResult:
@@ -242,12 +232,12 @@ def _read_and_verify(
     keyring, limits = _WORKER["keyring"], _WORKER["limits"]
     if root == _WORKER["config"].content_store:
         if fetched is None:
-            fetched = _fetch(Task(path, name, root))
+            fetched = fetch(path, root, limits)
         if isinstance(fetched, Unread):  # (its size and tag, when known: see content_store.Unread)
             stat = tag_stat(fetched.size, fetched.tag) if fetched.tag else 0
-            return stat, (Verdict(name, None, None, (fetched.problem,)), None, None)
-        raw, size, tag = fetched
-        return tag_stat(size, tag), verify_bytes(raw, name, keyring, limits)
+        else:
+            stat = tag_stat(fetched[1], fetched[2])
+        return stat, verdict_of(fetched, name, keyring, limits)
     try:
         stat = stat_key(path)
     except OSError:

@@ -41,7 +41,7 @@ from ..trust.errors import ConfigError
 from .storage_interface import MissingObject, RetryPolicy, Storage, StorageError, StoredObject, check_key
 
 if TYPE_CHECKING:
-    from obstore import Attributes, UpdateVersion
+    from obstore import Attributes, ObjectMeta, UpdateVersion
     from obstore.store import ClientConfig, ObjectStore, RetryConfig
 
 _STATUS = re.compile(r"status code: (\d{3}) ([^:\n]*)")
@@ -126,7 +126,7 @@ class ObjectStorage(Storage):
         try:
             result = obstore.get(self.store, check_key(key))
             meta = result.meta
-            found = StoredObject(key, meta["size"], (meta["e_tag"] or "").strip('"'))
+            found = _stored({**meta, "path": key})
             return (bytes(result.bytes()) if found.size <= cap else None), found
         except FileNotFoundError:
             raise MissingObject(self.url(key), key, "no such object") from None
@@ -158,14 +158,14 @@ class ObjectStorage(Storage):
             return None
         except (BaseError, OSError) as exc:
             raise self._failed(key, "read this object's size and tag", exc) from None
-        return StoredObject(meta["path"], meta["size"], (meta["e_tag"] or "").strip('"'))
+        return _stored(meta)
 
     def list(self, prefix: str = "") -> Iterator[StoredObject]:
         folder = prefix.strip("/")
         try:
             for batch in obstore.list(self.store, check_key(folder) if folder else None):
                 for meta in batch:
-                    yield StoredObject(meta["path"], meta["size"], (meta["e_tag"] or "").strip('"'))
+                    yield _stored(meta)
         except (BaseError, OSError) as exc:
             raise self._failed(folder, "list these objects", exc) from None
 
@@ -214,6 +214,11 @@ def _what(name: str) -> str:
     """One of the storage's own objects, for a person: "the lease", or "the upload note
     (.pith-mirror/published.json)"."""
     return "the lease" if name.startswith("lease-") else f"the upload note ({Storage._own_key(name)})"
+
+
+def _stored(meta: ObjectMeta) -> StoredObject:
+    """An object's key, size and tag as the store lists them (the ETag without its quotes)."""
+    return StoredObject(meta["path"], meta["size"], (meta["e_tag"] or "").strip('"'))
 
 
 def _version(e_tag: str | None, generation: str | None) -> str:

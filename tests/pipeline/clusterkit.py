@@ -21,16 +21,27 @@ def inputs() -> list[tuple[str, bytes]]:
         ("pages/about.md", b"# About\n\nA mirror built on a cluster.\n"),
     ]
     for i in range(44):
-        title = f"Clustered paper {i}"
-        record = f.canonical_record(
-            source_id=f"2301.{i:05d}", title=title, submitted_at=f"2023-01-{1 + i % 28:02d}T00:00:00Z"
-        )
-        events = bundle_events(record, title, 1 + i % 3)
-        docs.append((f"b/{i:02d}.json", f.bundle(record=record, title=title, events=events)))
+        docs.append((f"b/{i:02d}.json", clustered_bundle(i)))
     for i in range(15):
         paper, version = f"2302.{i // 2:05d}", 1 + i % 2
         docs.append((f"r/{i:02d}.json", record_doc(source_id=paper, version=version, title=f"Record {i}")))
     return [(name, data if isinstance(data, bytes) else f.to_bytes(data)) for name, data in docs]
+
+
+def clustered_record(i: int) -> dict[str, Any]:
+    """The canonical record of "Clustered paper i", bundled as b/<i>.json by `inputs`."""
+    return f.canonical_record(
+        source_id=f"2301.{i:05d}",
+        title=f"Clustered paper {i}",
+        submitted_at=f"2023-01-{1 + i % 28:02d}T00:00:00Z",
+    )
+
+
+def clustered_bundle(i: int, snapshots: int | None = None) -> dict[str, Any]:
+    """Its bundle, with `snapshots` graph snapshots (1 + i % 3, as `inputs` has it, by default)."""
+    record, title = clustered_record(i), f"Clustered paper {i}"
+    events = bundle_events(record, title, 1 + i % 3 if snapshots is None else snapshots)
+    return f.bundle(record=record, title=title, events=events)
 
 
 def few(files: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:

@@ -32,8 +32,8 @@ need("distributed", "cluster", module_level=True)
 
 import dask.config
 import distributed
-from clusterkit import cli_build, few, inputs, make
-from sitekit import BOTH_KEYS, Project, all_paths, bundle_events, fresh_tree, record_doc, tree
+from clusterkit import cli_build, clustered_bundle, clustered_record, few, inputs, make
+from sitekit import BOTH_KEYS, Project, all_paths, fresh_tree, record_doc, tree
 
 from generator.build import cluster as cluster_module
 from generator.build.pipeline import build
@@ -146,9 +146,7 @@ def test_an_incremental_build_on_a_cluster_equals_a_clean_build(
     where = dask_cluster.scheduler_address
     changing = make(tmp_path / "changing", files)
     build_on(changing, where)
-    title = "Clustered paper 3"
-    record = f.canonical_record(source_id="2301.00003", title=title, submitted_at="2023-01-04T00:00:00Z")
-    grown = f.bundle(record=record, title=title, events=bundle_events(record, title, 3))
+    grown = clustered_bundle(3, snapshots=3)
     changing.add("b/03.json", grown)  # (a bundle one snapshot longer)
     changing.add("r/new.json", record_doc(source_id="2303.00001", title="Added Later"))
     changing.add("refused.json", record_doc(source_id="2303.00002", title="Fixed Later"))
@@ -167,20 +165,14 @@ def test_a_deletion_and_a_rollback_on_a_cluster(
     where = dask_cluster.scheduler_address
     p = make(tmp_path / "p", files)
     build_on(p, where)
-    title = "Clustered paper 3"
-    record = f.canonical_record(source_id="2301.00003", title=title, submitted_at="2023-01-04T00:00:00Z")
-    body = f.pith_body(record)
+    body = f.pith_body(clustered_record(3))
     older = p.read("pith/" + body + "/bundle.json")
-    p.add("b/03.json", f.bundle(record=record, title=title, events=bundle_events(record, title, 3)))
+    p.add("b/03.json", clustered_bundle(3, snapshots=3))
     assert build_on(p, where).mode == "incremental"
     grown = p.read(f"pith/{body}/bundle.json")
     assert grown != older
 
-    gone = f.pith_body(
-        f.canonical_record(
-            source_id="2301.00005", title="Clustered paper 5", submitted_at="2023-01-06T00:00:00Z"
-        )
-    )
+    gone = f.pith_body(clustered_record(5))
     assert (p.site / f"pith/{gone}.html").is_file()
     p.remove("b/05.json")
     p.remove("refused.json")  # (an unreadable file would keep every number whose documents are gone)

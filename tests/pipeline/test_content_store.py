@@ -27,7 +27,7 @@ need("obstore", "storage", module_level=True)
 
 import obstore
 import storagekit
-from clusterkit import inputs, make
+from clusterkit import clustered_bundle, clustered_record, inputs, make
 from sitekit import Project, bundle_events, tree
 
 from generator.publish.storage import RetryPolicy, Storage, open_storage
@@ -58,27 +58,18 @@ def store_of(s3: storagekit.S3StandIn, files: list[tuple[str, bytes]]) -> tuple[
     return url, storage
 
 
-def run(s3: storagekit.S3StandIn, *argv: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """`python -m generator ARGV...` with the stand-in's settings in the environment."""
+def run(
+    s3: storagekit.S3StandIn | None, *argv: str | Path, cwd: Path, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """`python -m generator ARGV...` in a new process, with the stand-in's settings in its
+    environment as an operator's would hold them (`s3`), or none."""
+    env = {k: v for k, v in os.environ.items() if k != "SOURCE_DATE_EPOCH"} | {"PYTHONPATH": str(REPO)}
+    if s3 is not None:
+        env |= s3.environment()
     command = [sys.executable, "-m", "generator", *map(str, argv)]
     return subprocess.run(
-        command, cwd=cwd, env=store_env(s3), capture_output=True, text=True, timeout=300, check=False
+        command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
     )
-
-
-def store_env(s3: storagekit.S3StandIn) -> dict[str, str]:
-    """The environment with the stand-in's settings, as an operator's would hold them."""
-    options = s3.options()
-    env = {k: v for k, v in os.environ.items() if k != "SOURCE_DATE_EPOCH"}
-    env |= {
-        "PYTHONPATH": str(REPO),
-        "AWS_ENDPOINT_URL": options["endpoint"],
-        "AWS_REGION": options["region"],
-        "AWS_ACCESS_KEY_ID": options["access_key_id"],
-        "AWS_SECRET_ACCESS_KEY": options["secret_access_key"],
-        "AWS_VIRTUAL_HOSTED_STYLE_REQUEST": "false",
-    }
-    return env
 
 
 def build(s3: storagekit.S3StandIn, p: Project, content: str | Path, *more: str) -> str:
@@ -89,21 +80,18 @@ def build(s3: storagekit.S3StandIn, p: Project, content: str | Path, *more: str)
     return done.stdout + done.stderr
 
 
+def build_folder(p: Project) -> subprocess.CompletedProcess[str]:
+    """The same build of p's content folder (no store settings in its environment)."""
+    keys = p.write_keys()
+    return run(None, "build", p.content, p.site, "--keys", keys, "--jobs", "2", "--quiet", cwd=p.root)
+
+
 def folder_site(root: Path, files: list[tuple[str, bytes]]) -> dict[str, bytes]:
     """The site a build of the same documents from a folder makes."""
     p = make(root, files)
-    done = run_plain(p)
+    done = build_folder(p)
     assert done.returncode == 1, done.stderr  # (the one refused file)
     return tree(p.site)
-
-
-def run_plain(p: Project) -> subprocess.CompletedProcess[str]:
-    keys = p.write_keys()
-    command = [sys.executable, "-m", "generator", "build", str(p.content), str(p.site), "--keys", str(keys)]
-    env = {k: v for k, v in os.environ.items() if k != "SOURCE_DATE_EPOCH"} | {"PYTHONPATH": str(REPO)}
-    return subprocess.run(
-        [*command, "--jobs", "2", "--quiet"], cwd=p.root, env=env, capture_output=True, text=True, check=False
-    )
 
 
 def test_a_store_builds_the_bytes_of_a_folder_and_rebuilds_only_what_changed(
@@ -116,7 +104,7 @@ def test_a_store_builds_the_bytes_of_a_folder_and_rebuilds_only_what_changed(
     line = build(s3, p, url)
     assert "published 61, refused 1 file(s)" in line and "full:" in line, line
     folder = make(tmp_path / "from-folder", files)  # (the same documents, and changes, in a folder)
-    assert run_plain(folder).returncode == 1
+    assert build_folder(folder).returncode == 1
     assert tree(p.site) == tree(folder.site)
     # the refused file is named as a folder's would be: the store folder's name, then the key
     assert "content/refused.json" in p.read("report.json").decode()
@@ -139,7 +127,7 @@ def test_a_store_builds_the_bytes_of_a_folder_and_rebuilds_only_what_changed(
     assert "incremental:" in line and "2 input(s) changed" in line, line
     reads = [path for method, path in s3.proxy.seen if method == "GET" and "list-type" not in path]
     assert [r.split("?")[0].rsplit("/", 2)[-2:] for r in reads] == [["b", "03.json"]]
-    assert run_plain(folder).returncode == 1
+    assert build_folder(folder).returncode == 1
     assert tree(p.site) == tree(folder.site)
     # (what SITE published stays, its file gone: the removed record is still there)
     assert "r/04.json" not in p.read("report.json").decode()
@@ -156,16 +144,9 @@ def test_a_cluster_reads_the_store_itself(s3: storagekit.S3StandIn, tmp_path: Pa
     assert tree(p.site) == folder_site(tmp_path / "folder", files)
 
     # a bundle grown by a snapshot: an incremental build on the cluster
-    title = "Clustered paper 3"
-    record = f.canonical_record(source_id="2301.00003", title=title, submitted_at="2023-01-04T00:00:00Z")
-    body = f.pith_body(record)
+    body = f.pith_body(clustered_record(3))
     older = p.read(f"pith/{body}/bundle.json")
-    storage.write(
-        "b/03.json",
-        f.to_bytes(f.bundle(record=record, title=title, events=bundle_events(record, title, 3))),
-        "application/json",
-        "no-cache",
-    )
+    storage.write("b/03.json", f.to_bytes(clustered_bundle(3, snapshots=3)), "application/json", "no-cache")
     line = build(s3, p, url, "--scheduler", "local")
     assert "incremental:" in line and "1 input(s) changed" in line, line
     grown = p.read(f"pith/{body}/bundle.json")
@@ -173,15 +154,10 @@ def test_a_cluster_reads_the_store_itself(s3: storagekit.S3StandIn, tmp_path: Pa
 
     # a document deleted from the store unpublishes its number; an older bundle put back
     # in the grown one's place is refused, and the grown one stays, byte for byte
-    gone = f.pith_body(
-        f.canonical_record(
-            source_id="2301.00005", title="Clustered paper 5", submitted_at="2023-01-06T00:00:00Z"
-        )
-    )
+    gone = f.pith_body(clustered_record(5))
     assert (p.site / f"pith/{gone}.html").is_file()
-    storage.delete(
-        ["b/05.json", "refused.json"]
-    )  # (an unreadable file keeps every number whose documents went)
+    # (an unreadable file keeps every number whose documents went: it goes too)
+    storage.delete(["b/05.json", "refused.json"])
     storage.write("b/03.json", older, "application/json", "no-cache")
     line = build(s3, p, url, "--scheduler", "local")
     assert "incremental:" in line and "bundle.rollback" in line and "content/b/03.json" in line, line
@@ -272,7 +248,7 @@ def test_what_is_not_a_document_and_a_throttled_store(s3: storagekit.S3StandIn, 
     for key in ("notes.txt", ".hidden.json", "x.json~", "#draft.json", ".partial"):
         assert key not in report and key not in line
     folder = make(tmp_path / "folder", [*files, ("big.json", b" " * (5 << 20))])
-    assert run_plain(folder).returncode == 1
+    assert build_folder(folder).returncode == 1
     assert tree(p.site) == tree(folder.site)
     # the refused object is known by its size and tag: not counted as changed, nor read, again
     s3.proxy.reset()
@@ -291,7 +267,7 @@ def test_many_changed_objects_go_to_the_worker_processes(s3: storagekit.S3StandI
     p.root.mkdir()
     build(s3, p, url)
     folder = make(tmp_path / "folder", files)
-    assert run_plain(folder).returncode == 1
+    assert build_folder(folder).returncode == 1
     for i in range(8):
         title = f"Changed {i}"
         record = f.canonical_record(
@@ -300,22 +276,13 @@ def test_many_changed_objects_go_to_the_worker_processes(s3: storagekit.S3StandI
         new = f.to_bytes(f.bundle(record=record, title=title, events=bundle_events(record, title, 1)))
         storage.write(f"b/{i:02d}.json", new, "application/json", "no-cache")
         folder.add(f"b/{i:02d}.json", new)
-    keys = p.keys_file
-    argv = ["build", url, p.site, "--keys", keys, "--jobs", "2", "--quiet"]
+    argv = ["build", url, p.site, "--keys", p.keys_file, "--jobs", "2", "--quiet"]
     try:
-        done = subprocess.run(
-            [sys.executable, "-m", "generator", *map(str, argv)],
-            cwd=p.root,
-            env=store_env(s3),
-            capture_output=True,
-            text=True,
-            timeout=90,
-            check=False,
-        )
+        done = run(s3, *argv, cwd=p.root, timeout=90)
     except subprocess.TimeoutExpired:
         pytest.fail("the build hung: a worker forked after the store was listed")
     assert "8 input(s) changed" in done.stdout, done.stdout + done.stderr
-    assert run_plain(folder).returncode == 1
+    assert build_folder(folder).returncode == 1
     assert tree(p.site) == tree(folder.site)
 
 

@@ -119,7 +119,7 @@ def test_a_lease_whose_answer_was_lost_is_still_ours(s3: storagekit.S3StandIn, s
 def test_throttling_is_retried(s3: storagekit.S3StandIn, s3_storage: Storage) -> None:
     s3.proxy.reset(fail_next=2)  # 503 SlowDown twice, then moto answers
     s3_storage.write("pith/X.json", b"{}", JSON, MEDIUM)
-    assert s3.proxy.failed == 2 and s3.proxy.puts() == [f"/mirror-{s3.buckets}/site/pith/X.json"] * 3
+    assert s3.proxy.failed == 2 and s3.proxy.puts() == [f"/{bucket_of(s3_storage)}/site/pith/X.json"] * 3
 
     s3.proxy.reset(fail_next=3, status=500)
     assert s3_storage.read("pith/X.json") == b"{}"

@@ -22,14 +22,7 @@ def upload(s3: storagekit.S3StandIn | None, *argv: str | Path) -> subprocess.Com
     """`python -m generator upload ARGV...`, with the stand-in's settings in the environment."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     if s3 is not None:
-        options = s3.options()
-        env |= {
-            "AWS_ENDPOINT_URL": options["endpoint"],
-            "AWS_REGION": options["region"],
-            "AWS_ACCESS_KEY_ID": options["access_key_id"],
-            "AWS_SECRET_ACCESS_KEY": options["secret_access_key"],
-            "AWS_VIRTUAL_HOSTED_STYLE_REQUEST": "false",
-        }
+        env |= s3.environment()
     command = [sys.executable, "-m", "generator", "upload", *map(str, argv)]
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, check=False)
 
