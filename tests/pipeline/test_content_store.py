@@ -4,10 +4,11 @@ store's settings in the environment, as an operator's would be.
 
 A build from the store gives the bytes of a build from a folder holding the same
 documents, on the process pool and on a two-worker Dask cluster whose workers read
-the documents themselves (where a grown bundle, a deleted document and a rollback go as on
-a folder); it rebuilds only what changed in the store; `verify` checks a store; it refuses an
-emptied store, Markdown pages it would leave out, and the commands that need a
-folder; a store that stays down fails the build with exit 2 and SITE as it was."""
+the documents themselves (and with a cluster named, a grown bundle, a deleted document
+and a rollback go as on a folder); it rebuilds only what changed in the store;
+`verify` checks a store; it refuses an emptied store, Markdown pages it would leave
+out, and the commands that need a folder; a store that stays down fails the build with
+exit 2 and SITE as it was."""
 
 # ruff: noqa: E402  (the extras are looked for before anything imports them)
 from __future__ import annotations
@@ -143,7 +144,10 @@ def test_a_cluster_reads_the_store_itself(s3: storagekit.S3StandIn, tmp_path: Pa
     assert "published 19, refused 1 file(s)" in line and "http.server" in line, line
     assert tree(p.site) == folder_site(tmp_path / "folder", files)
 
-    # a bundle grown by a snapshot: an incremental build on the cluster
+    # a bundle grown by a snapshot, then a deletion and a rollback: incremental builds with a
+    # cluster named, though one batch of changed documents (up to 16) is read and verified
+    # in the build's own process, as a single task always is; the cold build above is the
+    # one whose documents the cluster's workers read
     body = f.pith_body(clustered_record(3))
     older = p.read(f"pith/{body}/bundle.json")
     storage.write("b/03.json", f.to_bytes(clustered_bundle(3, snapshots=3)), "application/json", "no-cache")
