@@ -19,6 +19,7 @@ from ..trust.errors import ConfigError, Rejection, printable
 
 if TYPE_CHECKING:
     from ..publish.pull import Outcome
+    from ..publish.pull_destination import Destination
 
 EXIT_OK, EXIT_REFUSED = 0, 1
 DEFAULT_JOBS = 8
@@ -51,7 +52,11 @@ def add_pull_command(commands: Any) -> None:
     pull.add_argument(
         "--mirrors", action="store_true", help="spread the fetches over the mirrors the source lists"
     )
-    pull.add_argument("--content", metavar="DIR", help="where documents go (default content/)")
+    pull.add_argument(
+        "--content",
+        metavar="DIR|URL",
+        help="where documents go: a folder (default content/), or a store: s3://BUCKET/PREFIX/",
+    )
     pull.add_argument("--keys", type=Path, metavar="FILE", help="pinned keys (JSON key object or list)")
     pull.add_argument(
         "--config", type=Path, metavar="FILE", help="settings file (pith-mirror.toml or pyproject.toml)"
@@ -122,6 +127,7 @@ def run_pull(args: argparse.Namespace) -> int:
     from ..publish.client import Client, run_sync
     from ..publish.client import Limits as NetLimits
     from ..publish.pull import Plan, Puller, base_url, manifest_targets, mirror_sources
+    from ..publish.pull_destination import ContentFolder, ContentStore
     from ..publish.pull_selection import Target
     from ..site.config import check_max_bytes, load_config
     from ..trust.load import Limits
@@ -129,15 +135,16 @@ def run_pull(args: argparse.Namespace) -> int:
 
     _check(args)
     config = load_config(args.config, {"content": args.content, "keys": args.keys})
-    if config.content_store is not None:
-        raise ConfigError(
-            "content",
-            f"{config.content_store}: pull writes the documents it verified into a folder;"
-            " pull into a folder, then copy it to the store (`build` reads a store)",
-        )
     if args.max_bytes is not None:
         check_max_bytes(args.max_bytes)
     max_bytes = args.max_bytes if args.max_bytes is not None else config.max_bytes
+    content: Destination
+    if config.content_store is not None:
+        from ..publish.storage import open_storage
+
+        content = ContentStore(open_storage(config.content_store, setting="content"), max_bytes)
+    else:
+        content = ContentFolder(config.content)
     keyring = load_keys(config.keys)
     source = base_url(args.source or config.primary_url)
     targets = _targets(args)
@@ -160,7 +167,7 @@ def run_pull(args: argparse.Namespace) -> int:
                 chosen += [Target("number", body) for body in sorted(listed)]
                 chosen = list(dict.fromkeys(chosen))
             progress.total = len(chosen)
-            plan = Plan(sources, config.content, keyring, Limits(max_bytes=max_bytes))
+            plan = Plan(sources, content, keyring, Limits(max_bytes=max_bytes))
             outcomes = await Puller(plan, client, progress.done).run(chosen, listed, args.jobs)
             return outcomes, client.requests
 
@@ -171,7 +178,7 @@ def run_pull(args: argparse.Namespace) -> int:
         s: sum(1 for o in outcomes if o.status == s) for s in ("fetched", "unchanged", "refused", "failed")
     }
     if args.json:
-        print(json.dumps(as_json(outcomes, counts, requests, config.content), indent=2, ensure_ascii=False))
+        print(json.dumps(as_json(outcomes, counts, requests, content), indent=2, ensure_ascii=False))
     for outcome in outcomes:
         for where, problem in outcome.problems:
             print(Rejection(where, problem.pointer, problem.code, problem.message).line(), file=sys.stderr)
@@ -181,13 +188,15 @@ def run_pull(args: argparse.Namespace) -> int:
     line = (
         f"pulled {len(outcomes)} number(s) from {source}: {counts['fetched']} fetched, "
         f"{counts['unchanged']} unchanged, {counts['refused']} refused, {counts['failed']} failed "
-        f"({requests} request(s) in {seconds:.2f}s) -> {config.content}"
+        f"({requests} request(s) in {seconds:.2f}s) -> {content.where()}"
     )
     print(line, file=sys.stderr if args.json else sys.stdout)
     return EXIT_REFUSED if counts["refused"] or counts["failed"] else EXIT_OK
 
 
-def as_json(outcomes: list[Outcome], counts: dict[str, int], requests: int, content: Path) -> dict[str, Any]:
+def as_json(
+    outcomes: list[Outcome], counts: dict[str, int], requests: int, content: Destination
+) -> dict[str, Any]:
     """Per-number results in the shape of `verify --json`, with each number's status."""
     results = []
     for outcome in outcomes:
@@ -195,13 +204,13 @@ def as_json(outcomes: list[Outcome], counts: dict[str, int], requests: int, cont
         main = main or (outcome.files[0] if outcome.files else None)
         results.append(
             {
-                "path": (content / main).as_posix() if main else None,
+                "path": content.where(main) if main else None,
                 "kind": ("bundle" if main.endswith(".bundle.json") else "record") if main else None,
                 "pith_number": outcome.pith_number,
                 "ok": outcome.ok,
                 "status": outcome.status,
                 "selection": outcome.target,
-                "files": [(content / f).as_posix() for f in outcome.files],
+                "files": [content.where(f) for f in outcome.files],
                 "errors": [
                     {**Rejection(where, p.pointer, p.code, p.message).as_json(), "source": where}
                     for where, p in outcome.problems

@@ -11,9 +11,11 @@ Rules:
   then be the document asked for (that number, that kind, and for a look-up
   that paper: the signed record must determine the alias looked up).
 - Only a document that verifies is written, as `<P>.record.json` or
-  `<P>.bundle.json` in the content folder, through a temporary file in the
-  same folder renamed into place: a pull killed at any moment leaves whole,
-  verified documents only. Its stale temporaries are removed by the next.
+  `<P>.bundle.json`, whole: into a content folder through a temporary file
+  renamed into place (a killed pull's stale temporaries are removed by the
+  next), into a content store by one PUT while the pull holds the store's
+  lease (`pull_destination`). A pull killed at any moment leaves whole,
+  verified documents only.
 - Never roll back: a fetched document replaces the local one only as the build
   would let it replace a published one (`choose.select`: a bundle must hold
   every local event, and with the same events be built later), and only with
@@ -22,6 +24,8 @@ Rules:
   compared with the local files before anything is fetched; otherwise each
   request is conditional, with the validators kept in `.pith-pull.json`
   beside the documents (hidden, so the build never reads it as a document).
+  Reads and writes of the destination run on threads: a store's requests do
+  not hold up the fetches.
 - Library only: returns an `Outcome` per target; the command prints.
 """
 
@@ -30,29 +34,27 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import os
 import time
 import urllib.parse
 import zlib
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from ..site import layout
 from ..site.manifest import ManifestError, manifest_entries, shard_refs
 from ..trust.choose import Candidate, pack_event_ids, select
 from ..trust.errors import Code, ConfigError, Problem, RejectionError, pointer
-from ..trust.files import write_atomic
 from ..trust.keys import Keyring
 from ..trust.load import Limits, SourceDocument, decode, parse_json
 from ..trust.model import BODY_RE, PITH_RE, Kind, Verified, derivable_aliases
 from ..trust.verify import verify_document
 from .client import Answer, Client, FetchError, HttpStatus, RedirectRefused, TooLarge, TooSlow
+from .pull_destination import Destination
 from .pull_selection import Target
 
-STATE_FILE = ".pith-pull.json"
 STATE_SAVE_SECONDS = 1.0
 MANIFEST_LIMIT = 256 * 1024 * 1024
 """The largest mirror manifest or mirror list read (20,000 numbers take about 10 MB)."""
@@ -60,6 +62,7 @@ LOOKUP_LIMIT = 1024 * 1024
 MIRRORS_PATH = "pith-mirrors.json"
 
 Status = Literal["fetched", "unchanged", "refused", "failed"]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +108,7 @@ class Plan:
 
     sources: tuple[str, ...]
     """Base URLs, each ending in "/": the source first, then its mirrors (`--mirrors`)."""
-    content: Path
+    content: Destination
     keyring: Keyring
     limits: Limits = field(default_factory=Limits)
 
@@ -190,21 +193,24 @@ async def manifest_targets(client: Client, source: str) -> dict[str, dict[str, A
 class State:
     """Validators of what was fetched (ETag, Last-Modified, the bytes' sha256), by URL,
     and the hashes of derived record documents not stored. Only a hint: a validator is
-    used only while the local file still has the bytes it was given for."""
+    used only while the local copy still has the bytes it was given for."""
 
-    def __init__(self, content: Path) -> None:
-        self.path = content / STATE_FILE
+    def __init__(self, content: Destination) -> None:
+        self.content = content
         self.entries: dict[str, dict[str, Any]] = {}
         self.saved = time.monotonic()
         self.pause = STATE_SAVE_SECONDS
         self.dirty = False
         try:
-            data = json.loads(self.path.read_bytes())
-        except (OSError, ValueError, RecursionError):
+            data = json.loads(content.read_state() or b"null")
+        except (ValueError, RecursionError):
             return
-        entries = data.get("entries") if isinstance(data, dict) else None
+        if not isinstance(data, dict):
+            return
+        entries = data.get("entries")
         if isinstance(entries, dict):
             self.entries = {k: v for k, v in entries.items() if isinstance(v, dict)}
+        content.remember(data.get("stored"))
 
     def get(self, url: str) -> dict[str, Any]:
         return self.entries.get(url, {})
@@ -226,8 +232,11 @@ class State:
         if not self.dirty or (not force and time.monotonic() - self.saved < self.pause):
             return
         started = time.monotonic()
-        data = json.dumps({"pith_pull_state": 1, "entries": self.entries}, sort_keys=True).encode()
-        write_atomic(self.path, data)
+        state: dict[str, Any] = {"pith_pull_state": 1, "entries": self.entries}
+        stored = self.content.remembered()
+        if stored:
+            state["stored"] = stored
+        self.content.write_state(json.dumps(state, sort_keys=True).encode())
         self.saved, self.dirty = time.monotonic(), False
         self.pause = max(STATE_SAVE_SECONDS, 20 * (self.saved - started))
 
@@ -236,36 +245,8 @@ class State:
 
 
 def content_name(body: str, kind: Kind) -> str:
-    """The stable name of a number's document in the content folder."""
+    """The stable name of a number's document in the content folder or store."""
     return f"{layout.check_body(body)}.{kind}.json"
-
-
-def file_sha256(path: Path) -> str | None:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
-        return None
-
-
-def remove_stale_temporaries(content: Path) -> None:
-    """Temporaries of a pull that was killed (`write.temporary_path` names them
-    `.<name>.tmp-<pid>`): never documents, and never anyone else's files."""
-    try:
-        names = os.listdir(content)
-    except OSError:
-        return
-    for name in names:
-        head, _, pid = name.rpartition(".tmp-")
-        stem = head[1:].split(".", 1)
-        if (
-            name.startswith(".")
-            and pid.isdigit()
-            and len(stem) == 2
-            and BODY_RE.fullmatch(stem[0])
-            and stem[1] in ("record.json", "bundle.json")
-            and int(pid) != os.getpid()
-        ):
-            (content / name).unlink(missing_ok=True)
 
 
 # ---------------------------------------------------------------- one number
@@ -280,7 +261,8 @@ class Puller:
         self.plan = plan
         self.client = client
         self.progress = progress
-        self.state = State(plan.content)
+        self.state: State
+        self.io: ThreadPoolExecutor
         self.shard_widths: dict[str, asyncio.Task[tuple[int | None, tuple[str, Problem] | None]]] = {}
         """Each source's look-up shard width, read once a pull (see `shard_width`)."""
 
@@ -289,21 +271,42 @@ class Puller:
     ) -> list[Outcome]:
         """Pull every target, `jobs` at once. `listed` holds the manifest entries of
         `--all` (by body), whose hashes decide what needs fetching at all."""
-        self.plan.content.mkdir(parents=True, exist_ok=True)
-        remove_stale_temporaries(self.plan.content)
-        gate = asyncio.Semaphore(max(1, jobs))
-
-        async def one(target: Target) -> Outcome:
-            async with gate:
-                outcome = await self.pull(target, (listed or {}).get(target.value))
-            self.progress(outcome)
-            self.state.save()
-            return outcome
-
+        content = self.plan.content
+        self.io = ThreadPoolExecutor(max(1, jobs), thread_name_prefix="pull-io")
+        tasks: list[asyncio.Task[Outcome]] = []
         try:
-            return list(await asyncio.gather(*(one(t) for t in targets)))
+            await self._io(content.open)
+            self.state = await self._io(State, content)
+            gate = asyncio.Semaphore(max(1, jobs))
+
+            async def one(target: Target) -> Outcome:
+                async with gate:
+                    outcome = await self.pull(target, (listed or {}).get(target.value))
+                self.progress(outcome)
+                content.keep()
+                self.state.save()
+                return outcome
+
+            tasks = [asyncio.ensure_future(one(t)) for t in targets]
+            try:
+                return list(await asyncio.gather(*tasks))
+            finally:
+                # (one failed, say the store is down: stop the others, and let every
+                # read and write already started end before the state is saved and
+                # the store's lease given up, so nothing is written without it)
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+                self.io.shutdown(wait=True)
+                if hasattr(self, "state"):
+                    self.state.save(force=True)
         finally:
-            self.state.save(force=True)
+            self.io.shutdown(wait=True)
+            content.close()
+
+    async def _io(self, call: Callable[..., T], *args: Any) -> T:
+        """`call(*args)` on the pull's own threads: a store's requests do not hold up the fetches."""
+        return await asyncio.get_running_loop().run_in_executor(self.io, partial(call, *args))
 
     async def pull(self, target: Target, entry: dict[str, Any] | None) -> Outcome:
         if target.kind == "number":
@@ -387,20 +390,16 @@ class Puller:
         if entry is not None:  # (--all: fetch only what differs from the manifest's hashes)
             number = entry.get("pith_number")
             wanted = []
-            if entry.get("bundle_sha256") is not None and not self._have(body, "bundle", entry):
-                wanted.append("bundle")
-            if entry.get("record_sha256") is not None and not self._have(body, "record", entry):
-                wanted.append("record")
+            for kind in ("bundle", "record"):
+                if entry.get(f"{kind}_sha256") is not None and not await self._have(body, kind, entry):
+                    wanted.append(kind)
         for kind in wanted:
             status, problem, got, note = await self.pull_document(target, body, kind)
             results.append((status, problem, got))
             notes.extend(note)
             number = number or got
-        files = tuple(
-            name
-            for name in (content_name(body, "record"), content_name(body, "bundle"))
-            if (content / name).is_file()
-        )
+        names = (content_name(body, "record"), content_name(body, "bundle"))
+        files = tuple([name for name in names if await self._io(content.has, name)])
         everything = _flat(r for _, r, _ in results)
         if results and all(r is not None and r.code == Code.FETCH_NOT_FOUND for _, r, _ in results):
             return Outcome(str(target), number, "failed", files, everything, tuple(notes))
@@ -408,13 +407,13 @@ class Puller:
         kept = [(s, r) for s, r, _ in results if r is None or r.code != Code.FETCH_NOT_FOUND]
         status = max((s for s, _ in kept), key=_WORST.__getitem__, default="unchanged")
         problems = _flat(r for _, r in kept)
-        full = number or _number_of(content, body)
+        full = number or await self._io(_number_of, content, body)
         return Outcome(str(target), full, status, files, problems, tuple(notes))
 
-    def _have(self, body: str, kind: Kind, entry: dict[str, Any]) -> bool:
+    async def _have(self, body: str, kind: Kind, entry: dict[str, Any]) -> bool:
         """Whether the local copy already has the bytes the manifest lists."""
         listed = entry.get(f"{kind}_sha256")
-        if file_sha256(self.plan.content / content_name(body, kind)) == listed:
+        if await self._io(self.plan.content.sha256, content_name(body, kind)) == listed:
             return True
         if kind != "record":
             return False
@@ -452,12 +451,12 @@ class Puller:
             if kind == "bundle"
             else [layout.record_json(body)]
         )
-        local = self.plan.content / content_name(body, kind)
+        local = content_name(body, kind)
         for index, path in enumerate(paths):
             url = source + path
             headers: dict[str, str] = {}
             remembered = self.state.get(url)
-            local_sha = file_sha256(local)
+            local_sha = await self._io(self.plan.content.sha256, local)
             if remembered.get("sha256") and (remembered.get("derived") or remembered["sha256"] == local_sha):
                 if remembered.get("etag"):
                     headers["If-None-Match"] = remembered["etag"]
@@ -475,11 +474,11 @@ class Puller:
                 return "failed", Refusal.one(url, problem), None
             if answer.not_modified:
                 return "unchanged", None, None
-            return self.accept(url, answer, target, body, kind, local)
+            return await self.accept(url, answer, target, body, kind, local)
         raise AssertionError("unreachable")  # (the loop returns on its last path)
 
-    def accept(
-        self, url: str, answer: Answer, target: Target, body: str, kind: Kind, local: Path
+    async def accept(
+        self, url: str, answer: Answer, target: Target, body: str, kind: Kind, local: str
     ) -> tuple[Status, Refusal | None, str | None]:
         """Verify an answer; write it when it is the document asked for and no rollback."""
         try:
@@ -496,30 +495,29 @@ class Puller:
             self.state.put(url, answer, derived=True)  # (a mirror's derivation: the bundle is the source)
             return "unchanged", None, verified.pith_number
         data = answer.body
+        content = self.plan.content
         try:
-            old = local.read_bytes()
-        except FileNotFoundError:
-            old = None
+            old = await self._io(content.read, local)
         except OSError as exc:
             why = Problem(Code.FILE_UNREADABLE, "", f"the local copy cannot be read ({exc.strerror})")
-            return "refused", Refusal.one(str(local), why), verified.pith_number
+            return "refused", Refusal.one(content.where(local), why), verified.pith_number
         if old == data:
             self.state.put(url, answer)
             return "unchanged", None, verified.pith_number
         if old is not None:
-            refusal = self.refuse_replacement(url, old, verified, local)
+            refusal = self.refuse_replacement(url, old, verified, content.where(local))
             if refusal is not None:
                 return "refused", Refusal.one(url, refusal), verified.pith_number
-        write_atomic(local, data)
+        await self._io(content.write, local, data)
         self.state.put(url, answer)
         return "fetched", None, verified.pith_number
 
-    def refuse_replacement(self, url: str, old: bytes, new: Verified, local: Path) -> Problem | None:
+    def refuse_replacement(self, url: str, old: bytes, new: Verified, local: str) -> Problem | None:
         """Why `new` may not replace the local copy (never roll back), or None.
         A local copy that no longer verifies protects nothing and is replaced."""
         try:
             mine = verify_document(
-                SourceDocument(str(local), old, decode(old, self.plan.limits)), self.plan.keyring
+                SourceDocument(local, old, decode(old, self.plan.limits)), self.plan.keyring
             )
         except RejectionError:
             return None
@@ -542,7 +540,7 @@ class Puller:
             return None
         candidate = _candidate(url, new, old=False)
         selection = select(
-            [candidate], {new.pith_number: (None, _candidate(str(local), held, old=True))}, set(), False
+            [candidate], {new.pith_number: (None, _candidate(local, held, old=True))}, set(), False
         )
         if selection.rejections:
             rejection = selection.rejections[0]
@@ -613,11 +611,11 @@ def _number_in(answer: Answer) -> str | None:
     return None
 
 
-def _number_of(content: Path, body: str) -> str | None:
+def _number_of(content: Destination, body: str) -> str | None:
     """The whole number of a body, from a local document (for the report)."""
     for kind in ("bundle", "record"):
         try:
-            data = json.loads((content / f"{body}.{kind}.json").read_bytes())
+            data = json.loads(content.read(content_name(body, kind)) or b"null")
         except (OSError, ValueError, RecursionError):
             continue
         number = data.get("pith_number") if isinstance(data, dict) else None

@@ -242,7 +242,7 @@ class Storage(abc.ABC):
         raise LeaseHeld(
             self._own_url(_lease(name)),
             self._own_key(_lease(name)),
-            f"another writer ({other}) holds this site's lease until "
+            f"another writer ({other}) holds {_whose(name)} until "
             f"{time.strftime('%Y-%m-%d %H:%M:%S %Z', time.localtime(until))}; "
             "run again once it has finished, or once its lease has expired",
         )
@@ -269,6 +269,11 @@ class Storage(abc.ABC):
         raises for that, as it runs while another error may be on its way out."""
         body = _lease_body(lease.name, lease.holder, 0.0)
         return self._own_swap(_lease(lease.name), body, lease.version) is not None
+
+
+def _whose(name: str) -> str:
+    """A lease, for a person: "this site's lease", "this store's pull lease"."""
+    return "this site's lease" if name == SITE_LEASE else f"this store's {name} lease"
 
 
 def _lease(name: str) -> str:

@@ -216,7 +216,6 @@ def test_refusals_leave_the_site_as_it_was(s3: storagekit.S3StandIn, tmp_path: P
     for argv in (
         ("build", url, p.site, "--keys", keys, "--watch"),
         ("serve", url, p.site, "--keys", keys),
-        ("pull", "--content", url, "pith:2020:Z5NAPRQPUU4SIDOBV5N2FREXWZ"),
     ):
         done = run(s3, *argv, cwd=p.root)
         assert done.returncode == 2 and url in done.stderr and "folder" in done.stderr, (argv, done.stderr)

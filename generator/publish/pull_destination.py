@@ -1,0 +1,275 @@
+"""Where a pull writes the documents it verified: a content folder, or a content store.
+
+`pull` decides what to fetch and whether a document may replace the one it has;
+this module only reads and writes the documents and the pull's own state, so the
+same rules hold whichever it is.
+
+Rules:
+- Both hold a number's documents under their stable names (`<body>.record.json`,
+  `<body>.bundle.json`) and the pull's validators in `.pith-pull.json` (hidden: a
+  build never reads it as a document).
+- A document is written whole or not at all: into a folder through a temporary file
+  renamed into place, into a store by one PUT, which is atomic. A pull killed at any
+  moment leaves whole documents only.
+- A store (`s3://`, `gs://`, `az://BUCKET/PREFIX/`) is written by one pull at a time:
+  the pull holds the store's `pull` lease (an object below `.pith-mirror/`, created only
+  if absent, renewed while the pull runs, taken over once expired if its holder died).
+  Two pulls could otherwise each check a new document against the same old copy, and
+  the older of their two writes win: a rollback. A second pull is refused (exit 2).
+- A store is listed once, at the start. The SHA-256 of an object this pull (or an
+  earlier one) wrote or read is remembered in the state with the object's tag; while
+  the listing shows the same tag, it is not read again, so `pull --all` into a store of
+  a million documents reads only what changed. Only a hint, as the validators are: an
+  object is read again before anything replaces it.
+- Failures: a folder's reads fail as `OSError` (the pull refuses that number); a
+  store's requests are retried with backoff, then fail as `StorageError`, which stops
+  the pull (exit 2) with every document written so far whole and verified.
+"""
+
+from __future__ import annotations
+
+import abc
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+from ..trust.files import write_atomic
+from ..trust.model import BODY_RE
+from .storage import LeaseKeeper, MissingObject, Storage
+
+STATE_FILE = ".pith-pull.json"
+PULL_LEASE = "pull"
+LEASE_TTL = 300.0
+"""Seconds a store's pull lease lasts unless renewed (renewed at half of it, between
+documents): a pull that died keeps another out for at most this long."""
+_JSON = "application/json"
+_NO_CACHE = "no-cache"
+
+
+class Destination(abc.ABC):
+    """A pull's documents and state, by name. See the module's rules."""
+
+    @abc.abstractmethod
+    def where(self, name: str = "") -> str:
+        """Where `name` is, for a person and for the report (a path or a URL)."""
+
+    @abc.abstractmethod
+    def open(self) -> None:
+        """Get ready to write (make the folder; take the store's lease and list it)."""
+
+    @abc.abstractmethod
+    def keep(self) -> None:
+        """Called between documents: a store renews its lease here."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Done writing (a store gives its lease up)."""
+
+    @abc.abstractmethod
+    def read(self, name: str) -> bytes | None:
+        """The document's bytes; None if there is none."""
+
+    @abc.abstractmethod
+    def write(self, name: str, data: bytes) -> None:
+        """Store the document whole."""
+
+    @abc.abstractmethod
+    def has(self, name: str) -> bool:
+        """Whether there is a document by that name."""
+
+    @abc.abstractmethod
+    def sha256(self, name: str) -> str | None:
+        """The SHA-256 of the document's bytes (hex); None if there is none or it cannot be read."""
+
+    @abc.abstractmethod
+    def read_state(self) -> bytes | None:
+        """The pull's state as the last pull left it; None if there is none."""
+
+    @abc.abstractmethod
+    def write_state(self, data: bytes) -> None:
+        """Replace the pull's state."""
+
+    @abc.abstractmethod
+    def remembered(self) -> dict[str, Any]:
+        """What the state keeps for this destination between pulls (see `remember`)."""
+
+    @abc.abstractmethod
+    def remember(self, kept: Any) -> None:
+        """Take back what `remembered` gave to the last pull's state (not trusted: a hint)."""
+
+
+class ContentFolder(Destination):
+    """A content folder on this machine."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def where(self, name: str = "") -> str:
+        return (self.folder / name).as_posix() if name else self.folder.as_posix()
+
+    def open(self) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(self.folder)
+
+    def keep(self) -> None:
+        return None  # (a folder has no lease: see the module's rules)
+
+    def close(self) -> None:
+        return None
+
+    def remembered(self) -> dict[str, Any]:
+        return {}  # (a file is hashed when asked: nothing to remember)
+
+    def remember(self, kept: Any) -> None:
+        return None
+
+    def read(self, name: str) -> bytes | None:
+        try:
+            return (self.folder / name).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def write(self, name: str, data: bytes) -> None:
+        write_atomic(self.folder / name, data)
+
+    def has(self, name: str) -> bool:
+        return (self.folder / name).is_file()
+
+    def sha256(self, name: str) -> str | None:
+        try:
+            return hashlib.sha256((self.folder / name).read_bytes()).hexdigest()
+        except OSError:
+            return None
+
+    def read_state(self) -> bytes | None:
+        try:
+            return (self.folder / STATE_FILE).read_bytes()
+        except OSError:
+            return None
+
+    def write_state(self, data: bytes) -> None:
+        write_atomic(self.folder / STATE_FILE, data)
+
+
+def remove_stale_temporaries(content: Path) -> None:
+    """Temporaries of a pull that was killed (`write.temporary_path` names them
+    `.<name>.tmp-<pid>`): never documents, and never anyone else's files."""
+    try:
+        names = os.listdir(content)
+    except OSError:
+        return
+    for name in names:
+        head, _, pid = name.rpartition(".tmp-")
+        stem = head[1:].split(".", 1)
+        if (
+            name.startswith(".")
+            and pid.isdigit()
+            and len(stem) == 2
+            and BODY_RE.fullmatch(stem[0])
+            and stem[1] in ("record.json", "bundle.json")
+            and int(pid) != os.getpid()
+        ):
+            (content / name).unlink(missing_ok=True)
+
+
+class ContentStore(Destination):
+    """The documents below a store's folder, as `build s3://BUCKET/PREFIX/` reads them."""
+
+    def __init__(self, storage: Storage, cap: int) -> None:
+        self.storage = storage
+        self.cap = cap
+        """The largest document read back (the pull's size limit): a larger object is
+        no document, so it protects nothing and is replaced, unread."""
+        self.keeper: LeaseKeeper | None = None
+        self.listed: dict[str, str] = {}
+        """Each object's tag, as the listing at the start (and this pull's writes) left it."""
+        self.known: dict[str, tuple[str, str]] = {}
+        """name -> (tag, sha256) of bytes read or written, by this pull or an earlier one."""
+
+    def where(self, name: str = "") -> str:
+        return self.storage.url(name)
+
+    def open(self) -> None:
+        lease = self.storage.acquire_lease(PULL_LEASE, LEASE_TTL)
+        self.keeper = LeaseKeeper(self.storage, lease, LEASE_TTL)
+        try:
+            self.listed = {found.key: found.tag for found in self.storage.list() if "/" not in found.key}
+        except BaseException:
+            self.close()
+            raise
+
+    def keep(self) -> None:
+        if self.keeper is not None:
+            self.keeper.keep()
+
+    def close(self) -> None:
+        if self.keeper is not None:
+            keeper, self.keeper = self.keeper, None
+            keeper.release()
+
+    def read(self, name: str) -> bytes | None:
+        if name not in self.listed:
+            # (not there at the start, and not written since: only this pull writes here)
+            return None
+        try:
+            data, found = self.storage.read_capped(name, self.cap)
+        except MissingObject:
+            self.listed.pop(name, None)
+            return None
+        if data is None:
+            return b""  # (over the limit: decoded, it is refused, so it is replaced)
+        self._learn(name, found.tag, data)
+        return data
+
+    def write(self, name: str, data: bytes) -> None:
+        self.storage.write(name, data, _JSON, _NO_CACHE)
+        self._learn(name, self.storage.content_tag(data) or "", data)
+
+    def has(self, name: str) -> bool:
+        return name in self.listed
+
+    def sha256(self, name: str) -> str | None:
+        tag = self.listed.get(name)
+        if tag is None:
+            return None
+        known = self.known.get(name)
+        if tag and known is not None and known[0] == tag:
+            return known[1]
+        data = self.read(name)
+        return None if data is None else hashlib.sha256(data).hexdigest()
+
+    def read_state(self) -> bytes | None:
+        if STATE_FILE not in self.listed:
+            return None
+        try:
+            return self.storage.read(STATE_FILE)
+        except MissingObject:
+            return None
+
+    def write_state(self, data: bytes) -> None:
+        self.keep()
+        self.storage.write(STATE_FILE, data, _JSON, _NO_CACHE)
+        self.listed[STATE_FILE] = self.storage.content_tag(data) or ""
+
+    def remembered(self) -> dict[str, Any]:
+        return {name: list(pair) for name, pair in sorted(self.known.items()) if pair[0]}
+
+    def remember(self, kept: Any) -> None:
+        if not isinstance(kept, dict):
+            return
+        for name, pair in kept.items():
+            if (
+                isinstance(name, str)
+                and isinstance(pair, list)
+                and len(pair) == 2
+                and all(isinstance(part, str) for part in pair)
+            ):
+                self.known[name] = (pair[0], pair[1])
+
+    def _learn(self, name: str, tag: str, data: bytes) -> None:
+        self.listed[name] = tag
+        if tag:
+            self.known[name] = (tag, hashlib.sha256(data).hexdigest())
+        else:
+            self.known.pop(name, None)
