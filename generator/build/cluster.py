@@ -120,6 +120,15 @@ def batch_bounds(items: int, workers: int, least: int = 1) -> list[tuple[int, in
     return bounds
 
 
+def weighted_bounds(calls: int, weight: int, workers: int, least: int = 1) -> list[tuple[int, int]]:
+    """`batch_bounds` for calls that each stand for `weight` records (a batch of
+    documents read together): cut by records, so a task holds as many records as an
+    unbatched map's, then rounded to whole calls, none empty."""
+    records = batch_bounds(calls * weight, workers, least * weight)
+    cut = ((-(-a // weight), -(-b // weight)) for a, b in records)
+    return [(start, end) for start, end in cut if end > start]
+
+
 # ---------------------------------------------------------------- the build's side
 
 
@@ -297,14 +306,7 @@ class ClusterExecutor(Executor):
         calls = list(zip(*iterables, strict=True))
         # (an item may stand for several records: `items_per_call`, see workers.document_batch_task)
         weight = max(1, getattr(fn, "items_per_call", 1))
-        bounds = [
-            (start, end)
-            for start, end in (
-                (-(-a // weight), -(-b // weight))
-                for a, b in batch_bounds(len(calls) * weight, self.workers, chunksize * weight)
-            )
-            if end > start
-        ]
+        bounds = weighted_bounds(len(calls), weight, self.workers, chunksize)
         batches: list[Future[list[T]] | None] = [
             self._queue(_run_batch, fn, calls[start:end]) for start, end in bounds
         ]

@@ -123,6 +123,26 @@ def test_a_maps_last_tasks_are_smaller_and_its_tasks_cover_every_item_once() -> 
         assert all(size >= cluster_module.MIN_BATCH for size in cut[:-1])
 
 
+def test_calls_that_stand_for_many_records_are_cut_by_records() -> None:
+    """A map whose calls each read 16 documents gets the tasks an unbatched map of
+    the records would, in whole calls, covering every call once, none empty."""
+    for calls, weight, workers in ((1_250, 16, 2), (125, 16, 2), (7, 16, 3), (1, 16, 8), (20_000, 1, 2)):
+        bounds = cluster_module.weighted_bounds(calls, weight, workers)
+        assert bounds[0][0] == 0 and bounds[-1][1] == calls
+        assert all(end == next_start for (_, end), (next_start, _) in itertools.pairwise(bounds))
+        assert all(end > start for start, end in bounds)
+        records = cluster_module.batch_bounds(calls * weight, workers)
+        assert len(bounds) <= len(records)
+        largest = max(end - start for start, end in bounds)
+        assert largest == -(-max(end - start for start, end in records) // weight)
+    # 20,000 records read 16 at a time: the tasks of 20,000 records, not of 20,000 calls
+    assert len(cluster_module.weighted_bounds(1_250, 16, 2)) == 24
+    assert cluster_module.weighted_bounds(20_000, 1, 2) == cluster_module.batch_bounds(20_000, 2)
+    # a pool's chunksize, in calls, only ever makes tasks larger
+    chunked = cluster_module.weighted_bounds(1_250, 16, 2, least=40)
+    assert all(end - start >= 40 for start, end in chunked[:-1])
+
+
 def test_the_setting_comes_from_the_settings_file_too(tmp_path: Path) -> None:
     assert SiteConfig().scheduler is None  # (the local pool by default)
     settings = tmp_path / "pith-mirror.toml"
