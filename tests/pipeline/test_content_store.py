@@ -87,11 +87,11 @@ def build_folder(p: Project) -> subprocess.CompletedProcess[str]:
     return run(None, "build", p.content, p.site, "--keys", keys, "--jobs", "2", "--quiet", cwd=p.root)
 
 
-def folder_site(root: Path, files: list[tuple[str, bytes]]) -> dict[str, bytes]:
+def folder_site(root: Path, files: list[tuple[str, bytes]], refused: bool = True) -> dict[str, bytes]:
     """The site a build of the same documents from a folder makes."""
     p = make(root, files)
     done = build_folder(p)
-    assert done.returncode == 1, done.stderr  # (the one refused file)
+    assert done.returncode == (1 if refused else 0), done.stderr  # (the one refused file)
     return tree(p.site)
 
 
@@ -146,8 +146,8 @@ def test_a_cluster_reads_the_store_itself(s3: storagekit.S3StandIn, tmp_path: Pa
 
     # a bundle grown by a snapshot, then a deletion and a rollback: incremental builds with a
     # cluster named, though one batch of changed documents (up to 16) is read and verified
-    # in the build's own process, as a single task always is; the cold build above is the
-    # one whose documents the cluster's workers read
+    # in the build's own process, as a single task always is; the cold build above, and the
+    # last one below (17 changed), are those whose documents the cluster's workers read
     body = f.pith_body(clustered_record(3))
     older = p.read(f"pith/{body}/bundle.json")
     storage.write("b/03.json", f.to_bytes(clustered_bundle(3, snapshots=3)), "application/json", "no-cache")
@@ -168,6 +168,16 @@ def test_a_cluster_reads_the_store_itself(s3: storagekit.S3StandIn, tmp_path: Pa
     assert p.read(f"pith/{body}/bundle.json") == grown
     assert p.read(f".well-known/pith/{body}/bundle.json") == grown
     assert not (p.site / f"pith/{gone}.html").exists()
+
+    # more changed objects than one batch: the cluster's workers read them from the store,
+    # and the site is that of a folder holding the same documents
+    changed = [(f"b/{i:02d}.json", f.to_bytes(clustered_bundle(i, snapshots=4))) for i in range(17)]
+    for name, data in changed:
+        storage.write(name, data, "application/json", "no-cache")
+    line = build(s3, p, url, "--scheduler", "local")
+    assert "incremental:" in line and "17 input(s) changed" in line, line
+    now = [(name, data) for name, data in files if not name.startswith("b/") and name != "refused.json"]
+    assert tree(p.site) == folder_site(tmp_path / "folder-now", now + changed, refused=False)
 
 
 def test_refusals_leave_the_site_as_it_was(s3: storagekit.S3StandIn, tmp_path: Path) -> None:
