@@ -139,6 +139,22 @@ class Unread(RejectionError):
         self.size, self.tag = size, tag
 
 
+UNNAMEABLE_KEY = "cannot read: its key holds a backslash or an empty, '.' or '..' part; rename it"
+
+
+def nameable(location: str, root: str) -> bool:
+    """Whether the storage interface can name the object at `location` (below `root`).
+    One it cannot is refused without a request: that is a fact of its key, so the
+    build keeps its listed size and tag and does not count it as changed again."""
+    from ..publish.storage_interface import check_key
+
+    try:
+        check_key(location[len(root) :])
+    except ValueError:
+        return False
+    return True
+
+
 def read_document(location: str, root: str, limits: Limits) -> tuple[bytes, int, str]:
     """The bytes of the document at `location` (below the store folder `root`), and
     the size and tag of that version. `Unread` for an object that is too large, gone,
@@ -152,9 +168,8 @@ def read_document(location: str, root: str, limits: Limits) -> tuple[bytes, int,
         raise Unread(
             Problem(Code.FILE_UNREADABLE, "", "cannot read: the object is no longer in the store")
         ) from None
-    except ValueError:  # (`check_key`: a backslash, or an empty, "." or ".." part)
-        why = "cannot read: its key holds a backslash or an empty, '.' or '..' part; rename it"
-        raise Unread(Problem(Code.FILE_UNREADABLE, "", why)) from None
+    except ValueError:  # (`check_key`; the build refuses such keys unread: `nameable`)
+        raise Unread(Problem(Code.FILE_UNREADABLE, "", UNNAMEABLE_KEY)) from None
     if data is None:
         raise Unread(too_large(limits).problem, found.size, found.tag)
     return data, found.size, found.tag

@@ -38,7 +38,7 @@ from ..trust.load import NOT_UTF8_NAME, document_path, is_utf8, shown_name
 from ..trust.model import number_body
 from . import planning
 from .change_check import Listed, content_files, content_top, listed_content, stat_key
-from .content_store import READ_AHEAD, store_name
+from .content_store import READ_AHEAD, UNNAMEABLE_KEY, nameable, store_name
 from .journal import Plan
 from .part_summary import combine
 from .removal_guard import check_removals, dropped_numbers
@@ -225,12 +225,19 @@ class Stages:
             else:
                 listed = ((path, name, None) for path, name in content_files(content))
         tasks: list[Task] = []
+        unread: list[str] = []  # (refused by their key alone, new or changed)
         root = self.config.content_store or str(content)
         local = self.config.content_store is None
         for path, name, known in listed:
             if not is_utf8(name):
                 shown = shown_name(name)
                 entries[shown] = FileEntry(0, "", None, (_unnameable(shown),), None)
+                continue
+            if not local and not nameable(path, root):
+                rejection = Rejection(name, "", Code.FILE_UNREADABLE, UNNAMEABLE_KEY)
+                entries[name] = FileEntry(known or 0, "", None, (rejection,), None)
+                if name not in previous or previous.stat(name) != known:
+                    unread.append(name)
                 continue
             if name in previous:
                 try:
@@ -266,7 +273,7 @@ class Stages:
         if self.hints is None or any(name not in previous for name in self.hints):
             entries.sort()
         gone = previous.names() - entries.names() if self.hints is None else set(self.hints) - entries.names()
-        changed = sorted({t.name for t in tasks} | {n for n in gone if n in previous})
+        changed = sorted({t.name for t in tasks} | set(unread) | {n for n in gone if n in previous})
         return entries, fresh, changed
 
     def hinted(self, entries: FileTable, top: str) -> Iterator[tuple[str, str]]:

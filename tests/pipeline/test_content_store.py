@@ -238,6 +238,13 @@ def test_refusals_leave_the_site_as_it_was(s3: storagekit.S3StandIn, tmp_path: P
     done = run(s3, "build", url, p.site, "--keys", keys, "--quiet", cwd=p.root)
     assert done.returncode == 1 and "content/odd\\name.json" in done.stderr, done.stderr
     assert "backslash" in done.stderr and "Traceback" not in done.stderr
+    assert "1 input(s) changed" in done.stdout, done.stdout
+    # refused again at the next build, by its key alone: no request for it, not counted as changed
+    s3.proxy.reset()
+    again = run(s3, "build", url, p.site, "--keys", keys, "--quiet", cwd=p.root)
+    assert again.returncode == 1 and "content/odd\\name.json" in again.stderr, again.stderr
+    assert "(incremental: 0 record(s) rendered, 0 input(s) changed)" in again.stdout, again.stdout
+    assert not [path for _, path in s3.proxy.seen if "name.json" in path], s3.proxy.seen
     obstore.delete(storage.store, "odd\\name.json")
 
 
