@@ -141,8 +141,11 @@ def run_pull(args: argparse.Namespace) -> int:
     content: Destination
     if config.content_store is not None:
         from ..publish.storage import open_storage
+        from ..publish.storage_object import ObjectStorage
 
-        content = ContentStore(open_storage(config.content_store, setting="content"), max_bytes)
+        storage = open_storage(config.content_store, setting="content")
+        assert isinstance(storage, ObjectStorage)  # (a content store is s3://, gs:// or az://)
+        content = ContentStore(storage, max_bytes)
     else:
         content = ContentFolder(config.content)
     keyring = load_keys(config.keys)

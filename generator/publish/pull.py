@@ -32,12 +32,13 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import time
 import urllib.parse
 import zlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
@@ -54,8 +55,11 @@ from ..trust.verify import verify_document
 from .client import Answer, Client, FetchError, HttpStatus, RedirectRefused, TooLarge, TooSlow
 from .pull_destination import Destination
 from .pull_selection import Target
+from .storage import StorageError
 
 STATE_SAVE_SECONDS = 1.0
+KEEP_SECONDS = 5.0
+"""How often a running pull makes sure of its store's lease (renewed at half its time)."""
 MANIFEST_LIMIT = 256 * 1024 * 1024
 """The largest mirror manifest or mirror list read (20,000 numbers take about 10 MB)."""
 LOOKUP_LIMIT = 1024 * 1024
@@ -200,7 +204,8 @@ class State:
         self.entries: dict[str, dict[str, Any]] = {}
         self.saved = time.monotonic()
         self.pause = STATE_SAVE_SECONDS
-        self.dirty = False
+        self.dirty = self.saving = False
+        self.started = 0.0
         try:
             data = json.loads(content.read_state() or b"null")
         except (ValueError, RecursionError):
@@ -226,19 +231,25 @@ class State:
         self.entries[url] = entry
         self.dirty = True
 
-    def save(self, force: bool = False) -> None:
-        """Write the state now and then (at most a twentieth of the time goes to it:
-        a pull killed loses only the validators of its last moments)."""
-        if not self.dirty or (not force and time.monotonic() - self.saved < self.pause):
-            return
-        started = time.monotonic()
+    def due(self, force: bool = False) -> bytes | None:
+        """The state to write now, if it is time (at most a twentieth of the time goes to
+        it: a pull killed loses only the validators of its last moments), and no write
+        of it is under way; then `written` or `not_written` once it is done."""
+        if self.saving or not self.dirty or (not force and time.monotonic() - self.saved < self.pause):
+            return None
         state: dict[str, Any] = {"pith_pull_state": 1, "entries": self.entries}
         stored = self.content.remembered()
         if stored:
             state["stored"] = stored
-        self.content.write_state(json.dumps(state, sort_keys=True).encode())
-        self.saved, self.dirty = time.monotonic(), False
-        self.pause = max(STATE_SAVE_SECONDS, 20 * (self.saved - started))
+        self.saving, self.dirty, self.started = True, False, time.monotonic()
+        return json.dumps(state, sort_keys=True).encode()
+
+    def written(self) -> None:
+        self.saving, self.saved = False, time.monotonic()
+        self.pause = max(STATE_SAVE_SECONDS, 20 * (self.saved - self.started))
+
+    def not_written(self) -> None:
+        self.saving, self.dirty = False, True
 
 
 # ---------------------------------------------------------------- local documents
@@ -263,6 +274,8 @@ class Puller:
         self.progress = progress
         self.state: State
         self.io: ThreadPoolExecutor
+        self.busy: dict[str, tuple[asyncio.Lock, list[int]]] = {}
+        """The documents being checked and written, each with how many wait (`_alone`)."""
         self.shard_widths: dict[str, asyncio.Task[tuple[int | None, tuple[str, Problem] | None]]] = {}
         """Each source's look-up shard width, read once a pull (see `shard_width`)."""
 
@@ -272,8 +285,9 @@ class Puller:
         """Pull every target, `jobs` at once. `listed` holds the manifest entries of
         `--all` (by body), whose hashes decide what needs fetching at all."""
         content = self.plan.content
-        self.io = ThreadPoolExecutor(max(1, jobs), thread_name_prefix="pull-io")
+        self.io = ThreadPoolExecutor(max(1, jobs) + 1, thread_name_prefix="pull-io")
         tasks: list[asyncio.Task[Outcome]] = []
+        failing = True
         try:
             await self._io(content.open)
             self.state = await self._io(State, content)
@@ -283,30 +297,83 @@ class Puller:
                 async with gate:
                     outcome = await self.pull(target, (listed or {}).get(target.value))
                 self.progress(outcome)
-                content.keep()
-                self.state.save()
+                await self._save()
                 return outcome
 
             tasks = [asyncio.ensure_future(one(t)) for t in targets]
+            everything = asyncio.gather(*tasks)
+            keeper = asyncio.ensure_future(self._keep(content))
             try:
-                return list(await asyncio.gather(*tasks))
+                either: set[asyncio.Future[Any]] = {everything, keeper}
+                await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+                if keeper.done():
+                    keeper.result()  # (it ends only by failing: the lease could not be kept)
+                outcomes = everything.result()
             finally:
-                # (one failed, say the store is down: stop the others, and let every
-                # read and write already started end before the state is saved and
-                # the store's lease given up, so nothing is written without it)
-                for task in tasks:
-                    task.cancel()
-                await asyncio.gather(*tasks, return_exceptions=True)
-                self.io.shutdown(wait=True)
-                if hasattr(self, "state"):
-                    self.state.save(force=True)
+                keeper.cancel()
+            failing = False
+            return list(outcomes)
         finally:
-            self.io.shutdown(wait=True)
-            content.close()
+            await self._stop(tasks, failing)
+
+    async def _stop(self, tasks: list[asyncio.Task[Outcome]], failing: bool) -> None:
+        """The pull's end: the targets stopped (one failed, say the store is down), every
+        read and write already started ended, the state saved and the store's lease
+        given up, in that order, so nothing is written without it. When the pull is
+        failing, a failure here (the store is down) does not hide the first one."""
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self.io.shutdown(wait=True)
+        problems: list[Exception] = []
+        try:
+            data = self.state.due(force=True) if hasattr(self, "state") else None
+            if data is not None:
+                self.plan.content.write_state(data)
+        except (StorageError, OSError) as exc:
+            problems.append(exc)
+        try:
+            self.plan.content.close()
+        except (StorageError, OSError) as exc:
+            problems.append(exc)
+        if problems and not failing:
+            raise problems[0]
+
+    async def _keep(self, content: Destination) -> None:
+        """Keep the store's lease while the pull runs, however long one target takes."""
+        while True:
+            await asyncio.sleep(KEEP_SECONDS)
+            await self._io(content.keep)
+
+    async def _save(self) -> None:
+        data = self.state.due()
+        if data is None:
+            return
+        try:
+            await self._io(self.plan.content.write_state, data)
+        except BaseException:
+            self.state.not_written()
+            raise
+        self.state.written()
 
     async def _io(self, call: Callable[..., T], *args: Any) -> T:
         """`call(*args)` on the pull's own threads: a store's requests do not hold up the fetches."""
         return await asyncio.get_running_loop().run_in_executor(self.io, partial(call, *args))
+
+    @contextlib.asynccontextmanager
+    async def _alone(self, name: str) -> AsyncIterator[None]:
+        """One check-and-write of the document `name` at a time: two targets naming
+        one number (a number and its arXiv id) must not both check a new document
+        against the same old copy, and the older write land last."""
+        entry = self.busy.setdefault(name, (asyncio.Lock(), [0]))
+        entry[1][0] += 1
+        try:
+            async with entry[0]:
+                yield
+        finally:
+            entry[1][0] -= 1
+            if not entry[1][0]:
+                del self.busy[name]
 
     async def pull(self, target: Target, entry: dict[str, Any] | None) -> Outcome:
         if target.kind == "number":
@@ -494,6 +561,13 @@ class Puller:
         if kind == "record" and "derived_by" in source.data:
             self.state.put(url, answer, derived=True)  # (a mirror's derivation: the bundle is the source)
             return "unchanged", None, verified.pith_number
+        async with self._alone(local):
+            return await self.replace(url, answer, verified, local)
+
+    async def replace(
+        self, url: str, answer: Answer, verified: Verified, local: str
+    ) -> tuple[Status, Refusal | None, str | None]:
+        """Write a verified answer over the local copy, unless that would roll it back."""
         data = answer.body
         content = self.plan.content
         try:

@@ -11,16 +11,21 @@ Rules:
 - A document is written whole or not at all: into a folder through a temporary file
   renamed into place, into a store by one PUT, which is atomic. A pull killed at any
   moment leaves whole documents only.
-- A store (`s3://`, `gs://`, `az://BUCKET/PREFIX/`) is written by one pull at a time:
-  the pull holds the store's `pull` lease (an object below `.pith-mirror/`, created only
-  if absent, renewed while the pull runs, taken over once expired if its holder died).
-  Two pulls could otherwise each check a new document against the same old copy, and
-  the older of their two writes win: a rollback. A second pull is refused (exit 2).
+- A store (`s3://`, `gs://`, `az://BUCKET/PREFIX/`) is written with a check in the same
+  request: a document replaces only the version of it the pull read (If-Match), or is
+  created only where the pull found none (If-None-Match). Between the pull's check
+  (never roll back) and its write, another writer's document can therefore not be
+  overwritten unseen: the pull stops instead (exit 2), and the next one checks again.
+- One pull at a time, too: the pull holds the store's `pull` lease (an object below
+  `.pith-mirror/`, created only if absent, renewed every few seconds while the pull
+  runs, taken over once expired if its holder died). A second pull is refused (exit 2).
 - A store is listed once, at the start. The SHA-256 of an object this pull (or an
   earlier one) wrote or read is remembered in the state with the object's tag; while
   the listing shows the same tag, it is not read again, so `pull --all` into a store of
   a million documents reads only what changed. Only a hint, as the validators are: an
   object is read again before anything replaces it.
+- A stored document over the size limit is not read back: the number is refused and
+  that copy stays, as one the pull cannot check against.
 - Failures: a folder's reads fail as `OSError` (the pull refuses that number); a
   store's requests are retried with backoff, then fail as `StorageError`, which stops
   the pull (exit 2) with every document written so far whole and verified.
@@ -29,14 +34,18 @@ Rules:
 from __future__ import annotations
 
 import abc
+import errno
 import hashlib
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..trust.files import write_atomic
 from ..trust.model import BODY_RE
-from .storage import LeaseKeeper, MissingObject, Storage
+from .storage import LeaseKeeper, MissingObject, StorageError, StoredObject
+
+if TYPE_CHECKING:
+    from .storage_object import ObjectStorage
 
 STATE_FILE = ".pith-pull.json"
 PULL_LEASE = "pull"
@@ -176,14 +185,14 @@ def remove_stale_temporaries(content: Path) -> None:
 class ContentStore(Destination):
     """The documents below a store's folder, as `build s3://BUCKET/PREFIX/` reads them."""
 
-    def __init__(self, storage: Storage, cap: int) -> None:
+    def __init__(self, storage: ObjectStorage, cap: int) -> None:
         self.storage = storage
         self.cap = cap
-        """The largest document read back (the pull's size limit): a larger object is
-        no document, so it protects nothing and is replaced, unread."""
+        """The largest stored document read back (the pull's size limit)."""
         self.keeper: LeaseKeeper | None = None
-        self.listed: dict[str, str] = {}
-        """Each object's tag, as the listing at the start (and this pull's writes) left it."""
+        self.listed: dict[str, StoredObject] = {}
+        """Each object's size, tag and version, as the listing at the start left it, or
+        this pull's latest read or write of it."""
         self.known: dict[str, tuple[str, str]] = {}
         """name -> (tag, sha256) of bytes read or written, by this pull or an earlier one."""
 
@@ -194,7 +203,7 @@ class ContentStore(Destination):
         lease = self.storage.acquire_lease(PULL_LEASE, LEASE_TTL)
         self.keeper = LeaseKeeper(self.storage, lease, LEASE_TTL)
         try:
-            self.listed = {found.key: found.tag for found in self.storage.list() if "/" not in found.key}
+            self.listed = {found.key: found for found in self.storage.list() if "/" not in found.key}
         except BaseException:
             self.close()
             raise
@@ -210,33 +219,50 @@ class ContentStore(Destination):
 
     def read(self, name: str) -> bytes | None:
         if name not in self.listed:
-            # (not there at the start, and not written since: only this pull writes here)
+            # (not there at the start, nor written since; one created meanwhile by another
+            # writer is not overwritten all the same: see `write`)
             return None
         try:
             data, found = self.storage.read_capped(name, self.cap)
         except MissingObject:
             self.listed.pop(name, None)
             return None
-        if data is None:
-            return b""  # (over the limit: decoded, it is refused, so it is replaced)
-        self._learn(name, found.tag, data)
+        if data is None:  # (a folder's copy is read whole; this one is refused, and stays)
+            raise OSError(errno.EFBIG, "it is larger than the size limit, max_bytes")
+        self._learn(name, found, data)
         return data
 
     def write(self, name: str, data: bytes) -> None:
-        self.storage.write(name, data, _JSON, _NO_CACHE)
-        self._learn(name, self.storage.content_tag(data) or "", data)
+        """Only over the version this pull read (or where it found none): a document
+        another writer stored since, the lease lapsed or not, is never overwritten."""
+        seen = self.listed.get(name)
+        version = self.storage.write_if_unchanged(
+            name, data, seen.version if seen else None, _JSON, _NO_CACHE
+        )
+        if version is None:
+            raise StorageError(
+                self.storage.url(name),
+                name,
+                "another writer changed this document while this pull was checking it; "
+                "it was not overwritten: run the pull again",
+            )
+        tag = version.partition(" ")[0].strip('"')
+        self._learn(name, StoredObject(name, len(data), tag, version), data)
 
     def has(self, name: str) -> bool:
         return name in self.listed
 
     def sha256(self, name: str) -> str | None:
-        tag = self.listed.get(name)
-        if tag is None:
+        seen = self.listed.get(name)
+        if seen is None:
             return None
         known = self.known.get(name)
-        if tag and known is not None and known[0] == tag:
+        if seen.tag and known is not None and known[0] == seen.tag:
             return known[1]
-        data = self.read(name)
+        try:
+            data = self.read(name)
+        except OSError:
+            return None
         return None if data is None else hashlib.sha256(data).hexdigest()
 
     def read_state(self) -> bytes | None:
@@ -248,9 +274,7 @@ class ContentStore(Destination):
             return None
 
     def write_state(self, data: bytes) -> None:
-        self.keep()
         self.storage.write(STATE_FILE, data, _JSON, _NO_CACHE)
-        self.listed[STATE_FILE] = self.storage.content_tag(data) or ""
 
     def remembered(self) -> dict[str, Any]:
         return {name: list(pair) for name, pair in sorted(self.known.items()) if pair[0]}
@@ -267,9 +291,9 @@ class ContentStore(Destination):
             ):
                 self.known[name] = (pair[0], pair[1])
 
-    def _learn(self, name: str, tag: str, data: bytes) -> None:
-        self.listed[name] = tag
-        if tag:
-            self.known[name] = (tag, hashlib.sha256(data).hexdigest())
+    def _learn(self, name: str, found: StoredObject, data: bytes) -> None:
+        self.listed[name] = found
+        if found.tag:
+            self.known[name] = (found.tag, hashlib.sha256(data).hexdigest())
         else:
             self.known.pop(name, None)

@@ -36,7 +36,7 @@ import secrets
 import socket
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..trust.errors import BuildError, SiteBusy
 
@@ -100,6 +100,9 @@ class StoredObject:
     key: str
     size: int
     tag: str
+    version: str = field(default="", compare=False)
+    """What a conditional write names this version of the object by, where the store
+    has conditional writes (`ObjectStorage.write_if_unchanged`); "" elsewhere."""
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import obstore
 from obstore.exceptions import (
@@ -186,27 +186,37 @@ class ObjectStorage(Storage):
         return data, _version(got.meta["e_tag"], got.meta["version"])
 
     def _own_create(self, name: str, data: bytes) -> str | None:
-        key = self._own_key(name)
-        try:
-            done = obstore.put(self.store, key, data, mode="create", use_multipart=False)
-        except (AlreadyExistsError, PreconditionError):
-            return None
-        except (BaseError, OSError) as exc:
-            raise self._failed(key, f"create {_what(name)}", exc) from None
-        return _version(done["e_tag"], done["version"])
+        return self._put_if(self._own_key(name), data, None, None, f"create {_what(name)}")
 
     def _own_swap(self, name: str, data: bytes, version: str) -> str | None:
-        key = self._own_key(name)
-        e_tag, _, generation = version.partition(" ")
-        mode: UpdateVersion = {"e_tag": e_tag}
-        if generation:
-            mode["version"] = generation
+        return self._put_if(self._own_key(name), data, version, None, f"replace {_what(name)}")
+
+    def write_if_unchanged(
+        self, key: str, data: bytes, version: str | None, content_type: str, cache_control: str
+    ) -> str | None:
+        """`write`, only if the object is still at `version` (`StoredObject.version`, as a
+        read or a listing gave it) or, for None, only if there is none: its new version,
+        or None when another writer changed it first. A check and a write in one request,
+        so no writer's change in between is overwritten unseen."""
+        attributes: Attributes = {"Content-Type": content_type, "Cache-Control": cache_control}
+        return self._put_if(check_key(key), data, version, attributes, "write this object")
+
+    def _put_if(
+        self, key: str, data: bytes, version: str | None, attributes: Attributes | None, what: str
+    ) -> str | None:
+        """A conditional PUT (If-None-Match: * for no version, else If-Match on it)."""
+        mode: UpdateVersion | Literal["create"] = "create"
+        if version is not None:
+            e_tag, _, generation = version.partition(" ")
+            mode = {"e_tag": e_tag}
+            if generation:
+                mode["version"] = generation
         try:
-            done = obstore.put(self.store, key, data, mode=mode, use_multipart=False)
+            done = obstore.put(self.store, key, data, mode=mode, attributes=attributes, use_multipart=False)
         except (PreconditionError, AlreadyExistsError, FileNotFoundError):
             return None
         except (BaseError, OSError) as exc:
-            raise self._failed(key, f"replace {_what(name)}", exc) from None
+            raise self._failed(key, what, exc) from None
         return _version(done["e_tag"], done["version"])
 
 
@@ -218,7 +228,8 @@ def _what(name: str) -> str:
 
 def _stored(meta: ObjectMeta) -> StoredObject:
     """An object's key, size and tag as the store lists them (the ETag without its quotes)."""
-    return StoredObject(meta["path"], meta["size"], (meta["e_tag"] or "").strip('"'))
+    tag = (meta["e_tag"] or "").strip('"')
+    return StoredObject(meta["path"], meta["size"], tag, _version(meta["e_tag"], meta["version"]))
 
 
 def _version(e_tag: str | None, generation: str | None) -> str:
