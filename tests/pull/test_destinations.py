@@ -10,7 +10,6 @@ lease is renewed while a slow target runs; a stored copy over the size limit sta
 # ruff: noqa: E402  (the extras are looked for before anything imports them)
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,7 +25,7 @@ import storagekit
 
 from generator.publish import pull as pull_module
 from generator.publish import pull_destination
-from generator.publish.client import Client
+from generator.publish.client import Client, run_sync
 from generator.publish.client import Limits as NetLimits
 from generator.publish.pull import Outcome, Plan, Puller
 from generator.publish.pull_destination import ContentFolder, ContentStore, Destination
@@ -61,7 +60,7 @@ def pull(server: Server, destination: Destination, targets: list[Target]) -> lis
             plan = Plan((server.url,), destination, KEYRING, Limits())
             return await Puller(plan, client).run(targets)
 
-    return asyncio.run(go())
+    return run_sync(go())  # (also where a test before left an event loop running)
 
 
 def older_then_newer(server: Server) -> None:
