@@ -302,6 +302,8 @@ class Puller:
 
             tasks = [asyncio.ensure_future(one(t)) for t in targets]
             everything = asyncio.gather(*tasks)
+            # (its failure is raised from its first task's; stopped early, no one reads it)
+            everything.add_done_callback(lambda done: done.cancelled() or done.exception())
             keeper = asyncio.ensure_future(self._keep(content))
             try:
                 either: set[asyncio.Future[Any]] = {everything, keeper}
@@ -689,7 +691,7 @@ def _number_of(content: Destination, body: str) -> str | None:
     """The whole number of a body, from a local document (for the report)."""
     for kind in ("bundle", "record"):
         try:
-            data = json.loads(content.read(content_name(body, kind)) or b"null")
+            data = json.loads(content.peek(content_name(body, kind)) or b"null")
         except (OSError, ValueError, RecursionError):
             continue
         number = data.get("pith_number") if isinstance(data, dict) else None

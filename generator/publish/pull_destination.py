@@ -16,6 +16,9 @@ Rules:
   created only where the pull found none (If-None-Match). Between the pull's check
   (never roll back) and its write, another writer's document can therefore not be
   overwritten unseen: the pull stops instead (exit 2), and the next one checks again.
+  The version is the one the pull's check read (`read`), whatever reads of it came
+  since (`peek`). A write refused as if another writer had come first, but whose bytes
+  the object holds, is one the store made and answered too late: it is done.
 - One pull at a time, too: the pull holds the store's `pull` lease (an object below
   `.pith-mirror/`, created only if absent, renewed every few seconds while the pull
   runs, taken over once expired if its holder died). A second pull is refused (exit 2).
@@ -77,7 +80,12 @@ class Destination(abc.ABC):
 
     @abc.abstractmethod
     def read(self, name: str) -> bytes | None:
-        """The document's bytes; None if there is none."""
+        """The document's bytes, None if there is none, as the pull checks them before it
+        writes over them: `write` replaces only this very copy (see the module's rules)."""
+
+    @abc.abstractmethod
+    def peek(self, name: str) -> bytes | None:
+        """The document's bytes, None if there is none, for information only."""
 
     @abc.abstractmethod
     def write(self, name: str, data: bytes) -> None:
@@ -139,6 +147,9 @@ class ContentFolder(Destination):
         except FileNotFoundError:
             return None
 
+    def peek(self, name: str) -> bytes | None:
+        return self.read(name)  # (one writer of a folder's document at a time: `pull._alone`)
+
     def write(self, name: str, data: bytes) -> None:
         write_atomic(self.folder / name, data)
 
@@ -195,6 +206,9 @@ class ContentStore(Destination):
         this pull's latest read or write of it."""
         self.known: dict[str, tuple[str, str]] = {}
         """name -> (tag, sha256) of bytes read or written, by this pull or an earlier one."""
+        self.checked: dict[str, str | None] = {}
+        """name -> the version `read` gave the pull to check (None: there was none), which
+        its `write` may replace, and nothing else."""
 
     def where(self, name: str = "") -> str:
         return self.storage.url(name)
@@ -218,27 +232,40 @@ class ContentStore(Destination):
             keeper.release()
 
     def read(self, name: str) -> bytes | None:
+        data, found = self._get(name)
+        self.checked[name] = found.version if found is not None else None
+        return data
+
+    def peek(self, name: str) -> bytes | None:
+        return self._get(name)[0]
+
+    def _get(self, name: str) -> tuple[bytes | None, StoredObject | None]:
         if name not in self.listed:
             # (not there at the start, nor written since; one created meanwhile by another
             # writer is not overwritten all the same: see `write`)
-            return None
+            return None, None
         try:
             data, found = self.storage.read_capped(name, self.cap)
         except MissingObject:
             self.listed.pop(name, None)
-            return None
+            return None, None
         if data is None:  # (a folder's copy is read whole; this one is refused, and stays)
             raise OSError(errno.EFBIG, "it is larger than the size limit, max_bytes")
         self._learn(name, found, data)
-        return data
+        return data, found
 
     def write(self, name: str, data: bytes) -> None:
-        """Only over the version this pull read (or where it found none): a document
-        another writer stored since, the lease lapsed or not, is never overwritten."""
-        seen = self.listed.get(name)
-        version = self.storage.write_if_unchanged(
-            name, data, seen.version if seen else None, _JSON, _NO_CACHE
-        )
+        """Only over the version this pull read and checked (`read`), or where it found
+        none: a document another writer stored since, the lease lapsed or not, is never
+        overwritten."""
+        if name in self.checked:
+            expected = self.checked.pop(name)
+        else:
+            seen = self.listed.get(name)
+            expected = seen.version if seen is not None else None
+        version = self.storage.write_if_unchanged(name, data, expected, _JSON, _NO_CACHE)
+        if version is None:
+            version = self._written_already(name, data)
         if version is None:
             raise StorageError(
                 self.storage.url(name),
@@ -248,6 +275,15 @@ class ContentStore(Destination):
             )
         tag = version.partition(" ")[0].strip('"')
         self._learn(name, StoredObject(name, len(data), tag, version), data)
+
+    def _written_already(self, name: str, data: bytes) -> str | None:
+        """The version of `name` if it holds `data` already: a write the store made whose
+        answer was lost, then retried and refused as if another writer had come first."""
+        try:
+            now, found = self.storage.read_capped(name, len(data))
+        except MissingObject:
+            return None
+        return found.version if now == data else None
 
     def has(self, name: str) -> bool:
         return name in self.listed
@@ -260,7 +296,7 @@ class ContentStore(Destination):
         if seen.tag and known is not None and known[0] == seen.tag:
             return known[1]
         try:
-            data = self.read(name)
+            data = self.peek(name)
         except OSError:
             return None
         return None if data is None else hashlib.sha256(data).hexdigest()

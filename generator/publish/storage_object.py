@@ -213,8 +213,12 @@ class ObjectStorage(Storage):
                 mode["version"] = generation
         try:
             done = obstore.put(self.store, key, data, mode=mode, attributes=attributes, use_multipart=False)
-        except (PreconditionError, AlreadyExistsError, FileNotFoundError):
+        except (PreconditionError, AlreadyExistsError):
             return None
+        except FileNotFoundError as exc:
+            if version is not None:  # (replaced only if still there: it is not)
+                return None
+            raise self._failed(key, what, exc) from None  # (no bucket to create it in)
         except (BaseError, OSError) as exc:
             raise self._failed(key, what, exc) from None
         return _version(done["e_tag"], done["version"])

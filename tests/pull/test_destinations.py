@@ -10,6 +10,7 @@ lease is renewed while a slow target runs; a stored copy over the size limit sta
 # ruff: noqa: E402  (the extras are looked for before anything imports them)
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,6 +41,8 @@ BUNDLE_PATH = f"/pith/{GROWN_BODY}/bundle.json"
 NAME = f"{GROWN_BODY}.bundle.json"
 FAST = RetryPolicy(retries=2, first_wait=0.01, longest_wait=0.05, give_up_after=10)
 OLDER, NEWER = f.to_bytes(older_bundle()), f.to_bytes(newer_bundle())
+RIVAL = json.dumps(newer_bundle(), indent=3).encode()
+"""The newer bundle as another writer stores it: other bytes than the pull would write."""
 
 
 @pytest.fixture(scope="module")
@@ -102,27 +105,40 @@ class RacedStore(ContentStore):
     """A store in which another writer puts the newer bundle just before the pull writes."""
 
     def write(self, name: str, data: bytes) -> None:
-        self.storage.write(name, NEWER, "application/json", "no-cache")
+        self.storage.write(name, RIVAL, "application/json", "no-cache")
         super().write(name, data)
 
 
+class RacedAndPeekedStore(ContentStore):
+    """The same, and another target of the pull reads the document meanwhile (for its
+    number, say): what the write may replace is still only the copy that was checked."""
+
+    def write(self, name: str, data: bytes) -> None:
+        self.storage.write(name, RIVAL, "application/json", "no-cache")
+        assert self.peek(name) in (None, RIVAL)  # (None: not listed at the start, not asked)
+        super().write(name, data)
+
+
+@pytest.mark.parametrize("raced", [RacedStore, RacedAndPeekedStore])
 def test_a_document_another_writer_stored_meanwhile_is_never_overwritten(
-    server: Server, s3: storagekit.S3StandIn
+    server: Server, s3: storagekit.S3StandIn, raced: type[ContentStore]
 ) -> None:
     server.routes[BUNDLE_PATH] = answer(200, OLDER)
     storage = store(s3)
     with pytest.raises(StorageError, match="another writer changed this document"):
-        pull(server, RacedStore(storage, Limits().max_bytes), [Target("number", GROWN_BODY)])
-    assert storage.read(NAME) == NEWER
+        pull(server, raced(storage, Limits().max_bytes), [Target("number", GROWN_BODY)])
+    assert storage.read(NAME) == RIVAL
     # an object there already, changed between the pull's read and its write
     storage.write(NAME, OLDER, "application/json", "no-cache")
     del server.routes[BUNDLE_PATH]
     with pytest.raises(StorageError, match="another writer changed this document"):
-        pull(server, RacedStore(storage, Limits().max_bytes), [Target("number", GROWN_BODY)])
-    assert storage.read(NAME) == NEWER
-    # and the lease was given up both times: the next pull runs
+        pull(server, raced(storage, Limits().max_bytes), [Target("number", GROWN_BODY)])
+    assert storage.read(NAME) == RIVAL
+    # and the lease was given up both times: the next pull runs (and finds the other
+    # writer's bundle, the same events in other bytes, which stays)
     outcome = pull(server, ContentStore(storage, Limits().max_bytes), [Target("number", GROWN_BODY)])
-    assert outcome[0].ok, outcome
+    assert outcome[0].pith_number == f.pith_number(GROWN), outcome
+    assert storage.read(NAME) == RIVAL
 
 
 def test_the_lease_is_kept_while_a_slow_target_runs(
@@ -177,3 +193,32 @@ def test_when_the_store_goes_down_the_error_names_the_document_not_the_lease(
     s3.proxy.reset()
     assert done.code == 2 and "Traceback" not in done.err, done.err
     assert NAME in done.err and "lease" not in done.err, done.err
+
+
+@pytest.mark.parametrize("there", [False, True])
+def test_a_write_whose_answer_was_lost_is_not_taken_for_another_writer(
+    server: Server, s3: storagekit.S3StandIn, there: bool
+) -> None:
+    """The store made the write, its answer was lost and the write sent again: refused
+    as if another writer had come first, it is found done (a new object, and one replaced)."""
+    storage = store(s3)
+    if there:
+        storage.write(NAME, OLDER, "application/json", "no-cache")
+    s3.proxy.reset(fail_next=1, after_forwarding=True)
+    s3.proxy.fail_when = lambda method, path: method == "PUT" and path.endswith(NAME)
+    outcome = pull(server, ContentStore(storage, Limits().max_bytes), [Target("number", GROWN_BODY)])
+    assert s3.proxy.failed == 1
+    s3.proxy.reset()
+    assert outcome[0].status == "fetched", outcome
+    assert storage.read(NAME) == (server.root / BUNDLE_PATH[1:]).read_bytes()
+
+
+def test_a_missing_bucket_is_named_not_taken_for_a_held_lease(
+    server: Server, keys: Path, s3: storagekit.S3StandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in s3.environment().items():
+        monkeypatch.setenv(name, value)
+    argv = ["pull", "--from", server.url, "--content", "s3://no-such-bucket-here/content/", "--keys", keys]
+    done = run(*argv, GROWN_BODY)
+    assert done.code == 2 and "Traceback" not in done.err, done.err
+    assert "another writer" not in done.err and "could not create the lease" in done.err, done.err

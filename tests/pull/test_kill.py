@@ -3,14 +3,17 @@ and the next pull finishes the job without fetching again what it already has.""
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import factories as f
 import pytest
 
-from .pullkit import all_whole_and_verified, build, documents, pull, pull_process, serve
+from .pullkit import REPO, all_whole_and_verified, build, documents, pull, pull_process, serve
 
 COUNT = 40
 DEADLINE = 60.0
@@ -67,3 +70,28 @@ def test_a_pull_killed_anywhere_leaves_whole_documents_and_the_next_one_finishes
         assert fetched == COUNT - had, "documents it already had were fetched again"
     assert documents(content) == documents(origin)
     assert not [p.name for p in content.iterdir() if ".tmp-" in p.name]
+
+
+@pytest.mark.parametrize(("sent", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_pull_stopped_by_a_signal_says_so_without_a_traceback(
+    many: tuple[Path, Path], keys: Path, tmp_path: Path, sent: signal.Signals, code: int
+) -> None:
+    content = tmp_path / "pulled"
+    with serve(many[1]) as server:
+        server.delay = 0.05
+        command = [sys.executable, "-m", "generator", "pull", "--from", server.url, "--content", str(content)]
+        process = subprocess.Popen(
+            [*command, "--keys", str(keys), "--rate", "0", "--all", "--jobs", "4"],
+            env=dict(os.environ, PYTHONPATH=str(REPO)),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            wait_for_more_documents(content, 1)
+        finally:
+            process.send_signal(sent)
+            _, err = process.communicate(timeout=DEADLINE)
+    assert process.returncode == code, err
+    assert "stopped" in err and "Traceback" not in err and "never retrieved" not in err, err
+    all_whole_and_verified(content)
