@@ -254,9 +254,11 @@ class Storage(abc.ABC):
         """The same lease for `ttl` more seconds from now; `LeaseLost` if it expired and
         another writer took it over (this writer's work is no longer alone)."""
         expires_at = time.time() + ttl
-        version = self._own_swap(
-            _lease(lease.name), _lease_body(lease.name, lease.holder, expires_at), lease.version
-        )
+        body = _lease_body(lease.name, lease.holder, expires_at)
+        version = self._own_swap(_lease(lease.name), body, lease.version)
+        if version is None:  # (a renewal the store made but answered too late is ours all the same)
+            current = self._own_read(_lease(lease.name))
+            version = current[1] if current is not None and current[0] == body else None
         if version is None:
             raise LeaseLost(
                 self._own_url(_lease(lease.name)),

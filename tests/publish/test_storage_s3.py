@@ -116,6 +116,15 @@ def test_a_lease_whose_answer_was_lost_is_still_ours(s3: storagekit.S3StandIn, s
     assert s3_storage.release_lease(lease)
 
 
+def test_a_renewal_whose_answer_was_lost_is_still_ours(s3: storagekit.S3StandIn, s3_storage: Storage) -> None:
+    """The same for a renewal: its retried swap meets the lease it wrote (412), not a lost lease."""
+    lease = s3_storage.acquire_lease(SITE_LEASE, ttl=60, holder="host:1:abc")
+    s3.proxy.reset(fail_next=1, after_forwarding=True)
+    renewed = s3_storage.renew_lease(lease, ttl=120)
+    assert s3.proxy.failed == 1 and renewed.expires_at > lease.expires_at
+    assert s3_storage.release_lease(renewed)
+
+
 def test_throttling_is_retried(s3: storagekit.S3StandIn, s3_storage: Storage) -> None:
     s3.proxy.reset(fail_next=2)  # 503 SlowDown twice, then moto answers
     s3_storage.write("pith/X.json", b"{}", JSON, MEDIUM)
