@@ -232,6 +232,7 @@ class ContentStore(Destination):
             keeper.release()
 
     def read(self, name: str) -> bytes | None:
+        self.checked.pop(name, None)  # (a read that fails leaves nothing a write could use)
         data, found = self._get(name)
         self.checked[name] = found.version if found is not None else None
         return data
@@ -258,11 +259,8 @@ class ContentStore(Destination):
         """Only over the version this pull read and checked (`read`), or where it found
         none: a document another writer stored since, the lease lapsed or not, is never
         overwritten."""
-        if name in self.checked:
-            expected = self.checked.pop(name)
-        else:
-            seen = self.listed.get(name)
-            expected = seen.version if seen is not None else None
+        # (never written unread, by the pull; if ever, it may only create the document)
+        expected = self.checked.pop(name, None)
         version = self.storage.write_if_unchanged(name, data, expected, _JSON, _NO_CACHE)
         if version is None:
             version = self._written_already(name, data)
