@@ -22,7 +22,6 @@ cloud). What one run does (see bench/README.md):
 from __future__ import annotations
 
 import argparse
-import filecmp
 import json
 import os
 import shutil
@@ -39,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))  # (the S3 stand-in the tests use: tests/storagekit.py)
 
 from bench import corpus  # noqa: E402
-from bench.measure import CHILD_ENV, compile_package, loadavg, machine  # noqa: E402
+from bench.measure import CHILD_ENV, compile_package, loadavg, machine, same_tree  # noqa: E402
 
 
 def build(content: str | Path, site: Path, keys: Path, jobs: int, env: dict[str, str]) -> float:
@@ -57,14 +56,6 @@ def build(content: str | Path, site: Path, keys: Path, jobs: int, env: dict[str,
     if done.returncode != 0:
         raise SystemExit(f"the build failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
     return seconds
-
-
-def same_tree(a: Path, b: Path) -> bool:
-    match = filecmp.dircmp(a, b)
-    if match.left_only or match.right_only or match.funny_files:
-        return False
-    _, mismatch, errors = filecmp.cmpfiles(a, b, match.common_files, shallow=False)
-    return not mismatch and not errors and all(same_tree(a / d, b / d) for d in match.common_dirs)
 
 
 def main(argv: list[str] | None = None) -> int:

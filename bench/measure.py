@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import compileall
 import contextlib
+import filecmp
 import os
 import platform
 import resource
@@ -203,6 +204,15 @@ def measure(
         peaks["procs"],
         peaks["samples"],
     )
+
+
+def same_tree(a: Path, b: Path) -> bool:
+    """Whether two folders hold the same files with the same bytes, all the way down."""
+    match = filecmp.dircmp(a, b)
+    if match.left_only or match.right_only or match.funny_files:
+        return False
+    _, mismatch, errors = filecmp.cmpfiles(a, b, match.common_files, shallow=False)
+    return not mismatch and not errors and all(same_tree(a / d, b / d) for d in match.common_dirs)
 
 
 def loadavg() -> list[float]:

@@ -23,7 +23,6 @@ What one run does (see bench/README.md):
 from __future__ import annotations
 
 import argparse
-import filecmp
 import json
 import os
 import shutil
@@ -39,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import corpus  # noqa: E402
-from bench.measure import Measured, loadavg, machine, measure  # noqa: E402
+from bench.measure import Measured, loadavg, machine, measure, same_tree  # noqa: E402
 
 WIDTHS = (1, 2)
 LAUNCHER = "from generator.commands.cli import main\nraise SystemExit(main())\n"
@@ -95,14 +94,6 @@ def state_sizes(cache: Path) -> dict[str, int]:
         "indexes": indexes,
         "total": total + head.stat().st_size,
     }
-
-
-def same_tree(a: Path, b: Path) -> bool:
-    match = filecmp.dircmp(a, b)
-    if match.left_only or match.right_only or match.funny_files:
-        return False
-    _, mismatch, errors = filecmp.cmpfiles(a, b, match.common_files, shallow=False)
-    return not mismatch and not errors and all(same_tree(a / d, b / d) for d in match.common_dirs)
 
 
 def one_width(

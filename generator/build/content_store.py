@@ -38,6 +38,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
+from ..publish.storage_interface import check_key
 from ..site.config import SiteConfig
 from ..trust.check import verify_bytes
 from ..trust.errors import BuildError, Code, Problem, RejectionError
@@ -146,8 +147,6 @@ def nameable(location: str, root: str) -> bool:
     """Whether the storage interface can name the object at `location` (below `root`).
     One it cannot is refused without a request: that is a fact of its key, so the
     build keeps its listed size and tag and does not count it as changed again."""
-    from ..publish.storage_interface import check_key
-
     try:
         check_key(location[len(root) :])
     except ValueError:

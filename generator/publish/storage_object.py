@@ -237,6 +237,6 @@ def _stored(meta: ObjectMeta) -> StoredObject:
 
 
 def _version(e_tag: str | None, generation: str | None) -> str:
-    """The lease object's version as one string: its ETag, and its generation where
-    the store has one (GCS swaps on the generation)."""
+    """An object's version as one string, as a conditional write names it: its ETag,
+    and its generation where the store has one (GCS swaps on the generation)."""
     return f"{e_tag or ''} {generation or ''}".rstrip()

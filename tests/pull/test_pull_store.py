@@ -174,8 +174,10 @@ def test_a_throttled_store_is_retried_and_one_that_stays_down_stops_the_pull(
     s3.proxy.reset(fail_next=3)
     s3.proxy.fail_when = lambda method, path: method == "PUT" and path.endswith(".bundle.json")
     code, _, err = pull_into(server.url, url, keys, "--all")
+    throttled = s3.proxy.failed
     s3.proxy.reset()
     assert code == 0, err
+    assert throttled == 3  # (answered 503 SlowDown three times, each write tried again)
     assert stored(storage) == documents(built[0])
 
     url2 = url.replace("/lab/", "/down/")
