@@ -6,8 +6,9 @@ partitions (the first character of a Pith number's body) and in 1,024 (the first
 
 What one run does (see bench/README.md):
 1. writes N bench bundles (bench/corpus.py) into /dev/shm/pith-partitions-<pid>/;
-2. makes two copies of `generator/` and `templates/` there, the same code with
-   `entries.PREFIX_CHARS` as the only difference (1 and 2);
+2. makes two copies of `generator/` and `templates/` there, the same code with the
+   thresholds of `entries.partition_width` set so that one keeps 32 partitions and the
+   other 1,024 at any count, as the only difference;
 3. for each width, in a new process each time, output on tmpfs, measured as bench/run.py
    measures its builds (bench/measure.py: wall time, peak RSS of the build and its
    workers): a cold build; a build with nothing changed (median of three); K builds of
@@ -16,8 +17,11 @@ What one run does (see bench/README.md):
    documents alone, what one partition's task costs;
 4. the state each leaves: the head, the largest partition (its four files), all of the
    indexes of stats (which every build reads), and the whole;
-5. checks that both widths built the same site, byte for byte; prints a table; writes
-   JSON (default bench/results/partitions.json); removes its folder.
+5. checks that both widths built the same site, byte for byte;
+6. a one-change build by the 1,024-partition copy over the 32-partition site and state,
+   which cuts the state again (what a mirror pays once, when it passes
+   `entries.WIDE_FROM`), and one more change after it;
+7. prints a table; writes JSON (default bench/results/partitions.json); removes its folder.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import sys
@@ -60,9 +65,13 @@ def code_copy(work: Path, width: int) -> Path:
     shutil.copytree(ROOT / "templates", copy / "templates", ignore=ignore)
     entries = copy / "generator" / "build" / "entries.py"
     text = entries.read_text("utf-8")
-    if "PREFIX_CHARS = 1\n" not in text:
-        raise SystemExit("bench: entries.PREFIX_CHARS is no longer 1: update bench/partitions.py")
-    entries.write_text(text.replace("PREFIX_CHARS = 1\n", f"PREFIX_CHARS = {width}\n"), "utf-8")
+    # (the width is chosen by the count of numbers: the copy's thresholds choose `width` at any count)
+    wide_from, narrow_below = ("0", "0") if width == 2 else ("10**12", "10**12")
+    for name, value in (("WIDE_FROM", wide_from), ("NARROW_BELOW", narrow_below)):
+        text, found = re.subn(f"^{name} = [0-9_]+\n", f"{name} = {value}\n", text, flags=re.MULTILINE)
+        if found != 1:
+            raise SystemExit(f"bench: entries.{name} is not set as it was: update bench/partitions.py")
+    entries.write_text(text, "utf-8")
     launcher = copy / "pith_mirror_copy.py"
     launcher.write_text(LAUNCHER, "utf-8")
     return launcher
@@ -137,6 +146,29 @@ def one_width(
     return row
 
 
+def recut(work: Path, keys: Path, name: str, jobs: int) -> dict[str, Any]:
+    """A one-change build by the 1,024-partition copy over the 32-partition run's site and
+    state: what a mirror pays once, when its count passes `entries.WIDE_FROM` (the state
+    read whole and written again, cut the new way); then one more change, cut already."""
+    here, launcher = work / "run-1", work / "code-2" / "pith_mirror_copy.py"
+    content, site = here / "content", here / "site"
+    measured = []
+    for stamp in (1001, 1002):
+        grown = corpus.changed_bundle((content / name).read_bytes(), stamp)
+        (content / name).unlink()
+        (content / name).write_bytes(grown)
+        measured.append(build(launcher, content, site, keys, jobs, here))
+        head = (here / ".pith-cache" / "site" / "build-cache.json").read_bytes().partition(b"\n")[2]
+        if json.loads(head)["width"] != 2:
+            raise SystemExit("bench: the state was not cut into 1,024 partitions")
+    cut, after = measured
+    return {
+        "seconds": cut.seconds,
+        "peak_rss_mb": cut.peak_rss_bytes / 1e6,
+        "next_change_seconds": after.seconds,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench/partitions.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=int, required=True, metavar="N")
@@ -162,6 +194,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"bench: {32**width} partitions ...", file=sys.stderr)
             results[str(32**width)] = one_width(width, work, content, keys, spread, args)
         results["same_site"] = same_tree(work / "run-1" / "site", work / "run-2" / "site")
+        print("bench: 32 partitions cut into 1,024 ...", file=sys.stderr)
+        results["recut"] = recut(work, keys, names[len(names) // 2], args.jobs)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     results["load_after"] = loadavg()
@@ -189,7 +223,12 @@ def main(argv: list[str] | None = None) -> int:
             f"{one['peak_rss_mb']:.0f}",
         )
         print(" | ".join(cells))
-    print(f"\nboth widths built the same site, byte for byte: {results['same_site']}")
+    cut = results["recut"]
+    print(
+        f"\none change that cuts a state of 32 partitions into 1,024: {cut['seconds']:.2f} s, "
+        f"{cut['peak_rss_mb']:.0f} MB; the next change: {cut['next_change_seconds']:.2f} s"
+    )
+    print(f"both widths built the same site, byte for byte: {results['same_site']}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n", "utf-8")
     return 0 if results["same_site"] else 1

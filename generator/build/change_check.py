@@ -42,7 +42,7 @@ from ..trust.load import discover_names, is_utf8
 from .journal import undo_path
 from .report import BuildReport
 
-CACHE_FORMAT = 35
+CACHE_FORMAT = 36
 """The build cache's format (state.py), kept in its companion file too: code that
 changes what the cache holds changes this, and the next build is then a full
 one, not an answer that nothing changed. So does a verification rule made stricter:

@@ -28,25 +28,44 @@ from ..trust.errors import Rejection
 from .change_check import pack_stat
 from .part_summary import PartSummary
 
-PREFIX_CHARS = 1
-"""Characters of the body that name a partition: 32 partitions (base32)."""
+NARROW, WIDE = 1, 2
+"""Characters of the body that name a partition: 32 partitions (base32), or 1,024."""
+WIDE_FROM = 256_000
+"""Numbers from which a state of 32 partitions is cut into 1,024. Measured with
+bench/partitions.py: a one-change build reads and writes one partition and the head,
+which holds a summary of every partition; 1,024 partitions cost more below about
+220,000 numbers (a larger head), less above (smaller partitions)."""
+NARROW_BELOW = 128_000
+"""Numbers below which a state of 1,024 partitions goes back to 32: well under
+`WIDE_FROM`, so a mirror near the crossover is not cut again and again."""
 NO_NUMBER = "_"
 """The partition of content files whose document names no valid Pith number."""
 
 
-def partition_of(pith_number: str | None) -> str:
+def partition_width(numbers: int, current: int | None = None) -> int:
+    """The width of a state of `numbers` numbers whose partitions are `current`
+    characters wide now (None: a new state). A full build's new state is cut as 32
+    partitions, so it is chosen by the count alone: the gap between the thresholds
+    spares incremental builds, whose cutting again reads and writes every partition;
+    a full build writes every partition anyway."""
+    if current == WIDE:
+        return WIDE if numbers >= NARROW_BELOW else NARROW
+    return WIDE if numbers >= WIDE_FROM else NARROW
+
+
+def partition_of(pith_number: str | None, width: int) -> str:
     """The partition a number's entries, and its documents' files, belong to: the
-    body's first characters, for anything shaped as a number (the whole number is
-    checked where it is read; this only has to be the same every time, and a
-    safe file name)."""
+    body's first `width` characters, for anything shaped as a number (the whole
+    number is checked where it is read; this only has to be the same every time,
+    and a safe file name)."""
     if (
         pith_number is not None
         and len(pith_number) == _NUMBER_LENGTH
         and pith_number.startswith("pith:")
         and pith_number[_BODY - 1] == ":"
-        and _BASE32.issuperset(pith_number[_BODY : _BODY + PREFIX_CHARS])
+        and _BASE32.issuperset(pith_number[_BODY : _BODY + width])
     ):
-        return pith_number[_BODY : _BODY + PREFIX_CHARS]
+        return pith_number[_BODY : _BODY + width]
     return NO_NUMBER
 
 
@@ -125,7 +144,9 @@ class NumberTable(MutableMapping[str, NumberEntry]):
     membership reads the rows of one partition. Changing a number reads its
     partition first (rows and entries), so a partition is always saved whole."""
 
-    def __init__(self, parts: dict[str, StoredNumbers] | None = None) -> None:
+    def __init__(self, parts: dict[str, StoredNumbers] | None = None, *, width: int) -> None:
+        self.width = width
+        """Characters of a number's body that name its partition (see `partition_width`)."""
         self._parts: dict[str, StoredNumbers] = parts if parts is not None else {}
         self._rows: dict[str, dict[str, NumberRow]] = {}
         """The rows of the partitions this table changed (the rest are `_parts`')."""
@@ -136,9 +157,20 @@ class NumberTable(MutableMapping[str, NumberEntry]):
 
     def copy(self) -> NumberTable:
         """A table of the same entries, sharing the partitions not yet read."""
-        table = NumberTable(dict(self._parts))
+        table = NumberTable(dict(self._parts), width=self.width)
         table._rows = {part: dict(rows) for part, rows in self._rows.items()}
         table._own, table._made = dict(self._own), dict(self._made)
+        return table
+
+    def part_of(self, number: str | None) -> str:
+        """The partition of this table `number` belongs to."""
+        return partition_of(number, self.width)
+
+    def rekeyed(self, width: int) -> NumberTable:
+        """The same entries in partitions `width` characters wide (reads every partition)."""
+        table = NumberTable(width=width)
+        for number in self:
+            table[number] = self[number]
         return table
 
     def partitions(self) -> list[str]:
@@ -154,13 +186,13 @@ class NumberTable(MutableMapping[str, NumberEntry]):
         return {} if stored is None else stored.rows.read()
 
     def row(self, number: str) -> NumberRow:
-        return self.rows_of(partition_of(number))[number]
+        return self.rows_of(self.part_of(number))[number]
 
     def __getitem__(self, number: str) -> NumberEntry:
         entry = self._own.get(number)
         if entry is not None:
             return entry
-        part = partition_of(number)
+        part = self.part_of(number)
         stored = None if part in self._rows else self._parts.get(part)
         if stored is None or number not in stored.rows.read():
             raise KeyError(number)  # (a changed partition's entries are all in `_own`)
@@ -179,14 +211,14 @@ class NumberTable(MutableMapping[str, NumberEntry]):
         return rows
 
     def __setitem__(self, number: str, entry: NumberEntry) -> None:
-        rows = self._take_over(partition_of(number))
+        rows = self._take_over(self.part_of(number))
         self._own[number] = entry
         rows[number] = NumberRow.of(entry.summary)
 
     def __delitem__(self, number: str) -> None:
         if number not in self:
             raise KeyError(number)
-        rows = self._take_over(partition_of(number))
+        rows = self._take_over(self.part_of(number))
         self._own.pop(number, None)
         del rows[number]
 
@@ -200,7 +232,7 @@ class NumberTable(MutableMapping[str, NumberEntry]):
         )
 
     def __contains__(self, number: object) -> bool:
-        return isinstance(number, str) and number in self.rows_of(partition_of(number))
+        return isinstance(number, str) and number in self.rows_of(self.part_of(number))
 
     def summary(self, part: str) -> PartSummary:
         """What the site-wide stage needs of a partition (see part_summary.py)."""
@@ -338,7 +370,9 @@ class FileTable(MutableMapping[str, FileEntry]):
     read, whether or not its partition's files were read since), so saving sees which
     partitions a build changed by identity, as for numbers."""
 
-    def __init__(self, values: dict[str, FileEntry | StoredFile] | None = None) -> None:
+    def __init__(self, values: dict[str, FileEntry | StoredFile] | None = None, *, width: int) -> None:
+        self.width = width
+        """As `NumberTable.width`: a file's entry belongs to its number's partition."""
         self._values: dict[str, FileEntry | StoredFile] = values if values is not None else {}
 
     def __getitem__(self, name: str) -> FileEntry:
@@ -361,7 +395,11 @@ class FileTable(MutableMapping[str, FileEntry]):
         return name in self._values
 
     def copy(self) -> FileTable:
-        return FileTable(dict(self._values))
+        return FileTable(dict(self._values), width=self.width)
+
+    def rekeyed(self, width: int) -> FileTable:
+        """The same entries in partitions `width` characters wide (reads every partition's files)."""
+        return FileTable({name: self[name] for name in self._values}, width=width)
 
     def names(self) -> KeysView[str]:
         """The names, as a dict's view (set operations on it run in C)."""
@@ -373,6 +411,7 @@ class FileTable(MutableMapping[str, FileEntry]):
 
     def keep(self, name: str, other: FileTable) -> None:
         """`name`'s entry as `other` holds it, not read if not read there."""
+        assert other.width == self.width, "a file's entry kept in a table of another width"
         self._values[name] = other._values[name]
 
     def stat(self, name: str) -> int:
@@ -387,7 +426,7 @@ class FileTable(MutableMapping[str, FileEntry]):
     def partition(self, name: str) -> str:
         """The partition `name`'s entry belongs to (see `partition_of`)."""
         value = self._values[name]
-        return value.part if isinstance(value, StoredFile) else partition_of(value.pith_number)
+        return value.part if isinstance(value, StoredFile) else partition_of(value.pith_number, self.width)
 
     def refused(self, name: str) -> bool:
         value = self._values[name]
@@ -396,8 +435,10 @@ class FileTable(MutableMapping[str, FileEntry]):
     def in_partitions(self, parts: Collection[str]) -> Iterator[str]:
         """The names whose entries belong to one of `parts`, in table order, told
         without reading any partition's files."""
+        width = self.width
         for name, value in self._values.items():
-            if (value.part if isinstance(value, StoredFile) else partition_of(value.pith_number)) in parts:
+            part = value.part if isinstance(value, StoredFile) else partition_of(value.pith_number, width)
+            if part in parts:
                 yield name
 
     def read_partitions(self, parts: Collection[str]) -> None:

@@ -101,5 +101,15 @@ def combine(summaries: Mapping[str, PartSummary]) -> SiteRows:
         count=sum(s.count for s in parts),
         digests="".join(s.digests for s in parts),
         newest=[row for s in parts for row in s.newest],
-        forked=sorted(row for s in parts for row in s.forked),  # (a partition's are of one first character)
+        forked=sorted(row for s in parts for row in s.forked),  # (a partition's share their first characters)
     )
+
+
+def sitewide_inputs(rows: SiteRows, context: str) -> str:
+    """Fingerprint of everything site-wide pages are made from: every record's
+    summary (by its digest, a partition at a time), and the rest (`context`: see
+    sitewide_write._context_inputs). It depends on how the numbers are cut into
+    partitions: a state cut again has it made again (see state.save_cache)."""
+    digest = hashlib.sha256(context.encode())
+    digest.update(rows.digests.encode())
+    return digest.hexdigest()

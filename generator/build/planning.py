@@ -91,7 +91,10 @@ def candidates_to_decide(entries: FileTable, touched: set[str] | None) -> list[C
     """The verified documents that compete for the numbers to decide, in name order.
     (An incremental build makes the entries of only these files, and reads only
     their partitions': a file's entry belongs to its number's partition.)"""
-    names = entries if touched is None else entries.in_partitions({partition_of(n) for n in touched})
+    if touched is None:
+        names: Iterable[str] = entries
+    else:
+        names = entries.in_partitions({partition_of(n, entries.width) for n in touched})
     return [
         candidate
         for name in names

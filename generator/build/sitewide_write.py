@@ -52,9 +52,8 @@ from ..site.templating import make_environment
 from ..trust.errors import BuildError, Rejection
 from ..trust.keys import Keyring
 from ..trust.model import number_body
-from .entries import PREFIX_CHARS, partition_of
 from .journal import Plan
-from .part_summary import SiteRows
+from .part_summary import SiteRows, sitewide_inputs
 from .state import BuildState, NumberEntry, NumberTable
 from .workers import PageBatch, SearchHandOver, hand_over_pages
 from .write import Writer, remove_files
@@ -67,7 +66,7 @@ class SitewideWritten:
     sitewide: dict[str, tuple[str, str]]
     """path -> (input fingerprint, SHA-256 of bytes) of every site-wide file in SITE."""
     inputs: str
-    """Fingerprint of everything site-wide pages are made from (`_sitewide_inputs`)."""
+    """Fingerprint of everything site-wide pages are made from (`part_summary.sitewide_inputs`)."""
     context: str
     """Fingerprint of what they show besides the records (`_context_inputs`)."""
     manifest_sha256: str
@@ -135,7 +134,7 @@ class SitewideStage:
         """
         config = self.config
         context = _context_inputs(rejections, notes, self.extra)
-        inputs = _sitewide_inputs(rows, context)
+        inputs = sitewide_inputs(rows, context)
         numbers = self.numbers
         if self.cache is not None and self.cache.sitewide_inputs == inputs and not self.relisted_prefix():
             if self.keeps_manifest:  # made now, so the first change does not wait for them
@@ -323,7 +322,7 @@ class SitewideStage:
         a short form's or a paper page's prefix names, and those whose filter of integrity
         reports may hold one of `paths` (see part_summary.py)."""
         numbers = self.numbers
-        parts = {prefix[:PREFIX_CHARS] for prefix in asked_prefixes(paths)}
+        parts = {prefix[: numbers.width] for prefix in asked_prefixes(paths)}
         # (an integrity report is `pith/<arXiv id>/integrity.json`, see
         # layout.source_integrity_path; a short form's or a paper page's path is a page
         # that its prefix's partition holds)
@@ -376,7 +375,7 @@ class SitewideStage:
         if not same:
             return False
         heads = Counter(
-            number_body(n)[:8] for part in {partition_of(n) for n in same} for n in new.rows_of(part)
+            number_body(n)[:8] for part in {new.part_of(n) for n in same} for n in new.rows_of(part)
         )
         return any(heads[number_body(n)[:8]] > 1 for n in same)
 
@@ -449,7 +448,7 @@ class PaperPages:
             return None
         owner = next((n for n in self.likely if number_body(n).startswith(prefix)), None)
         if owner is None:
-            part = prefix[:PREFIX_CHARS]  # (a number's first characters name its partition)
+            part = prefix[: self.numbers.width]  # (a number's first characters name its partition)
             if part not in self.by_prefix:
                 heads = self.by_prefix[part] = {}
                 for number in sorted(self.numbers.rows_of(part)):  # (the first number with the prefix)
@@ -478,15 +477,6 @@ def _context_inputs(rejections: list[Rejection], notes: list[str], extra: str) -
     digest.update(b"\0")
     for note in notes:
         digest.update(note.encode("utf-8", "replace") + b"\n")
-    return digest.hexdigest()
-
-
-def _sitewide_inputs(rows: SiteRows, context: str) -> str:
-    """Fingerprint of everything site-wide pages are made from: every record's
-    summary (by its digest, a partition at a time: see part_summary.py), and the rest
-    (`context`: see `_context_inputs`)."""
-    digest = hashlib.sha256(context.encode())
-    digest.update(rows.digests.encode())
     return digest.hexdigest()
 
 

@@ -39,6 +39,7 @@ from ..trust.model import number_body
 from . import planning
 from .change_check import Listed, content_files, content_top, listed_content, stat_key
 from .content_store import READ_AHEAD, UNNAMEABLE_KEY, nameable, store_name
+from .entries import NARROW
 from .journal import Plan
 from .part_summary import combine
 from .removal_guard import check_removals, dropped_numbers
@@ -149,7 +150,7 @@ class Stages:
         if written.restore:  # a page a shared short prefix had replaced must be whole again
             redo = [Choice(n, numbers[n].record, numbers[n].bundle) for n in sorted(written.restore)]
             self.render_choices(redo, numbers, paths, rejections)
-            self.move_into_site(numbers, written.restore, NumberTable())
+            self.move_into_site(numbers, written.restore, NumberTable(width=numbers.width))
         if last is not None:
             # The partitions the state's save writes again are read now, before SITE
             # changes: one found damaged makes this a full build, not a failure once SITE
@@ -205,7 +206,9 @@ class Stages:
     # Stage 1-3: every content file, reusing the cache for unchanged ones.
     def verify_changed_files(self) -> tuple[FileTable, dict[str, DocumentResult], list[str]]:
         content = self.config.content
-        previous = self.cache.files if self.cache else FileTable()
+        # (a full build cuts its new state as 32 partitions: saving cuts it again if its
+        # count calls for 1,024, see state.save_cache; an incremental one keeps the width)
+        previous = self.cache.files if self.cache else FileTable(width=NARROW)
         top = content_top(content)
         listed: Iterable[tuple[str, str, int | None]]
         if self.hints is not None:  # every name not hinted at is as it was
@@ -217,7 +220,7 @@ class Stages:
             else:
                 listed = ((path, name, None) for path, name in self.hinted(entries, top))
         else:
-            entries = FileTable()
+            entries = FileTable(width=previous.width)
             if self.listed is not None:
                 listed, self.listed = self.listed, None
             elif self.config.content_store is not None:  # (a store's listing tells each stat)
@@ -337,8 +340,8 @@ class Stages:
         rejections: list[Rejection],
     ) -> tuple[NumberTable, set[str]]:
         """Every number this build publishes, and those it rendered (see `planning.sort_renders`)."""
-        previous = self.cache.numbers if self.cache else NumberTable()
-        numbers = NumberTable()
+        previous = self.cache.numbers if self.cache else NumberTable(width=NARROW)
+        numbers = NumberTable(width=previous.width)
         if touched is not None:  # the settled numbers stay as they are (and are not read)
             numbers = previous.copy()
             for number in touched:

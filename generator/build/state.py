@@ -3,7 +3,10 @@ what changed.
 
 Rules:
 - It is split by partition: the first character of a Pith number's body (one
-  of 32; files that name no number form a partition of their own). Partition
+  of 32), or from `entries.WIDE_FROM` numbers the first two (one of 1,024; see
+  `entries.partition_width`, and the head's `width`); files that name no
+  number form a partition of their own. A save whose count of numbers calls
+  for the other width writes every partition again, cut the new way. Partition
   P is four files in `<cache dir>/build-cache/`: `P.index.json`, each content
   file whose document names a number of P with its stat and whether it was
   refused, read by every build (it is how `change_check.look` tells what
@@ -71,8 +74,9 @@ from .change_check import (
     write_checked,
 )
 from .entries import (
+    NARROW,
     NO_NUMBER,
-    PREFIX_CHARS,
+    WIDE,
     FileEntry,
     FilesPart,
     FileTable,
@@ -84,6 +88,7 @@ from .entries import (
     StoredNumbers,
     brief_stat,
     partition_of,
+    partition_width,
 )
 from .entry_json import (
     dumps_line,
@@ -98,7 +103,7 @@ from .entry_json import (
     row_json,
     summary_json,
 )
-from .part_summary import PartSummary
+from .part_summary import PartSummary, combine, sitewide_inputs
 
 __all__ = [
     "CACHE_FILE",
@@ -112,15 +117,16 @@ __all__ = [
 ]
 
 _INDEX, _ROWS, _FILES, _ENTRIES = INDEX, ".rows.json", ".files.json", ".numbers.jsonl"
-_PART_NAME = re.compile(f"[A-Z2-7]{{{PREFIX_CHARS}}}|{NO_NUMBER}")
+_PART_NAMES = {width: re.compile(f"[A-Z2-7]{{{width}}}|{NO_NUMBER}") for width in (NARROW, WIDE)}
 
 
 @dataclass(slots=True)
 class BuildState:
     key: str
     manifest_sha256: str = ""
-    files: FileTable = field(default_factory=FileTable)
-    numbers: NumberTable = field(default_factory=NumberTable)
+    files: FileTable = field(default_factory=partial(FileTable, width=NARROW))
+    numbers: NumberTable = field(default_factory=partial(NumberTable, width=NARROW))
+    """Both tables cut into partitions of one width (`numbers.width`)."""
     sitewide: dict[str, tuple[str, str]] = field(default_factory=dict)
     """path -> (input fingerprint, sha256 of bytes) of every site-wide file in SITE."""
     sitewide_inputs: str = ""
@@ -189,13 +195,16 @@ def load_cache(directory: Path, key: str, site: Path, last: LastState | None = N
             notes=tuple(str(n) for n in head["notes"]),
         )
         folder = directory / PARTS_FOLDER
+        width = head["width"]
+        if type(width) is not int or width not in _PART_NAMES:
+            return None
         files: dict[str, FileEntry | StoredFile] = {}
         numbers: dict[str, StoredNumbers] = {}
         parts: dict[str, Any] = head["parts"]
         found: dict[str, tuple[str, tuple[str, int], tuple[str, int], tuple[str, int], PartSummary, Any]] = {}
         for part in sorted(parts):
             value = parts[part]
-            if not _PART_NAME.fullmatch(part) or type(value) is not dict:
+            if not _PART_NAMES[width].fullmatch(part) or type(value) is not dict:
                 return None
             named = {kind: folder / f"{part}{kind}" for kind in (_ROWS, _FILES, _ENTRIES)}
             rows, stored, entries = (
@@ -205,19 +214,19 @@ def load_cache(directory: Path, key: str, site: Path, last: LastState | None = N
                 if stat_key(path) != stat:
                     return None
             summary = part_summary(value["summary"])
-            part_files = _stored_files(state.indexes[part], part, named[_FILES], stored[0])
+            part_files = _stored_files(state.indexes[part], part, named[_FILES], stored[0], width)
             files.update(part_files)
-            own = FileTable(part_files)  # (a number's documents are its partition's files)
-            read_rows = Stored(partial(_read_rows, named[_ROWS], rows[0], part, summary))
+            own = FileTable(part_files, width=width)  # (a number's documents are its partition's files)
+            read_rows = Stored(partial(_read_rows, named[_ROWS], rows[0], part, width, summary))
             numbers[part] = StoredNumbers(
                 read_rows,
                 Stored(partial(_read_entries, named[_ENTRIES], entries[0], own, read_rows)),
                 summary,
             )
             found[part] = (str(value["index"]), rows, stored, entries, summary, part_files)
-        cache.files = FileTable(files)
+        cache.files = FileTable(files, width=width)
         cache.files.sort()
-        table = cache.numbers = NumberTable(numbers)
+        table = cache.numbers = NumberTable(numbers, width=width)
         cache.saved = {part: SavedPart(*values, table.stored(part)) for part, values in found.items()}
         return cache
     except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError):
@@ -233,16 +242,18 @@ def _read_named(path: Path, sha256: str) -> bytes:
 
 
 def _stored_files(
-    briefs: dict[str, list[Any]], part: str, files_path: Path, files_sha256: str
+    briefs: dict[str, list[Any]], part: str, files_path: Path, files_sha256: str, width: int
 ) -> dict[str, FileEntry | StoredFile]:
     """A partition's files as its index lists them (`{name: brief}`, see
     `entry_json.file_brief`): each file's entry is read from `files_path` when the
     build first asks for one of them (`_read_files`)."""
-    source = FilesPart(partial(_read_files, files_path, files_sha256, part, briefs))
+    source = FilesPart(partial(_read_files, files_path, files_sha256, part, width, briefs))
     return {name: StoredFile(brief, source, part) for name, brief in briefs.items()}
 
 
-def _read_files(path: Path, sha256: str, part: str, briefs: dict[str, list[Any]]) -> dict[str, FileEntry]:
+def _read_files(
+    path: Path, sha256: str, part: str, width: int, briefs: dict[str, list[Any]]
+) -> dict[str, FileEntry]:
     """A partition's file entries, by name: the very files its index lists, each with
     the stat its brief holds and refused as its brief says (StateDamaged if the file
     is not the one the head names, or does not agree)."""
@@ -254,14 +265,14 @@ def _read_files(path: Path, sha256: str, part: str, briefs: dict[str, list[Any]]
         for name, value in values.items():
             brief = briefs[name]
             entry = entries[name] = file_entry(name, value, brief_stat(brief))
-            if partition_of(entry.pith_number) != part or bool(entry.rejections) != brief[3]:
+            if partition_of(entry.pith_number, width) != part or bool(entry.rejections) != brief[3]:
                 raise ValueError("a file unlike its brief")
         return entries
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise StateDamaged(f"{path.name}: {exc}") from None
 
 
-def _read_rows(path: Path, sha256: str, part: str, summary: PartSummary) -> dict[str, NumberRow]:
+def _read_rows(path: Path, sha256: str, part: str, width: int, summary: PartSummary) -> dict[str, NumberRow]:
     """A partition's rows, in number order, each of the partition, and as many as
     its summary in the head counts (StateDamaged otherwise)."""
     try:
@@ -271,7 +282,7 @@ def _read_rows(path: Path, sha256: str, part: str, summary: PartSummary) -> dict
         rows: dict[str, NumberRow] = {}
         for value in listed:
             row = number_row(value)
-            if partition_of(row.pith_number) != part:
+            if partition_of(row.pith_number, width) != part:
                 raise ValueError("a number of another partition")
             rows[row.pith_number] = row
         if len(rows) != summary.count or any(a >= b for a, b in pairwise(rows)):
@@ -317,10 +328,20 @@ def save_after_build(directory: Path, cache: BuildState, extra: str, report: Unc
 def save_cache(directory: Path, cache: BuildState) -> str:
     """Write the partitions whose entries changed since they were last saved, then
     the head that names every partition's hashes and holds its summary, then remove
-    the files of partitions no entry is in any more. Returns the head's checksum."""
+    the files of partitions no entry is in any more. Returns the head's checksum.
+
+    A state whose count of numbers calls for partitions of another width
+    (`entries.partition_width`) is cut again, and every partition written."""
     folder = directory / PARTS_FOLDER
     folder.mkdir(parents=True, exist_ok=True)
     _remove_stale(directory)
+    width = partition_width(len(cache.numbers), cache.numbers.width)
+    if width != cache.numbers.width or width != cache.files.width:
+        cache.files, cache.numbers = cache.files.rekeyed(width), cache.numbers.rekeyed(width)
+        cache.saved = {}
+        # (the same summaries joined partition by partition the new way: else the next
+        # build, finding another fingerprint, would make every site-wide file again)
+        cache.sitewide_inputs = sitewide_inputs(combine(cache.numbers.part_summaries()), cache.context_inputs)
     table = cache.numbers
     files: dict[str, dict[str, FileEntry | StoredFile]] = {}
     for name in cache.files:
@@ -375,6 +396,7 @@ def save_cache(directory: Path, cache: BuildState) -> str:
             "context_inputs": cache.context_inputs,
             "contested": sorted(cache.contested),
             "notes": list(cache.notes),
+            "width": width,
             "parts": {part: s.head() for part, s in saved.items()},
         },
     )

@@ -2,7 +2,8 @@
 become a list of both, and go back to one record's pages when the other leaves.
 
 The two titles were found by searching factory records for a 40-bit prefix
-collision (about a million tries); the test checks they still collide."""
+collision (about a million tries); the test checks they still collide. Each test runs
+with the build state in 32 partitions and in 1,024."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import manifestkit
 import pytest
 from sitekit import Project, assert_same_as_fresh, record_doc
 
+from generator.build import entries
+
 SOURCE = "2310.01010"
 TITLES = ("Prefix 734080", "Prefix 1125271")
 PREFIX = "TSVXCBQ2"
@@ -20,6 +23,15 @@ PREFIX = "TSVXCBQ2"
 
 def number(title: str) -> str:
     return f.pith_number(f.canonical_record(source_id=SOURCE, title=title))
+
+
+@pytest.fixture(autouse=True, params=["32 partitions", "1,024 partitions"])
+def partitions(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test with the build state cut by the body's first character, and by its first
+    two (a short form's prefix names its partition either way: see sitewide_write.py)."""
+    if request.param == "1,024 partitions":
+        monkeypatch.setattr(entries, "WIDE_FROM", 0)
+        monkeypatch.setattr(entries, "NARROW_BELOW", 0)
 
 
 @pytest.fixture(scope="module")

@@ -450,7 +450,7 @@ def test_a_report_shared_across_partitions_is_found_by_the_partitions_filter(
     versions = [f.canonical_record(source_id="2305.00088", version=v) for v in range(1, 9)]
     older = versions[0]
     newer = next(
-        r for r in versions[1:] if partition_of(f.pith_number(r)) != partition_of(f.pith_number(older))
+        r for r in versions[1:] if partition_of(f.pith_number(r), 1) != partition_of(f.pith_number(older), 1)
     )
     p = Project(tmp_path / "spread")
     p.add("old.json", with_integrity_report(older))
@@ -467,7 +467,7 @@ def test_a_report_shared_across_partitions_is_found_by_the_partitions_filter(
     result = p.build()
     assert result.mode == "incremental" and result.rendered == 1
     assert json.loads(p.read(report))["pith_number"] == f.pith_number(newer)
-    assert sorted(rows) == sorted({partition_of(f.pith_number(r)) for r in (older, newer)})
+    assert sorted(rows) == sorted({partition_of(f.pith_number(r), 1) for r in (older, newer)})
     assert_same_as_fresh(p, tmp_path / "fresh")
 
 
@@ -541,7 +541,7 @@ def test_the_cache_reads_back_every_entry_as_it_was_written(
         root = Path(folder)
         (root / "site" / MANIFEST_PATH).parent.mkdir(parents=True)
         (root / "site" / MANIFEST_PATH).write_bytes(b"{}")
-        cache = BuildState("key", hashlib.sha256(b"{}").hexdigest(), FileTable(dict(files)))
+        cache = BuildState("key", hashlib.sha256(b"{}").hexdigest(), FileTable(dict(files), width=1))
         cache.numbers[number] = NumberEntry(record, bundle, summary)
         save_cache(root / "cache", cache)
         read = load_cache(root / "cache", "key", root / "site")

@@ -34,7 +34,7 @@ def refused(name: str, number: str | None, code: Code = Code.RECEIPT_BAD_SIGNATU
 
 
 def table(**entries: FileEntry) -> FileTable:
-    files = FileTable()
+    files = FileTable(width=1)
     for name, entry in sorted(entries.items()):
         files[name] = entry
     return files
