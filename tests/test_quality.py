@@ -42,5 +42,6 @@ def test_mypy_strict_on_the_package_and_the_benchmark() -> None:
         "bench/upload.py",
         "bench/content_store.py",
         "bench/partitions.py",
+        "bench/listing.py",
     )
     assert result.returncode == 0, result.stdout + result.stderr

@@ -44,7 +44,7 @@ from ..trust.check import verify_bytes
 from ..trust.errors import BuildError, Code, Problem, RejectionError
 from ..trust.keys import Keyring
 from ..trust.load import Limits, SourceDocument, is_ignored_name, too_large
-from ..trust.model import Verdict, Verified
+from ..trust.model import BODY_CHARACTERS, Verdict, Verified
 
 if TYPE_CHECKING:
     from ..publish.storage import Storage
@@ -118,7 +118,7 @@ def list_store(root: str) -> tuple[list[tuple[str, str, int, str]], list[str]]:
     top = store_name(root)
     keys: dict[str, tuple[int, str]] = {}
     pages: list[str] = []
-    for found in _open(root).list():
+    for found in _open(root).list_cut("", BODY_CHARACTERS):  # (pull names documents by body)
         key = found.key
         if key.startswith(PAGES):  # (a folder's pages/*.md become pages; the rest is skipped)
             page = key[len(PAGES) :]

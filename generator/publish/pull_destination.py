@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..trust.files import write_atomic
-from ..trust.model import BODY_RE
+from ..trust.model import BODY_CHARACTERS, BODY_RE
 from .storage import LeaseKeeper, MissingObject, StorageError, StoredObject
 
 if TYPE_CHECKING:
@@ -217,7 +217,8 @@ class ContentStore(Destination):
         lease = self.storage.acquire_lease(PULL_LEASE, LEASE_TTL)
         self.keeper = LeaseKeeper(self.storage, lease, LEASE_TTL)
         try:
-            self.listed = {found.key: found for found in self.storage.list() if "/" not in found.key}
+            listing = self.storage.list_cut("", BODY_CHARACTERS)
+            self.listed = {found.key: found for found in listing if "/" not in found.key}
         except BaseException:
             self.close()
             raise

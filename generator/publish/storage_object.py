@@ -22,9 +22,11 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any, Literal
 
 import obstore
@@ -38,11 +40,24 @@ from obstore.exceptions import (
 from obstore.store import from_url
 
 from ..trust.errors import ConfigError
-from .storage_interface import MissingObject, RetryPolicy, Storage, StorageError, StoredObject, check_key
+from .storage_interface import (
+    Listing,
+    MissingObject,
+    RetryPolicy,
+    Storage,
+    StorageError,
+    StoredObject,
+    check_key,
+)
 
 if TYPE_CHECKING:
     from obstore import Attributes, ObjectMeta, UpdateVersion
     from obstore.store import ClientConfig, ObjectStore, RetryConfig
+
+LIST_PAGE = 1000
+"""Keys an S3 listing answers at most in one request."""
+LIST_THREADS = 32
+"""Ranges of a long listing asked for at once (see `ObjectStorage.list_cut`)."""
 
 _STATUS = re.compile(r"status code: (\d{3}) ([^:\n]*)")
 _CODE = re.compile(r"<Code>([^<]{1,64})</Code>")
@@ -168,6 +183,57 @@ class ObjectStorage(Storage):
                     yield _stored(meta)
         except (BaseError, OSError) as exc:
             raise self._failed(folder, "list these objects", exc) from None
+
+    def list_cut(self, prefix: str, cuts: Sequence[str]) -> Listing:
+        """See `Storage.list_cut`. S3 lists the keys after a given one (its `start-after`),
+        so a listing longer than a page goes on as ranges listed at once: each range
+        (after, upto] from its start to the first key past its end. Elsewhere (GCS and
+        Azure, whose listings the library does not start at a key) the folder is listed
+        whole. A store whose order is not the order of the keys as strings (none known)
+        is listed whole too, so no key is ever missed."""
+        folder = prefix.strip("/")
+        if not self.location.startswith("s3://") or not cuts:
+            return list(self.list(prefix))
+        base = f"{check_key(folder)}/" if folder else ""
+        first = self._list_range(folder, None, None, LIST_PAGE)
+        if first is None:
+            return list(self.list(prefix))
+        found, whole = first
+        if whole:  # (a folder of less than a page: one request, as `list`)
+            return found
+        after = found[-1].key
+        bounds = [after, *(base + cut for cut in sorted(set(cuts)) if base + cut > after), None]
+        ranges = list(pairwise(bounds))
+        with ThreadPoolExecutor(min(LIST_THREADS, len(ranges)), thread_name_prefix="list") as pool:
+            parts = list(pool.map(lambda r: self._list_range(folder, r[0], r[1]), ranges))
+        if any(part is None for part in parts):
+            return list(self.list(prefix))
+        return found + [stored for part in parts if part is not None for stored in part[0]]
+
+    def _list_range(
+        self, folder: str, after: str | None, upto: str | None, most: int | None = None
+    ) -> tuple[Listing, bool] | None:
+        """The objects below `folder` whose key k has after < k <= upto (None: no bound),
+        in the store's order, and whether that is every one of them: not when `most`
+        were found (the rest, if any, not asked for). None if the store listed a key out
+        of order."""
+        found: Listing = []
+        last = after
+        try:
+            for batch in obstore.list(self.store, folder or None, offset=after):
+                for meta in batch:
+                    stored = _stored(meta)
+                    if last is not None and stored.key <= last:
+                        return None
+                    if upto is not None and stored.key > upto:
+                        return found, True
+                    found.append(stored)
+                    last = stored.key
+                    if most is not None and len(found) == most:  # (the next page not asked for)
+                        return found, False
+        except (BaseError, OSError) as exc:
+            raise self._failed(folder, "list these objects", exc) from None
+        return found, True
 
     def content_tag(self, data: bytes) -> str | None:
         return hashlib.md5(data, usedforsecurity=False).hexdigest() if self.md5_tags else None

@@ -59,7 +59,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..site.headers import PER_RECORD_JSON, matches, object_headers
-from ..site.layout import MANIFEST_PATH, SIGNATURE_PATH, SUMS_PATH, is_manifest_shard
+from ..site.layout import MANIFEST_PATH, SIGNATURE_PATH, SITE_CUTS, SUMS_PATH, is_manifest_shard
 from ..trust.errors import BuildError, ConfigError
 from ..trust.files import read_regular
 from . import change_log
@@ -277,7 +277,7 @@ def _publish(
     force: bool,
 ) -> UploadReport:
     """Every file, each compared with the storage's listing."""
-    stored = {entry.key: entry for entry in storage.list() if _ours(entry.key)}
+    stored = {entry.key: entry for entry in storage.list_cut("", SITE_CUTS) if _ours(entry.key)}
     present = set(keys)
     stale = [key for key in stored if key not in present]
     return _waves(

@@ -41,6 +41,16 @@ SUMS_PATH = "SHA256SUMS"
 SIGNATURE_PATH = ".well-known/pith/mirror.sig.json"
 """The whole site's checksums, and the mirror's own signature over them and the manifest."""
 
+SITE_CUTS = tuple(
+    sorted(
+        folder + first
+        for folder in ("pith/", "paper/", "api/pith-number/", ".well-known/pith/")
+        for first in "234567ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    )
+)
+"""Where a listing of a site in a store is cut into ranges listed at once (see
+`Storage.list_cut`): the folders whose files are named by a number's body, by the
+body's first character (base32)."""
 RESOLVE_KINDS = ("arxiv", "arxiv_version", "doi", "pith_short_8", "pith_short_12", "pith_short_16")
 
 

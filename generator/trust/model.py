@@ -20,6 +20,9 @@ from .load import SourceDocument
 
 PITH_RE = re.compile(r"pith:(?P<year>[0-9]{4}):(?P<body>[A-Z2-7]{26})")
 BODY_RE = re.compile(r"[A-Z2-7]{26}")
+BODY_CHARACTERS = "234567ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+"""The characters of a body (base32), in order: where a listing of stored documents,
+named by their bodies, is cut into ranges (see `Storage.list_cut`)."""
 
 Kind = Literal["record", "bundle"]
 
