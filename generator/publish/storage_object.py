@@ -185,14 +185,19 @@ class ObjectStorage(Storage):
             raise self._failed(folder, "list these objects", exc) from None
 
     def list_cut(self, prefix: str, cuts: Sequence[str]) -> Listing:
-        """See `Storage.list_cut`. S3 lists the keys after a given one (its `start-after`),
-        so a listing longer than a page goes on as ranges listed at once: each range
-        (after, upto] from its start to the first key past its end. Elsewhere (GCS and
-        Azure, whose listings the library does not start at a key) the folder is listed
-        whole. A store whose order is not the order of the keys as strings (none known)
-        is listed whole too, so no key is ever missed."""
+        """See `Storage.list_cut`. S3 lists a bucket's keys in the order of their UTF-8
+        bytes, which is the order of Python's strings, and starts a listing after a
+        given key (`start-after`): a listing longer than a page goes on as ranges listed
+        at once, each (after, upto] from its start to the first key past its end.
+        Elsewhere the folder is listed whole: GCS and Azure (whose listings the library
+        does not start at a key), and S3 Express directory buckets (`--x-s3`), which
+        list in no set order. A range that meets a key out of order has the folder
+        listed whole instead (a check of what it reads, not a proof for a store that
+        orders keys some other way)."""
         folder = prefix.strip("/")
-        if not self.location.startswith("s3://") or not cuts:
+        scheme, _, rest = self.location.partition("://")
+        bucket = rest.partition("/")[0]
+        if scheme.lower() != "s3" or bucket.endswith("--x-s3") or not cuts:
             return list(self.list(prefix))
         base = f"{check_key(folder)}/" if folder else ""
         first = self._list_range(folder, None, None, LIST_PAGE)
@@ -204,8 +209,11 @@ class ObjectStorage(Storage):
         after = found[-1].key
         bounds = [after, *(base + cut for cut in sorted(set(cuts)) if base + cut > after), None]
         ranges = list(pairwise(bounds))
-        with ThreadPoolExecutor(min(LIST_THREADS, len(ranges)), thread_name_prefix="list") as pool:
+        pool = ThreadPoolExecutor(min(LIST_THREADS, len(ranges)), thread_name_prefix="list")
+        try:
             parts = list(pool.map(lambda r: self._list_range(folder, r[0], r[1]), ranges))
+        finally:  # (a range that failed, or Ctrl-C: the ranges not started are not)
+            pool.shutdown(wait=True, cancel_futures=True)
         if any(part is None for part in parts):
             return list(self.list(prefix))
         return found + [stored for part in parts if part is not None for stored in part[0]]

@@ -10,7 +10,9 @@ ranges."""
 # ruff: noqa: E402  (the extra is looked for before anything imports it)
 from __future__ import annotations
 
+import http.client
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -20,6 +22,7 @@ need("obstore", "storage", module_level=True)
 
 import storagekit
 
+from generator.build import content_store
 from generator.publish import storage_object
 from generator.publish.storage import Storage, StorageError, open_storage
 from generator.publish.storage_local import LocalStorage
@@ -153,3 +156,65 @@ def test_a_folder_is_listed_whole(tmp_path: Any) -> None:
     for key in ("2A.json", "sub/Z.json", "~x.json"):
         storage.write(key, b"{}", "application/json", "no-cache")
     assert listed_keys(storage.list_cut("", BODY_CHARACTERS)) == ["2A.json", "sub/Z.json", "~x.json"]
+
+
+def ranged(s3: storagekit.S3StandIn) -> list[str]:
+    """The listing requests that started after a key (a range's, or its next page's)."""
+    return [path for method, path in s3.proxy.seen if "list-type" in path and "start-after" in path]
+
+
+def test_a_first_page_of_exactly_a_page_and_a_range_of_two_pages(
+    s3: storagekit.S3StandIn, s3_storage: Storage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As S3 pages them (1,000 keys): a store of exactly one page goes on in ranges that
+    find nothing more; a range of more than 1,000 keys follows the store's next page."""
+
+    def put(keys: list[str]) -> None:
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(lambda key: s3_storage.write(key, b"{}", "application/json", "no-cache"), keys))
+
+    put([f"A{index:05d}.json" for index in range(storage_object.LIST_PAGE)])
+    s3.proxy.reset()
+    found = s3_storage.list_cut("", BODY_CHARACTERS)
+    assert listed_keys(found) == [f"A{index:05d}.json" for index in range(1000)]
+    assert lists(s3) == 1 + 1 + sum(cut > "A00999.json" for cut in BODY_CHARACTERS)
+
+    put([f"A{index:05d}.json" for index in range(1000, 1150)] + ["2x.json", "B"])
+    monkeypatch.setattr(storage_object, "LIST_PAGE", 3)
+    s3.proxy.reset()
+    found = s3_storage.list_cut("", BODY_CHARACTERS)
+    assert listed_keys(found) == sorted(["2x.json", "B", *(f"A{index:05d}.json" for index in range(1150))])
+    # the range (A00001, B] asked for its second page with the store's continuation token
+    assert sum("continuation-token" in path for path in ranged(s3)) == 1
+
+
+@pytest.mark.usefixtures("short_pages")
+def test_a_content_store_is_listed_in_ranges(
+    s3: storagekit.S3StandIn, filled: Storage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The build's listing of CONTENT (and `verify`'s) goes through the ranges."""
+    for name, value in s3.environment().items():
+        monkeypatch.setenv(name, value)
+    content_store.forget_stores()
+    root = filled.url("content/")
+    documents, pages = content_store.list_store(root)
+    expected = sorted(f"content/{key}" for key in KEYS if key.endswith(".json"))
+    assert sorted(name for _location, name, _size, _tag in documents) == expected
+    assert pages == [] and ranged(s3)
+    content_store.forget_stores()
+
+
+@pytest.mark.usefixtures("short_pages")
+def test_a_directory_bucket_is_listed_whole(s3: storagekit.S3StandIn) -> None:
+    """S3 Express directory buckets (named `...--x-s3`) list their keys in no set order."""
+    name = f"dir-{s3.tag}--usw2-az1--x-s3"
+    connection = http.client.HTTPConnection(s3.moto, timeout=30)
+    connection.request("PUT", f"/{name}")
+    assert connection.getresponse().status == 200
+    connection.close()
+    storage = open_storage(f"s3://{name}/site/", options=s3.options(), retry=FAST_RETRY)
+    for key in KEYS:
+        storage.write(key, b"{}", "application/json", "no-cache")
+    s3.proxy.reset()
+    assert listed_keys(storage.list_cut("", BODY_CHARACTERS)) == sorted(KEYS)
+    assert lists(s3) == 1 and ranged(s3) == []
