@@ -220,8 +220,10 @@ class State:
     def get(self, url: str) -> dict[str, Any]:
         return self.entries.get(url, {})
 
-    def put(self, url: str, answer: Answer, derived: bool = False) -> None:
-        entry: dict[str, Any] = {"sha256": hashlib.sha256(answer.body).hexdigest()}
+    def put(self, url: str, answer: Answer, number: str, derived: bool = False) -> None:
+        """`answer`'s validators, and the number its verified document is of (which a
+        later "not modified" names in the report without reading the document back)."""
+        entry: dict[str, Any] = {"sha256": hashlib.sha256(answer.body).hexdigest(), "pith_number": number}
         if answer.etag:
             entry["etag"] = answer.etag
         if answer.last_modified:
@@ -542,7 +544,7 @@ class Puller:
                     problem = Problem(Code.FETCH_NOT_FOUND, "", f"the source has no {kind} for {body}")
                 return "failed", Refusal.one(url, problem), None
             if answer.not_modified:
-                return "unchanged", None, None
+                return "unchanged", None, _remembered_number(remembered, body)
             return await self.accept(url, answer, target, body, kind, local)
         raise AssertionError("unreachable")  # (the loop returns on its last path)
 
@@ -561,7 +563,8 @@ class Puller:
         if wrong is not None:
             return "refused", Refusal.one(url, Problem(Code.PULL_WRONG_DOCUMENT, "", wrong)), None
         if kind == "record" and "derived_by" in source.data:
-            self.state.put(url, answer, derived=True)  # (a mirror's derivation: the bundle is the source)
+            # (a mirror's derivation: the bundle is the source)
+            self.state.put(url, answer, verified.pith_number, derived=True)
             return "unchanged", None, verified.pith_number
         async with self._alone(local):
             return await self.replace(url, answer, verified, local)
@@ -578,14 +581,14 @@ class Puller:
             why = Problem(Code.FILE_UNREADABLE, "", f"the local copy cannot be read ({exc.strerror})")
             return "refused", Refusal.one(content.where(local), why), verified.pith_number
         if old == data:
-            self.state.put(url, answer)
+            self.state.put(url, answer, verified.pith_number)
             return "unchanged", None, verified.pith_number
         if old is not None:
             refusal = self.refuse_replacement(url, old, verified, content.where(local))
             if refusal is not None:
                 return "refused", Refusal.one(url, refusal), verified.pith_number
         await self._io(content.write, local, data)
-        self.state.put(url, answer)
+        self.state.put(url, answer, verified.pith_number)
         return "fetched", None, verified.pith_number
 
     def refuse_replacement(self, url: str, old: bytes, new: Verified, local: str) -> Problem | None:
@@ -684,6 +687,15 @@ def _number_in(answer: Answer) -> str | None:
     number = data.get("pith_number") if isinstance(data, dict) else None
     if isinstance(number, str) and (found := PITH_RE.fullmatch(number)):
         return found["body"]
+    return None
+
+
+def _remembered_number(remembered: dict[str, Any], body: str) -> str | None:
+    """The number the state names for a document of `body`, if it is one (a hint for
+    the report only: the state is not trusted for anything else)."""
+    number = remembered.get("pith_number")
+    if isinstance(number, str) and (found := PITH_RE.fullmatch(number)) and found["body"] == body:
+        return number
     return None
 
 

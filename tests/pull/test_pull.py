@@ -297,3 +297,20 @@ def test_a_source_whose_manifest_shard_is_not_the_one_it_names_is_refused(
     shard.unlink()
     result = pull(server.url, content, keys, "--all")
     assert result.code == 2 and f"cannot read the manifest shard {server.url}" in result.err
+
+
+def test_a_number_the_state_names_for_another_body_is_not_reported(
+    server: Server, content: Path, keys: Path
+) -> None:
+    """A "not modified" answer is reported with the number the pull's state remembers, only
+    if that number is of the body asked for: a state edited by hand names no other number."""
+    assert pull(server.url, content, keys, GROWN_BODY).code == 0
+    path = content / ".pith-pull.json"
+    state = json.loads(path.read_bytes())
+    assert all(entry["pith_number"].endswith(f":{GROWN_BODY}") for entry in state["entries"].values())
+    for entry in state["entries"].values():
+        entry["pith_number"] = f"pith:2026:{'A' * 26}"
+    path.write_text(json.dumps(state))
+    result = pull(server.url, content, keys, GROWN_BODY, "--json")
+    assert result.code == 0 and result.json()["summary"]["unchanged"] == 1
+    assert result.json()["results"][0]["pith_number"].endswith(f":{GROWN_BODY}")

@@ -11,6 +11,7 @@ every document already written whole."""
 # ruff: noqa: E402  (the extras are looked for before anything imports them)
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -116,6 +117,22 @@ def test_pull_all_into_a_store_builds_the_source_site_and_a_second_pull_reads_no
     reads = [p for p in document_reads(s3) if p.endswith((".bundle.json", ".record.json"))]
     assert len(reads) == len(documents(original_content)), reads
     assert stored(storage) == documents(original_content)
+
+
+def test_a_named_number_not_modified_at_the_source_is_named_without_a_store_read(
+    server: Server, keys: Path, s3: storagekit.S3StandIn, store: tuple[str, Storage]
+) -> None:
+    """The source answers "not modified" (its Last-Modified, remembered): the report names
+    the number from the pull's state, not by reading the stored document back."""
+    url, _storage = store
+    code, out, err = pull_into(server.url, url, keys, GROWN_BODY, "--json")
+    assert code == 0 and '"fetched": 1' in out, err
+    s3.proxy.seen.clear()
+    code, out, err = pull_into(server.url, url, keys, GROWN_BODY, "--json")
+    assert code == 0 and '"unchanged": 1' in out, err
+    result = json.loads(out)["results"][0]
+    assert result["status"] == "unchanged" and result["pith_number"].endswith(f":{GROWN_BODY}")
+    assert not [p for p in document_reads(s3) if p.endswith((".bundle.json", ".record.json"))]
 
 
 def test_an_older_bundle_never_replaces_the_stored_one_and_a_newer_one_does(
