@@ -41,16 +41,6 @@ SUMS_PATH = "SHA256SUMS"
 SIGNATURE_PATH = ".well-known/pith/mirror.sig.json"
 """The whole site's checksums, and the mirror's own signature over them and the manifest."""
 
-SITE_CUTS = tuple(
-    sorted(
-        folder + first
-        for folder in ("pith/", "paper/", "api/pith-number/", ".well-known/pith/")
-        for first in "234567ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-    )
-)
-"""Where a listing of a site in a store is cut into ranges listed at once (see
-`Storage.list_cut`): the folders whose files are named by a number's body, by the
-body's first character (base32)."""
 RESOLVE_KINDS = ("arxiv", "arxiv_version", "doi", "pith_short_8", "pith_short_12", "pith_short_16")
 
 
@@ -131,6 +121,24 @@ def source_integrity_path(endpoint: object, kind: str, source_id: str) -> str | 
 RESOLVE = "api/pith-number/resolve"
 RESOLVE_INDEX = f"{RESOLVE}/index.json"
 """States the width of the look-up shards (`shard_width`): what a script reads first."""
+
+
+SITE_CUTS = tuple(
+    sorted(
+        [
+            *(
+                folder + first
+                for folder in ("pith/", "paper/", "api/pith-number/", ".well-known/pith/")
+                for first in "234567ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+            ),
+            *(f"{RESOLVE}/{kind}/{digit}" for kind in RESOLVE_KINDS for digit in "0123456789abcdef"),
+        ]
+    )
+)
+"""Where a listing of a site in a store is cut into ranges listed at once (see
+`Storage.list_cut`): the folders whose files are named by a number's body, by the
+body's first character (base32), and the look-up shards, by their first hex digit (at
+3,000,000 records some 390,000 of them)."""
 SHARD_ENTRIES = 512
 """The most records per shard, on average, before the shards' width grows by a hex digit."""
 SHARD_DIGITS = 6
