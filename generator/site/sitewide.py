@@ -462,29 +462,50 @@ def report_files(
     notes: Sequence[str],
     env: Environment,
     pinned: str = "",
-) -> list[OutputFile]:
+) -> list[OutputFile | Pending]:
     """report.json (every problem, and since the causes, refusals grouped by cause) and
-    report.html (the causes, each with its count, sentence, hint and first files)."""
-    causes = by_cause(refused, pinned)
-    report = {
-        "derived_by": DERIVED_BY,
-        "generated_at": build_time(),
-        "summary": {
-            "published": len(ordered),
-            "refused_files": len({r.file for r in refused}),
-            "problems": len(refused),
-        },
-        "published": sorted(s.pith_number for s in ordered),
-        "rejections": [{"file": r.file, **r.as_json()} for r in refused],
-        "causes": [c.as_json() for c in causes],
-        "notes": list(notes),
-    }
-    html = render(
-        env, "report.html", report=report, rejections=refused, causes=causes, shown=REPORT_FILES_SHOWN
-    )
+    report.html (the causes, each with its count, sentence, hint and first files).
+
+    Each is made when it is written, not when the site-wide files are listed: at
+    100,000 records the two are some 30 MB, which the site-wide stage would otherwise
+    hold beside everything else it makes (its peak memory)."""
+    made: list[tuple[dict[str, Any], Any]] = []
+
+    def contents() -> tuple[dict[str, Any], Any]:
+        """The report and its causes, made once for both files (one `generated_at`)."""
+        if not made:
+            causes = by_cause(refused, pinned)
+            report = {
+                "derived_by": DERIVED_BY,
+                "generated_at": build_time(),
+                "summary": {
+                    "published": len(ordered),
+                    "refused_files": len({r.file for r in refused}),
+                    "problems": len(refused),
+                },
+                "published": sorted(s.pith_number for s in ordered),
+                "rejections": [{"file": r.file, **r.as_json()} for r in refused],
+                "causes": [c.as_json() for c in causes],
+                "notes": list(notes),
+            }
+            made.append((report, causes))
+        return made[0]
+
+    def report_json() -> bytes:
+        return pretty_json(contents()[0])
+
+    def report_html() -> bytes:
+        report, causes = contents()
+        html = render(
+            env, "report.html", report=report, rejections=refused, causes=causes, shown=REPORT_FILES_SHOWN
+        )
+        return html.encode("utf-8")
+
+    page_file, folder_file = layout.page_paths("report")
     return [
-        OutputFile("report.json", pretty_json(report)),
-        *page("report", html, SiteInfo.of_environment(env).base),
+        Pending("report.json", report_json),
+        Pending(page_file, report_html),
+        OutputFile(folder_file, folder_redirect("report", SiteInfo.of_environment(env).base)),
     ]
 
 
