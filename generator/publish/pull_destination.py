@@ -18,7 +18,8 @@ Rules:
   overwritten unseen: the pull stops instead (exit 2), and the next one checks again.
   The version is the one the pull's check read (`read`), whatever reads of it came
   since (`peek`). A write refused as if another writer had come first, but whose bytes
-  the object holds, is one the store made and answered too late: it is done.
+  the object holds, is one the store made and answered too late: it is done (the
+  storage tells it, for every conditional write: `ObjectStorage._put_if`).
 - One pull at a time, too: the pull holds the store's `pull` lease (an object below
   `.pith-mirror/`, created only if absent, renewed every few seconds while the pull
   runs, taken over once expired if its holder died). A second pull is refused (exit 2).
@@ -264,8 +265,6 @@ class ContentStore(Destination):
         expected = self.checked.pop(name, None)
         version = self.storage.write_if_unchanged(name, data, expected, _JSON, _NO_CACHE)
         if version is None:
-            version = self._written_already(name, data)
-        if version is None:
             raise StorageError(
                 self.storage.url(name),
                 name,
@@ -274,15 +273,6 @@ class ContentStore(Destination):
             )
         tag = version.partition(" ")[0].strip('"')
         self._learn(name, StoredObject(name, len(data), tag, version), data)
-
-    def _written_already(self, name: str, data: bytes) -> str | None:
-        """The version of `name` if it holds `data` already: a write the store made whose
-        answer was lost, then retried and refused as if another writer had come first."""
-        try:
-            now, found = self.storage.read_capped(name, len(data))
-        except MissingObject:
-            return None
-        return found.version if now == data else None
 
     def has(self, name: str) -> bool:
         return name in self.listed

@@ -200,11 +200,13 @@ class Storage(abc.ABC):
 
     @abc.abstractmethod
     def _own_create(self, name: str, data: bytes) -> str | None:
-        """Write the object only if absent: its new version, or None."""
+        """Write the object only if absent: its new version, or None. (A write the store
+        made whose answer was lost counts as made: see `ObjectStorage._put_if`.)"""
 
     @abc.abstractmethod
     def _own_swap(self, name: str, data: bytes, version: str) -> str | None:
-        """Replace the object only if it is still at `version`: the new version, or None."""
+        """Replace the object only if it is still at `version`: the new version, or None
+        (a swap answered too late counts as made, as for `_own_create`)."""
 
     # -- notes: a small object of the storage's own, written by the lease's holder
 
@@ -245,9 +247,6 @@ class Storage(abc.ABC):
             current = self._own_read(_lease(name))
         if current is not None:
             held = _lease_state(current[0])
-            if held == (holder, expires_at):
-                # (our own create, answered late: a retried request met what it had written)
-                return Lease(name, holder, expires_at, current[1])
             if held[1] <= time.time():
                 version = self._own_swap(_lease(name), body, current[1])
                 if version is not None:
@@ -268,9 +267,6 @@ class Storage(abc.ABC):
         expires_at = time.time() + ttl
         body = _lease_body(lease.name, lease.holder, expires_at)
         version = self._own_swap(_lease(lease.name), body, lease.version)
-        if version is None:  # (a renewal the store made but answered too late is ours all the same)
-            current = self._own_read(_lease(lease.name))
-            version = current[1] if current is not None and current[0] == body else None
         if version is None:
             raise LeaseLost(
                 self._own_url(_lease(lease.name)),

@@ -194,15 +194,18 @@ class ObjectStorage(Storage):
         list in no set order. A range that meets a key out of order has the folder
         listed whole instead (a check of what it reads, not a proof for a store that
         orders keys some other way)."""
-        folder = prefix.strip("/")
         scheme, _, rest = self.location.partition("://")
-        bucket = rest.partition("/")[0]
-        if scheme.lower() != "s3" or bucket.endswith("--x-s3") or not cuts:
-            return list(self.list(prefix))
+        ordered = scheme.lower() == "s3" and not rest.partition("/")[0].endswith("--x-s3")
+        found = self._in_ranges(prefix.strip("/"), cuts) if ordered and cuts else None
+        return found if found is not None else list(self.list(prefix))
+
+    def _in_ranges(self, folder: str, cuts: Sequence[str]) -> Listing | None:
+        """The folder's first page, then, if it holds more, the rest in ranges listed at
+        once; None if a range met a key out of order."""
         base = f"{check_key(folder)}/" if folder else ""
         first = self._list_range(folder, None, None, LIST_PAGE)
         if first is None:
-            return list(self.list(prefix))
+            return None
         found, whole = first
         if whole:  # (a folder of less than a page: one request, as `list`)
             return found
@@ -214,9 +217,11 @@ class ObjectStorage(Storage):
             parts = list(pool.map(lambda r: self._list_range(folder, r[0], r[1]), ranges))
         finally:  # (a range that failed, or Ctrl-C: the ranges not started are not)
             pool.shutdown(wait=True, cancel_futures=True)
-        if any(part is None for part in parts):
-            return list(self.list(prefix))
-        return found + [stored for part in parts if part is not None for stored in part[0]]
+        for part in parts:
+            if part is None:
+                return None
+            found += part[0]
+        return found
 
     def _list_range(
         self, folder: str, after: str | None, upto: str | None, most: int | None = None
@@ -278,7 +283,12 @@ class ObjectStorage(Storage):
     def _put_if(
         self, key: str, data: bytes, version: str | None, attributes: Attributes | None, what: str
     ) -> str | None:
-        """A conditional PUT (If-None-Match: * for no version, else If-Match on it)."""
+        """A conditional PUT (If-None-Match: * for no version, else If-Match on it): the
+        object's new version, or None when another writer changed it first. A refusal
+        whose object holds `data` all the same is this very write: the store made it,
+        its answer was lost, and the library's retry met what it had written. That holds
+        for every conditional write (a lease's create, renewal or take-over, the upload's
+        note, a pulled document), so it is told here, once."""
         mode: UpdateVersion | Literal["create"] = "create"
         if version is not None:
             e_tag, _, generation = version.partition(" ")
@@ -288,7 +298,7 @@ class ObjectStorage(Storage):
         try:
             done = obstore.put(self.store, key, data, mode=mode, attributes=attributes, use_multipart=False)
         except (PreconditionError, AlreadyExistsError):
-            return None
+            return self._holding(key, data)
         except FileNotFoundError as exc:
             if version is not None:  # (replaced only if still there: it is not)
                 return None
@@ -296,6 +306,14 @@ class ObjectStorage(Storage):
         except (BaseError, OSError) as exc:
             raise self._failed(key, what, exc) from None
         return _version(done["e_tag"], done["version"])
+
+    def _holding(self, key: str, data: bytes) -> str | None:
+        """The version of `key` if it holds exactly `data`, else None."""
+        try:
+            now, found = self.read_capped(key, len(data))
+        except MissingObject:
+            return None
+        return found.version if now == data else None
 
 
 def _what(name: str) -> str:
