@@ -77,6 +77,14 @@ def code_copy(work: Path, width: int) -> Path:
     return launcher
 
 
+def grow(path: Path, stamp: int) -> None:
+    """The bundle at `path` with one signed event more, as a new file (the corpus's
+    files are hard links shared between the two runs: never written through)."""
+    grown = corpus.changed_bundle(path.read_bytes(), stamp)
+    path.unlink()
+    path.write_bytes(grown)
+
+
 def build(launcher: Path, content: Path, site: Path, keys: Path, jobs: int, cwd: Path) -> Measured:
     command = [sys.executable, str(launcher), "build", str(content), str(site), "--keys", str(keys)]
     result = measure([*command, "--jobs", str(jobs), "--quiet"], cwd, sample=True)
@@ -123,9 +131,7 @@ def one_width(
     )
     changes = []
     for stamp, name in enumerate(names[: args.changes], 1):
-        grown = corpus.changed_bundle((content / name).read_bytes(), stamp)
-        (content / name).unlink()
-        (content / name).write_bytes(grown)
+        grow(content / name, stamp)
         changes.append(build(launcher, content, site, keys, args.jobs, here))
     row["one_change_seconds"] = [round(m.seconds, 3) for m in changes]
     row["one_change_peak_rss_mb"] = max(m.peak_rss_bytes for m in changes) / 1e6
@@ -154,9 +160,7 @@ def recut(work: Path, keys: Path, name: str, jobs: int) -> dict[str, Any]:
     content, site = here / "content", here / "site"
     measured = []
     for stamp in (1001, 1002):
-        grown = corpus.changed_bundle((content / name).read_bytes(), stamp)
-        (content / name).unlink()
-        (content / name).write_bytes(grown)
+        grow(content / name, stamp)
         measured.append(build(launcher, content, site, keys, jobs, here))
         head = (here / ".pith-cache" / "site" / "build-cache.json").read_bytes().partition(b"\n")[2]
         if json.loads(head)["width"] != 2:

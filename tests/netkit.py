@@ -1,8 +1,8 @@
-"""A server on a loopback socket that answers every request with what a test writes.
-
-Shared by the tests of fetching from servers that misbehave (compare, fetch): each
-way an answer can be broken is exactly the bytes the test sends.
-"""
+"""Servers on a loopback socket: one that answers every request with what a test
+writes (`raw_server`: the tests of fetching from servers that misbehave, each way an
+answer can be broken exactly the bytes the test sends), and an HTTP server for a
+handler (`http_server`: the S3 stand-in's proxy, a site served over HTTP, the listing
+benchmark's store)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import contextlib
 import socket
 import threading
 from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 @contextlib.contextmanager
@@ -40,3 +41,19 @@ def raw_server(answer: Callable[[socket.socket], None]) -> Iterator[str]:
         stop.set()
         thread.join(10)
         listener.close()
+
+
+@contextlib.contextmanager
+def http_server(handler: Callable[..., BaseHTTPRequestHandler]) -> Iterator[str]:
+    """`handler` (a request handler class, or a partial of one) served on 127.0.0.1,
+    each request in a thread of its own; yields the server's URL, stops it afterwards."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)

@@ -17,7 +17,9 @@ import secrets
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from netkit import http_server
 
 _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade"}
 SLOW_DOWN = (
@@ -113,19 +115,9 @@ def _handler(proxy: FaultyProxy) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-@contextlib.contextmanager
-def serve_proxy(proxy: FaultyProxy) -> Iterator[str]:
+def serve_proxy(proxy: FaultyProxy) -> contextlib.AbstractContextManager[str]:
     """Run `proxy` on a loopback port; yields its endpoint URL, stops it afterwards."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(proxy))
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(10)
+    return http_server(_handler(proxy))
 
 
 @dataclass

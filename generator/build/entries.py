@@ -25,6 +25,7 @@ from ..site.layout import number_paths
 from ..site.page_model import NumberRow, Summary
 from ..trust.choose import Candidate
 from ..trust.errors import Rejection
+from ..trust.model import BODY_CHARACTERS
 from .change_check import pack_stat
 from .part_summary import PartSummary
 
@@ -70,7 +71,7 @@ def partition_of(pith_number: str | None, width: int) -> str:
 
 
 _NUMBER_LENGTH, _BODY = len("pith:2026:") + 26, len("pith:2026:")
-_BASE32 = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
+_BASE32 = frozenset(BODY_CHARACTERS)
 
 
 @dataclass(slots=True)

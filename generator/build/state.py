@@ -336,7 +336,7 @@ def save_cache(directory: Path, cache: BuildState) -> str:
     folder.mkdir(parents=True, exist_ok=True)
     _remove_stale(directory)
     width = partition_width(len(cache.numbers), cache.numbers.width)
-    if width != cache.numbers.width or width != cache.files.width:
+    if width != cache.numbers.width:  # (the file table is cut as the number table is)
         cache.files, cache.numbers = cache.files.rekeyed(width), cache.numbers.rekeyed(width)
         cache.saved = {}
         # (the same summaries joined partition by partition the new way: else the next

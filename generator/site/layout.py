@@ -22,7 +22,7 @@ import hashlib
 import re
 from urllib.parse import quote, urlencode
 
-from ..trust.model import BODY_RE
+from ..trust.model import BODY_CHARACTERS, BODY_RE
 
 _SAFE_SEGMENT = re.compile(r"[A-Za-z0-9._-]+")
 MAX_SEGMENT = 200
@@ -129,7 +129,7 @@ SITE_CUTS = tuple(
             *(
                 folder + first
                 for folder in ("pith/", "paper/", "api/pith-number/", ".well-known/pith/")
-                for first in "234567ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                for first in BODY_CHARACTERS
             ),
             *(f"{RESOLVE}/{kind}/{digit}" for kind in RESOLVE_KINDS for digit in "0123456789abcdef"),
         ]

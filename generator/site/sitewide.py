@@ -17,7 +17,7 @@ import operator
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import partial
+from functools import cache, partial
 from itertools import compress
 from pathlib import Path
 from typing import Any, TypeVar
@@ -469,27 +469,25 @@ def report_files(
     Each is made when it is written, not when the site-wide files are listed: at
     100,000 records the two are some 30 MB, which the site-wide stage would otherwise
     hold beside everything else it makes (its peak memory)."""
-    made: list[tuple[dict[str, Any], Any]] = []
 
+    @cache
     def contents() -> tuple[dict[str, Any], Any]:
         """The report and its causes, made once for both files (one `generated_at`)."""
-        if not made:
-            causes = by_cause(refused, pinned)
-            report = {
-                "derived_by": DERIVED_BY,
-                "generated_at": build_time(),
-                "summary": {
-                    "published": len(ordered),
-                    "refused_files": len({r.file for r in refused}),
-                    "problems": len(refused),
-                },
-                "published": sorted(s.pith_number for s in ordered),
-                "rejections": [{"file": r.file, **r.as_json()} for r in refused],
-                "causes": [c.as_json() for c in causes],
-                "notes": list(notes),
-            }
-            made.append((report, causes))
-        return made[0]
+        causes = by_cause(refused, pinned)
+        report = {
+            "derived_by": DERIVED_BY,
+            "generated_at": build_time(),
+            "summary": {
+                "published": len(ordered),
+                "refused_files": len({r.file for r in refused}),
+                "problems": len(refused),
+            },
+            "published": sorted(s.pith_number for s in ordered),
+            "rejections": [{"file": r.file, **r.as_json()} for r in refused],
+            "causes": [c.as_json() for c in causes],
+            "notes": list(notes),
+        }
+        return report, causes
 
     def report_json() -> bytes:
         return pretty_json(contents()[0])

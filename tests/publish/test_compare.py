@@ -5,13 +5,13 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import threading
 from collections.abc import Callable, Iterator
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 
 import manifestkit
 import pytest
+from netkit import http_server
 
 from generator.publish.compare import LIES, compare_sites
 from generator.site.layout import MANIFEST_PATH
@@ -145,15 +145,8 @@ def served(built_site: Path) -> Iterator[str]:
     root = built_site.parent
     handler = functools.partial(SimpleHTTPRequestHandler, directory=str(root))
     handler.log_message = lambda *args: None  # type: ignore[method-assign, assignment]
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/{built_site.name}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+    with http_server(handler) as url:
+        yield f"{url}/{built_site.name}"
 
 
 def test_a_site_by_url(built_site: Path, served: str, site_copy: Callable[[str], Path]) -> None:

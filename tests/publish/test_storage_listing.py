@@ -106,7 +106,10 @@ def test_cuts_that_name_no_key_and_cuts_in_a_site_layout(s3: storagekit.S3StandI
     assert listed_keys(filled.list_cut("", ["0", "2", "2", "zzz"])) == sorted(
         KEYS + tuple(f"content/{k}" for k in KEYS)
     )
+    assert len(ranged(s3)) == 2  # (from the first page's end to "zzz", and past it: not listed whole)
+    s3.proxy.reset()
     assert listed_keys(filled.list_cut("", SITE_CUTS)) == listed_keys(list(filled.list("")))
+    assert ranged(s3)
     assert listed_keys(filled.list_cut("sub", BODY_CHARACTERS)) == ["sub/2A.json", "sub/deeper/x.json"]
     assert filled.list_cut("nothing-here", BODY_CHARACTERS) == []
 

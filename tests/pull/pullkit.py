@@ -210,14 +210,17 @@ def answer(status: int, body: bytes = b"", headers: dict[str, str] | None = None
     return route
 
 
-def pull_process(source: str, content: Path, keys: Path, *args: str) -> subprocess.Popen[str]:
-    """`python -m generator pull ...` as a process of its own (to be killed)."""
+def pull_process(
+    source: str, content: Path, keys: Path, *args: str, stderr: int = subprocess.DEVNULL
+) -> subprocess.Popen[str]:
+    """`python -m generator pull ...` as a process of its own (to be killed); `stderr`
+    `subprocess.PIPE` to read what it said."""
     env = dict(os.environ, PYTHONPATH=str(REPO))
     command = [sys.executable, "-m", "generator", "pull", "--from", source, "--content", str(content)]
     return subprocess.Popen(
         [*command, "--keys", str(keys), "--rate", "0", *args],
         env=env,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=stderr,
         text=True,
     )

@@ -3,17 +3,15 @@ and the next pull finishes the job without fetching again what it already has.""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import factories as f
 import pytest
 
-from .pullkit import REPO, all_whole_and_verified, build, documents, pull, pull_process, serve
+from .pullkit import all_whole_and_verified, build, documents, pull, pull_process, serve
 
 COUNT = 40
 DEADLINE = 60.0
@@ -79,14 +77,7 @@ def test_a_pull_stopped_by_a_signal_says_so_without_a_traceback(
     content = tmp_path / "pulled"
     with serve(many[1]) as server:
         server.delay = 0.05
-        command = [sys.executable, "-m", "generator", "pull", "--from", server.url, "--content", str(content)]
-        process = subprocess.Popen(
-            [*command, "--keys", str(keys), "--rate", "0", "--all", "--jobs", "4"],
-            env=dict(os.environ, PYTHONPATH=str(REPO)),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        process = pull_process(server.url, content, keys, "--all", "--jobs", "4", stderr=subprocess.PIPE)
         try:
             wait_for_more_documents(content, 1)
         finally:
