@@ -36,14 +36,16 @@ import threading
 import time
 from collections.abc import Iterator
 from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import SimpleHTTPRequestHandler
 from multiprocessing import Pool
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "tests"))  # (the S3 stand-in the tests use: tests/storagekit.py)
+sys.path.insert(0, str(REPO / "tests"))  # (the S3 stand-in and the loopback server the tests use)
+
+from netkit import http_server  # noqa: E402
 
 from bench import corpus  # noqa: E402
 
@@ -162,10 +164,8 @@ def _bench(args: argparse.Namespace, s3: Any) -> int:
         if done.returncode != 0:
             print(done.stderr, file=sys.stderr)
             return 1
-        server = ThreadingHTTPServer(("127.0.0.1", 0), partial(Counting, directory=str(site)))
-        server.daemon_threads = True
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        url = f"http://127.0.0.1:{server.server_address[1]}/"
+        hosting = contextlib.ExitStack()
+        url = f"{hosting.enter_context(http_server(partial(Counting, directory=str(site))))}/"
         into, extra = str(pulled), None
         if s3 is not None:
             into, extra = f"s3://{s3.new_bucket()}/mirror/content/", s3.environment()
@@ -190,7 +190,7 @@ def _bench(args: argparse.Namespace, s3: Any) -> int:
         if done.returncode != 0:
             print(done.stdout, done.stderr, file=sys.stderr)
             return 1
-        server.shutdown()
+        hosting.close()
         results = {
             "records": args.records,
             "into": "store" if s3 is not None else "folder",

@@ -13,13 +13,13 @@ from __future__ import annotations
 import hashlib
 import html
 import json
-import threading
 from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 from browserkit import CHROMIUM, require_browser
+from netkit import http_server
 
 from .conftest import BUNDLE_FILE, PINNED_KEYS_FILE, RECORD_FILE, STATIC
 from .test_search_js import build_index
@@ -208,12 +208,8 @@ class Handler(SimpleHTTPRequestHandler):
 def site(tmp_path_factory):
     root = tmp_path_factory.mktemp("site")
     build_site(root)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(Handler, directory=str(root)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with http_server(partial(Handler, directory=str(root))) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -11,13 +11,13 @@ import shutil
 import subprocess
 import sys
 import textwrap
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from netkit import http_server
 
 from .conftest import CONTENT, REPO
 
@@ -166,14 +166,8 @@ def pages_host(folder: Path, broken: bool = False) -> Iterator[str]:
         def log_message(self, *_args: Any) -> None:
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=folder))
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with http_server(functools.partial(Handler, directory=folder)) as url:
+        yield f"{url}/"
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
 
 import factories as f  # noqa: E402
+from netkit import http_server  # noqa: E402
 
 from generator.commands.cli import main  # noqa: E402
 from generator.trust.keys import default_keyring, keyring_from_json  # noqa: E402
@@ -154,8 +155,12 @@ class Server:
 class _Handler(SimpleHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # (keep-alive, as real static hosts)
 
+    def __init__(self, *args: Any, owner: Server, **kwargs: Any) -> None:
+        self.owner = owner  # (before the base class, which answers the request)
+        super().__init__(*args, **kwargs)
+
     def do_GET(self) -> None:
-        owner: Server = self.server.owner  # type: ignore[attr-defined]
+        owner = self.owner
         with owner.lock:
             owner.log.append(self.path)
         if owner.delay:
@@ -170,30 +175,12 @@ class _Handler(SimpleHTTPRequestHandler):
         pass
 
 
-class _QuietOnHangUp(ThreadingHTTPServer):
-    """A client that hangs up (a pull that stopped at a bad shard) is no server error:
-    printed, its traceback would land in the stderr a test captures from the pull."""
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        if not isinstance(sys.exc_info()[1], ConnectionError):
-            super().handle_error(request, client_address)
-
-
 @contextlib.contextmanager
 def serve(root: Path) -> Iterator[Server]:
     owner = Server(root)
-    httpd = _QuietOnHangUp(("127.0.0.1", 0), partial(_Handler, directory=str(root)))
-    httpd.daemon_threads = True
-    httpd.block_on_close = False
-    httpd.owner = owner  # type: ignore[attr-defined]
-    owner.url = f"http://127.0.0.1:{httpd.server_address[1]}/"
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
+    with http_server(partial(_Handler, owner=owner, directory=str(root))) as url:
+        owner.url = f"{url}/"
         yield owner
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
 
 
 def answer(status: int, body: bytes = b"", headers: dict[str, str] | None = None) -> Route:
