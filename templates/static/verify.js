@@ -399,7 +399,10 @@
         }
       }
     }
-    const required = REQUIRED_FACTS.concat(has(facts, "title") && facts.title.length ? ["title"] : []);
+    // (and those the files hold a value of that every page shows: a page cannot pass by
+    // dropping a fact's mark; authors and abstract are shown only when the newest paper has them)
+    const shownWhenHeld = ["title", "short-number", "categories", "license"];
+    const required = REQUIRED_FACTS.concat(shownWhenHeld.filter((fact) => has(facts, fact) && facts[fact].some((v) => v !== "")));
     for (const fact of required) {
       if (has(facts, fact) && !found[fact]) s.fail("this page does not show its " + FACT_NAMES[fact] + " where the check can read it");
     }
@@ -590,10 +593,6 @@
     const titles = [];
     const addTitle = (who, paper) => {
       if (isObject(paper) && has(paper, "title")) titles.push([who, paper.title]);
-      // the authors and abstract a page may show: any paper block the files hold
-      for (const [field, fact] of [["authors_text", "authors"], ["abstract_excerpt", "abstract"]]) {
-        if (isObject(paper) && typeof paper[field] === "string") (facts[fact] = facts[fact] || []).push(paper[field]);
-      }
     };
     addTitle("the record's title", get(record, "paper"));
     addTitle("the record's graph snapshot title", get(get(record, "graph_snapshot"), "paper"));
@@ -668,8 +667,22 @@
     }
 
     if (!bundle) {
+      paperFacts([get(record, "paper")]);
       if (docs.state !== null && docs.state !== undefined) await checkRecordOnlyState(docs.state);
       return steps;
+    }
+
+    /*
+     * The authors and abstract a page may show, as the mirror chooses them: those of
+     * the bundle's signed graph snapshots when it has any (the page shows the newest,
+     * marked signed), else the record document's paper block, which no signature
+     * covers and the page marks as not signed. Never an unsigned block beside signed
+     * ones: a page showing its words under a "signed" mark would pass.
+     */
+    function paperFacts(papers) {
+      for (const [field, fact] of [["authors_text", "authors"], ["abstract_excerpt", "abstract"]]) {
+        facts[fact] = papers.filter((paper) => isObject(paper) && typeof paper[field] === "string").map((paper) => paper[field]);
+      }
     }
 
     /*
@@ -713,14 +726,16 @@
       }
     }
 
+    const signedPapers = events
+      .filter((e) => get(e, "event_type") === "graph_snapshot" && !invalid.has(idOf(e)))
+      .map((e) => [idOf(e), get(get(get(e, "payload"), "graph_snapshot"), "paper")])
+      .filter(([, paper]) => isObject(paper));
+    paperFacts(signedPapers.length ? signedPapers.map(([, paper]) => paper) : [get(record, "paper")]);
+
     // paper: a record JSON the mirror derived may show only the paper of a signed graph
     // snapshot of the bundle (render.py takes the newest; any signed one is the resolver's words)
     if (!docs.recordSigned) {
       const paperStep = step("paper", "Paper details");
-      const signedPapers = events
-        .filter((e) => get(e, "event_type") === "graph_snapshot" && !invalid.has(idOf(e)))
-        .map((e) => [idOf(e), get(get(get(e, "payload"), "graph_snapshot"), "paper")])
-        .filter(([, paper]) => isObject(paper));
       const shown = get(record, "paper");
       if (shown === undefined) {
         paperStep.passText = signedPapers.length

@@ -300,6 +300,7 @@ def page_cases() -> dict[str, Case]:
     """The page step: what a built record page shows against what the files say."""
     real = default_keyring()
     title, authors = R["paper"]["title"], R["paper"]["authors_text"]
+    signed_authors = B["events"][1]["payload"]["graph_snapshot"]["paper"]["authors_text"]
     fingerprint = json.loads(REAL_KEYS)[0]["fingerprint_sha256_hex"]
     s = factories.TEST_SIGNER
     # a signed title holding controls and a right-to-left override: the page shows them
@@ -341,6 +342,39 @@ def page_cases() -> dict[str, Case]:
         ),
         "page-title-no-longer-marked": failing(
             lambda h: h.replace('data-fact="title"', ""), "does not show its title"
+        ),
+        **{
+            f"page-{fact}-no-longer-marked": failing(
+                lambda h, fact=fact: h.replace(f'data-fact="{fact}"', ""), f"does not show its {fact}"
+            )
+            for fact in ("categories", "license")
+        },
+        # The authors a page marks as signed may be only those of a signed graph
+        # snapshot: not those of an unsigned block the record JSON holds beside it,
+        # whether a derived record (where the mirror writes none) or the resolver's
+        # record document (whose paper block no signature covers).
+        "page-authors-of-an-unsigned-snapshot-block-in-a-derived-record": Case(
+            changed(DERIVED, (("graph_snapshot",), {"paper": {"authors_text": "Mallory Forger"}})),
+            B,
+            BSTATE,
+            signed=False,
+            shown=built_page_facts(B, real, lambda h: h.replace(f">{signed_authors}<", ">Mallory Forger<")),
+            result="failed",
+            failing={"page"},
+            says="shows the authors",
+        ),
+        "page-authors-of-the-record-documents-unsigned-block-beside-a-bundle": Case(
+            changed(
+                DERIVED,
+                (("receipt",), B["events"][0]["payload"]["receipt"]),
+                (("paper", "authors_text"), "Unsigned Person"),
+            ),
+            B,
+            BSTATE,
+            shown=built_page_facts(B, real, lambda h: h.replace(f">{signed_authors}<", ">Unsigned Person<")),
+            result="failed",
+            failing={"page"},
+            says="shows the authors",
         ),
     }
 
