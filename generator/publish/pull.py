@@ -478,6 +478,13 @@ class Puller:
         kept = [(s, r) for s, r, _ in results if r is None or r.code != Code.FETCH_NOT_FOUND]
         status = max((s for s, _ in kept), key=_WORST.__getitem__, default="unchanged")
         problems = _flat(r for _, r in kept)
+        if not files and status in ("fetched", "unchanged"):
+            # (nothing of the number is stored, yet nothing failed: a manifest entry that
+            # names no document's hash; never reported as present)
+            where = content.where(content_name(body, "bundle"))
+            missing = Problem(Code.FETCH_NOT_FOUND, "", f"no document of {body} was fetched or is stored")
+            problems = (*everything, (where, missing))
+            return Outcome(str(target), number, "failed", files, problems, tuple(notes))
         full = number or await self._io(_number_of, content, body)
         return Outcome(str(target), full, status, files, problems, tuple(notes))
 
@@ -563,7 +570,12 @@ class Puller:
         if wrong is not None:
             return "refused", Refusal.one(url, Problem(Code.PULL_WRONG_DOCUMENT, "", wrong)), None
         if kind == "record" and "derived_by" in source.data:
-            # (a mirror's derivation: the bundle is the source)
+            # (a mirror's derivation, not stored: the bundle is the source. It stands for
+            # the number only beside that bundle: a mirror that lost the bundle, or a
+            # source that marked the resolver's record so, would leave nothing stored)
+            if not await self._io(self.plan.content.has, content_name(body, "bundle")):
+                why = f"a record a mirror derived from its bundle, and this pull has no bundle of {body}"
+                return "refused", Refusal.one(url, Problem(Code.PULL_WRONG_DOCUMENT, "", why)), None
             self.state.put(url, answer, verified.pith_number, derived=True)
             return "unchanged", None, verified.pith_number
         async with self._alone(local):

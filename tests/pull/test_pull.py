@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+import zlib
 from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 
@@ -131,7 +132,9 @@ def test_a_forged_bundle_is_refused_with_the_codes_and_pointers_of_verify(
     (tmp_path / "forged.json").write_bytes(forged)
     checked = run("verify", tmp_path / "forged.json", "--keys", keys, "--json").json()
     expected = [(e["code"], e["pointer"]) for e in checked["results"][0]["errors"]]
-    assert expected and [(e["code"], e["pointer"]) for e in result.json()["results"][0]["errors"]] == expected
+    errors = [(e["code"], e["pointer"]) for e in result.json()["results"][0]["errors"]]
+    # (then the source's derived record, which stands for no bundle now)
+    assert expected and errors == [*expected, ("pull.wrong_document", "")]
     assert documents(content) == {}
 
 
@@ -314,3 +317,64 @@ def test_a_number_the_state_names_for_another_body_is_not_reported(
     result = pull(server.url, content, keys, GROWN_BODY, "--json")
     assert result.code == 0 and result.json()["summary"]["unchanged"] == 1
     assert result.json()["results"][0]["pith_number"].endswith(f":{GROWN_BODY}")
+
+
+def test_a_derived_record_without_its_bundle_is_not_reported_present(
+    server: Server, content: Path, keys: Path
+) -> None:
+    """A mirror's derived record stands for its bundle, and is not stored: a mirror that
+    lost the bundle (both its paths answer 404) leaves the number refused, not present."""
+    for path in (BUNDLE_PATH, f"/.well-known/pith/{GROWN_BODY}/bundle.json"):
+        server.routes[path] = answer(404)
+    result = pull(server.url, content, keys, GROWN_BODY, "--json")
+    assert result.code == 1 and "Traceback" not in result.err
+    assert result.json()["summary"]["refused"] == 1
+    assert f"a record a mirror derived from its bundle, and this pull has no bundle of {GROWN_BODY}" in (
+        result.err
+    )
+    assert documents(content) == {}
+
+
+def test_a_record_marked_derived_by_a_source_does_not_stop_the_pull_asking_the_next(
+    server: Server, content: Path, keys: Path
+) -> None:
+    """`derived_by` is outside every signature: a source that adds it to the resolver's
+    record of a record-only number is skipped for the next source, which gives the record."""
+    from .pullkit import serve
+
+    record_path = f"/pith/{RECORD_BODY}.json"
+    marked = json.loads((server.root / record_path[1:]).read_bytes())
+    marked["derived_by"] = {"tool": "pith-mirror"}
+    with serve(server.root) as other:
+        listing = json.loads((server.root / "pith-mirrors.json").read_bytes())
+        listing["mirrors"] = [{"base_url": other.url, "status": "mirror"}]
+        server.routes["/pith-mirrors.json"] = answer(200, json.dumps(listing).encode())
+        # (the number's first source is chosen by its body, see pull.pull_document)
+        first, second = (server, other) if zlib.crc32(RECORD_BODY.encode()) % 2 == 0 else (other, server)
+        first.routes[record_path] = answer(200, f.to_bytes(marked))
+        result = pull(server.url, content, keys, RECORD_BODY, "--mirrors")
+        alone = pull(first.url, content.parent / "alone", keys, RECORD_BODY)
+    assert result.code == 0, result.err
+    assert f"{first.url}pith/{RECORD_BODY}.json: skipped (pull.wrong_document" in result.err
+    assert second.requests_for(record_path) == 1
+    assert documents(content) == {f"{RECORD_BODY}.record.json": (server.root / record_path[1:]).read_bytes()}
+    assert alone.code == 1 and "1 refused" in alone.out and documents(content.parent / "alone") == {}
+
+
+def test_a_manifest_entry_naming_no_document_is_not_reported_present(
+    server: Server, content: Path, keys: Path
+) -> None:
+    """`--all` fetches what the manifest's hashes say differs: an entry with no hash at
+    all names nothing to fetch, and its number is a failure, not "unchanged"."""
+
+    def no_hashes(entry: dict[str, object]) -> None:
+        if str(entry["pith_number"]).endswith(GROWN_BODY):
+            entry.pop("bundle_sha256", None)
+            entry.pop("record_sha256", None)
+
+    manifestkit.forge(server.root, no_hashes)
+    result = pull(server.url, content, keys, "--all", "--json")
+    assert result.code == 1 and "Traceback" not in result.err
+    failed = [r for r in result.json()["results"] if r["status"] == "failed"]
+    assert [r["pith_number"] for r in failed] == [f"pith:2021:{GROWN_BODY}"]
+    assert f"fetch.not_found: no document of {GROWN_BODY} was fetched or is stored" in result.err
