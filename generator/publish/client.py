@@ -127,7 +127,7 @@ def _retry_after(value: str | None) -> float | None:
     if not value:
         return None
     value = value.strip()
-    if value.isdigit():
+    if value.isascii() and value.isdigit():  # (str.isdigit is true of "²", which float refuses)
         return float(value)
     try:
         when = email.utils.parsedate_to_datetime(value)

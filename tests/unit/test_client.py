@@ -188,6 +188,8 @@ def test_retry_after_in_seconds_or_as_a_date() -> None:
     later = email.utils.formatdate(time.time() + 10, usegmt=True)
     assert 8 <= (_retry_after(later) or 0) <= 10
     assert _retry_after("soon") is None and _retry_after(None) is None
+    # (a superscript is a digit to str.isdigit, not to float: the header holds no delay)
+    assert _retry_after("²") is None
 
 
 def test_a_retry_after_beyond_the_longest_wait_is_not_waited_for() -> None:
