@@ -147,7 +147,7 @@ def run_pull(args: argparse.Namespace) -> int:
         assert isinstance(storage, ObjectStorage)  # (a content store is s3://, gs:// or az://)
         content = ContentStore(storage, max_bytes)
     else:
-        content = ContentFolder(config.content)
+        content = ContentFolder(config.content, max_bytes)
     keyring = load_keys(config.keys)
     source = base_url(args.source or config.primary_url)
     targets = _targets(args)

@@ -214,7 +214,7 @@ class State:
             return
         entries = data.get("entries")
         if isinstance(entries, dict):
-            self.entries = {k: v for k, v in entries.items() if isinstance(v, dict)}
+            self.entries = {k: _validators(v) for k, v in entries.items() if isinstance(v, dict)}
         content.remember(data.get("stored"))
 
     def get(self, url: str) -> dict[str, Any]:
@@ -252,6 +252,25 @@ class State:
 
     def not_written(self) -> None:
         self.saving, self.dirty = False, True
+
+
+_STATE_FIELDS: dict[str, type] = {
+    "sha256": str,
+    "etag": str,
+    "last_modified": str,
+    "pith_number": str,
+    "derived": bool,
+}
+
+
+def _validators(entry: dict[str, Any]) -> dict[str, Any]:
+    """An entry of a state file (edited by hand, say) with only the fields of the types
+    the pull writes, and no text a request header cannot carry."""
+    return {
+        name: value
+        for name, value in entry.items()
+        if type(value) is _STATE_FIELDS.get(name) and (type(value) is not str or value.isprintable())
+    }
 
 
 # ---------------------------------------------------------------- local documents

@@ -30,9 +30,10 @@ Rules:
   object is read again before anything replaces it.
 - A stored document over the size limit is not read back: the number is refused and
   that copy stays, as one the pull cannot check against.
-- Failures: a folder's reads fail as `OSError` (the pull refuses that number); a
-  store's requests are retried with backoff, then fail as `StorageError`, which stops
-  the pull (exit 2) with every document written so far whole and verified.
+- Failures: a folder's reads fail as `OSError` (the pull refuses that number), its
+  writes as `StorageError`; a store's requests are retried with backoff, then fail as
+  `StorageError`. A `StorageError` stops the pull (exit 2) with every document written
+  so far whole and verified.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..trust.files import write_atomic
+from ..trust.files import file_sha256, read_regular, write_atomic
 from ..trust.model import BODY_CHARACTERS, BODY_RE
 from .storage import LeaseKeeper, MissingObject, StorageError, StoredObject
 
@@ -52,6 +53,8 @@ if TYPE_CHECKING:
     from .storage_object import ObjectStorage
 
 STATE_FILE = ".pith-pull.json"
+STATE_LIMIT = 1 << 31
+"""The largest state file read (some 400 bytes a number: millions of numbers fit)."""
 PULL_LEASE = "pull"
 LEASE_TTL = 300.0
 """Seconds a store's pull lease lasts unless renewed (renewed at half of it, between
@@ -118,16 +121,28 @@ class Destination(abc.ABC):
 
 
 class ContentFolder(Destination):
-    """A content folder on this machine."""
+    """A content folder on this machine. Its files are read only if regular (a FIFO or a
+    link to a device neither blocks the pull nor fills its memory) and only up to the size
+    limit; a write that fails (a full disk, a folder where the file goes) stops the pull as
+    a store's failure does."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, cap: int) -> None:
         self.folder = folder
+        self.cap = cap
+        """The largest document read back (the pull's size limit)."""
 
     def where(self, name: str = "") -> str:
         return (self.folder / name).as_posix() if name else self.folder.as_posix()
 
+    def _failed(self, name: str, what: str, exc: OSError) -> StorageError:
+        reason = exc.strerror or str(exc)
+        return StorageError(self.where(name), name, f"cannot {what} ({reason})")
+
     def open(self) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise self._failed("", "make the content folder", exc) from None
         remove_stale_temporaries(self.folder)
 
     def keep(self) -> None:
@@ -144,7 +159,7 @@ class ContentFolder(Destination):
 
     def read(self, name: str) -> bytes | None:
         try:
-            return (self.folder / name).read_bytes()
+            return read_regular(self.folder / name, self.cap)
         except FileNotFoundError:
             return None
 
@@ -152,25 +167,31 @@ class ContentFolder(Destination):
         return self.read(name)  # (one writer of a folder's document at a time: `pull._alone`)
 
     def write(self, name: str, data: bytes) -> None:
-        write_atomic(self.folder / name, data)
+        try:
+            write_atomic(self.folder / name, data)
+        except OSError as exc:
+            raise self._failed(name, "write this document", exc) from None
 
     def has(self, name: str) -> bool:
         return (self.folder / name).is_file()
 
     def sha256(self, name: str) -> str | None:
         try:
-            return hashlib.sha256((self.folder / name).read_bytes()).hexdigest()
+            return file_sha256(self.folder / name)
         except OSError:
             return None
 
     def read_state(self) -> bytes | None:
         try:
-            return (self.folder / STATE_FILE).read_bytes()
+            return read_regular(self.folder / STATE_FILE, STATE_LIMIT)
         except OSError:
-            return None
+            return None  # (only a hint: see pull.State)
 
     def write_state(self, data: bytes) -> None:
-        write_atomic(self.folder / STATE_FILE, data)
+        try:
+            write_atomic(self.folder / STATE_FILE, data)
+        except OSError as exc:
+            raise self._failed(STATE_FILE, "write the pull's state", exc) from None
 
 
 def remove_stale_temporaries(content: Path) -> None:

@@ -4,6 +4,8 @@ every number form; verify before write; never roll back; a site that lies or mis
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import time
 import zlib
 from http.server import SimpleHTTPRequestHandler
@@ -26,6 +28,7 @@ from .pullkit import (
     newer_bundle,
     older_bundle,
     pull,
+    pull_process,
     run,
     tree,
 )
@@ -378,3 +381,53 @@ def test_a_manifest_entry_naming_no_document_is_not_reported_present(
     failed = [r for r in result.json()["results"] if r["status"] == "failed"]
     assert [r["pith_number"] for r in failed] == [f"pith:2021:{GROWN_BODY}"]
     assert f"fetch.not_found: no document of {GROWN_BODY} was fetched or is stored" in result.err
+
+
+def test_a_local_copy_that_is_no_regular_file_is_refused_unread(
+    server: Server, content: Path, keys: Path
+) -> None:
+    """A FIFO where a document goes would block the pull for ever, a link to /dev/zero
+    fill its memory: each is refused as unreadable, unread, and left as it is."""
+    content.mkdir()
+    os.mkfifo(content / f"{RECORD_BODY}.record.json")
+    (content / f"{GROWN_BODY}.bundle.json").symlink_to("/dev/zero")
+    process = pull_process(server.url, content, keys, RECORD_BODY, GROWN_BODY, stderr=subprocess.PIPE)
+    try:
+        _, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 1 and "Traceback" not in err
+    assert err.count("file.unreadable: the local copy cannot be read") == 2, err
+    assert (content / f"{GROWN_BODY}.bundle.json").is_symlink()
+
+
+def test_a_local_write_that_fails_stops_the_pull_with_a_sentence(
+    server: Server, content: Path, keys: Path, tmp_path: Path
+) -> None:
+    """A content folder that cannot be made, or a state that cannot be written, is the
+    folder's failure as a store's is: exit 2 and one line naming the file, no traceback."""
+    not_a_folder = tmp_path / "a-file"
+    not_a_folder.write_text("")
+    result = pull(server.url, not_a_folder, keys, GROWN_BODY)
+    assert result.code == 2 and "Traceback" not in result.err
+    assert f"{not_a_folder.as_posix()}: cannot make the content folder (" in result.err
+    (content / ".pith-pull.json").mkdir(parents=True)
+    result = pull(server.url, content, keys, GROWN_BODY)
+    assert result.code == 2 and "Traceback" not in result.err
+    assert f"{content.as_posix()}/.pith-pull.json: cannot write the pull's state (" in result.err
+    assert (content / f"{GROWN_BODY}.bundle.json").is_file()  # (what was written is whole)
+
+
+def test_a_state_edited_by_hand_is_only_a_hint(server: Server, content: Path, keys: Path) -> None:
+    """Validators of the wrong type, or holding a line break, are not sent as headers."""
+    assert pull(server.url, content, keys, GROWN_BODY).code == 0
+    path = content / ".pith-pull.json"
+    state = json.loads(path.read_bytes())
+    for index, entry in enumerate(state["entries"].values()):
+        entry["etag"] = 7 if index % 2 else '"a"\r\nX-Injected: 1'
+        entry["last_modified"] = ["not", "a", "date"]
+    path.write_text(json.dumps(state))
+    server.log.clear()
+    result = pull(server.url, content, keys, GROWN_BODY, "--json")
+    assert result.code == 0 and "Traceback" not in result.err, result.err
+    assert result.json()["summary"]["unchanged"] == 1
