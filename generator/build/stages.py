@@ -31,7 +31,7 @@ from ..site.markdown_pages import skipped_pages
 from ..site.page_model import Summary, fork_notes
 from ..site.shared_paths import shareable_paths
 from ..trust.choose import Candidate, Choice, select
-from ..trust.errors import Code, Rejection
+from ..trust.errors import BuildError, Code, Rejection
 from ..trust.files import file_sha256
 from ..trust.keys import Keyring
 from ..trust.load import NOT_UTF8_NAME, document_path, is_utf8, shown_name
@@ -138,7 +138,7 @@ class Stages:
         check_removals(dropped, before, not entries, allowed, store or str(self.config.content))
         # 5 merge and render: keep the renders made at once, render the contested again
         parent = str(self.config.content.parent) if store is None else store[: -len(store_name(store))]
-        paths = _ContentPaths(parent, self.site, entries)
+        paths = _ContentPaths(parent, store or str(self.config.content), self.site, entries)
         numbers, rendered_numbers = self.publish_numbers(selection.choices, fresh, paths, touched, rejections)
         del fresh  # (its tasks and results: the numbers keep what stays)
         # 6 write the site-wide files (listings, search, look-ups, feed, manifest)
@@ -149,7 +149,7 @@ class Stages:
         self.written += sitewide.written
         if written.restore:  # a page a shared short prefix had replaced must be whole again
             redo = [Choice(n, numbers[n].record, numbers[n].bundle) for n in sorted(written.restore)]
-            self.render_choices(redo, numbers, paths, rejections)
+            self.render_choices(redo, numbers, paths, rejections, numbers)
             self.move_into_site(numbers, written.restore, NumberTable(width=numbers.width))
         if last is not None:
             # The partitions the state's save writes again are read now, before SITE
@@ -351,7 +351,8 @@ class Stages:
             numbers[number] = entry
         self.renewed |= plan.accepted
         self.discard(plan.discard)
-        accepted = set(plan.accepted) | self.render_choices(list(plan.redo), numbers, paths, rejections)
+        redone = self.render_choices(list(plan.redo), numbers, paths, rejections, previous)
+        accepted = set(plan.accepted) | redone
         if self.incremental:
             self.move_into_site(numbers, accepted, previous)
         return numbers, accepted
@@ -362,19 +363,32 @@ class Stages:
         numbers: NumberTable,
         paths: _ContentPaths,
         rejections: list[Rejection],
+        previous: NumberTable,
     ) -> set[str]:
-        """Render numbers from their chosen documents (verified again in the worker)."""
+        """Render numbers from their chosen documents (verified again in the worker).
+
+        A document that no longer holds what was verified is refused, and its number
+        keeps what it published: an incremental build leaves its entry and files as they
+        are; a full build, which would publish the number no more, stops before SITE
+        changes (the removal guard has counted it as kept)."""
         done: set[str] = set()
         by_number = {c.pith_number: c for c in choices}
         items = [(c, {f.kind: paths.locate(f) for f in c.files}) for c in choices]
         for result in run_tasks(render_task, items, self.pool, None, "re-rendered"):
             rejections += result.rejections
             self.written += result.written
+            number = result.pith_number
             if result.summary is not None:
-                choice = by_number[result.pith_number]
-                numbers[result.pith_number] = NumberEntry(choice.record, choice.bundle, result.summary)
-                self.renewed.add(result.pith_number)
-                done.add(result.pith_number)
+                choice = by_number[number]
+                numbers[number] = NumberEntry(choice.record, choice.bundle, result.summary)
+                self.renewed.add(number)
+                done.add(number)
+            elif number in previous:
+                numbers[number] = previous[number]
+            elif number in self.previous:
+                problem = result.rejections[0]
+                kept = f"{problem.message}; {number} is published, and nothing was changed"
+                raise BuildError(problem.file, kept)
         return done
 
     def discard(self, claimants: Iterable[DocumentResult]) -> None:
@@ -446,21 +460,25 @@ class _ContentPaths:
     demand (a build that changed one file needs one path, not 20,000), and a
     published document no content file holds any more is the site's own copy."""
 
-    def __init__(self, parent: str, site: Path, entries: FileTable) -> None:
-        self.parent, self.site, self.entries = parent, site, entries
+    def __init__(self, parent: str, content: str, site: Path, entries: FileTable) -> None:
+        self.parent, self.content, self.site, self.entries = parent, content, site, entries
 
-    def locate(self, candidate: Candidate) -> str:
-        """Where `candidate`'s bytes are now. A published document is named by the
-        content file it came from, and that file may since hold another document
-        (an older bundle replayed over it, a refused edit) or be gone; one read
-        back from the site is there still. The site's own copy, byte for byte what
-        was verified, is then read. (The worker checks the bytes' hash either way.)"""
+    def locate(self, candidate: Candidate) -> tuple[str, str]:
+        """Where `candidate`'s bytes are now, and the folder (or store) it was verified
+        within, which a link in it must not leave: the content's top, not the file's own
+        folder (a link from a subfolder to a document beside it is the content's own).
+        A published document is named by the content file it came from, and that file may
+        since hold another document (an older bundle replayed over it, a refused edit) or
+        be gone; one read back from the site is there still. The site's own copy, byte
+        for byte what was verified, is then read. (The worker checks the bytes' hash
+        either way.)"""
         if not candidate.from_site:
             entry = self.entries.get(candidate.file)
             if entry is not None and entry.raw_sha256 == candidate.raw_sha256:
-                return os.path.join(self.parent, candidate.file)
+                return os.path.join(self.parent, candidate.file), self.content
         body = number_body(candidate.pith_number)
         published = layout.bundle_json(body) if candidate.kind == "bundle" else layout.record_json(body)
         if candidate.from_site and candidate.file.endswith("/" + layout.well_known_bundle(body)):
             published = layout.well_known_bundle(body)  # (the copy read when the other was damaged)
-        return str(self.site / published)
+        path = self.site / published
+        return str(path), str(path.parent)

@@ -245,6 +245,16 @@ def _read_and_verify(
     return stat, verify_file(Path(path), name, Path(root), keyring, limits)
 
 
+_CHANGED = (
+    "the file no longer holds the document the build verified: changed while the build ran, "
+    "or in place since the last build with its size and time kept (touch it, or build with --clean)"
+)
+_CHANGED_IN_SITE = (
+    "the site's copy of a published document no longer holds what the build state records of it "
+    "(edited by hand?): build with --clean"
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Rendered:
     pith_number: str
@@ -253,21 +263,22 @@ class Rendered:
     rejections: tuple[Rejection, ...]
 
 
-def render_task(item: tuple[Choice, dict[str, str]]) -> Rendered:
+def render_task(item: tuple[Choice, dict[str, tuple[str, str]]]) -> Rendered:
     """Render a contested number from its chosen documents (verified again here);
-    `paths` says where each one's bytes are, by kind (see stages._ContentPaths.locate)."""
+    `paths` says where each one's bytes are, by kind, and the folder or store it was
+    verified within (see stages._ContentPaths.locate)."""
     choice, paths = item
     verified: dict[str, Verified] = {}
     raws: dict[str, bytes] = {}
     for candidate in choice.files:
-        path = paths[candidate.kind]
-        store = _WORKER["config"].content_store
-        root = store if store is not None and path.startswith(store) else os.path.dirname(path)
+        path, root = paths[candidate.kind]
         _, (_, doc, source) = _read_and_verify(path, candidate.file, root)
         if doc is None or source is None or source.raw_sha256 != candidate.raw_sha256:
-            problem = Rejection(
-                candidate.file, "", Code.FILE_UNREADABLE, "the file changed while the build ran"
-            )
+            if path.endswith(candidate.file):  # (the content file, or the site's copy it was read as)
+                shown, why = candidate.file, _CHANGED
+            else:  # (the site's copy of a document content no longer holds)
+                shown, why = path, _CHANGED_IN_SITE
+            problem = Rejection(shown, "", Code.FILE_UNREADABLE, why)
             return Rendered(choice.pith_number, 0, None, (problem,))
         verified[candidate.kind] = doc
         raws[candidate.kind] = source.raw

@@ -447,7 +447,21 @@ def read_published(site: Path) -> dict[str, dict[str, Any]]:
     the index is readable but a shard (or the index's list of them) is not as it
     was written, the site's own record files stand in for what that shard listed
     (`published_on_disk`): a damaged shard must not make the numbers it held
-    count as never published, which would let a build drop or roll them back."""
+    count as never published, which would let a build drop or roll them back.
+
+    Nor may a damaged or shortened index: every record document `pith/<body>.json`
+    the site holds whose number the manifest does not list is read as
+    `published_on_disk` reads it (a listing of the folder when nothing is missing)."""
+    listed = _listed(site)
+    shown = {number_body(number) for number in listed}
+    missing = {body for body in _bodies_on_disk(site) if body not in shown}
+    if missing:
+        listed.update(published_on_disk(site, "", missing))
+    return listed
+
+
+def _listed(site: Path) -> dict[str, dict[str, Any]]:
+    """The numbers the manifest lists, its shards read through (see `read_published`)."""
     try:
         data = json.loads(read_regular(site / MANIFEST_PATH, SHARD_LIMIT))
     except (OSError, ValueError, RecursionError):
@@ -465,6 +479,16 @@ def read_published(site: Path) -> dict[str, dict[str, Any]]:
         return published_on_disk(site, "")
 
 
+def _bodies_on_disk(site: Path) -> list[str]:
+    """The bodies of the record documents the site's `pith/` folder names."""
+    try:
+        names = os.listdir(site / "pith")
+    except OSError:
+        return []
+    bodies = (name.removesuffix(".json") for name in names if name.endswith(".json"))
+    return [body for body in bodies if BODY_RE.fullmatch(body)]
+
+
 SHARD_LIMIT = 1024 * 1024 * 1024
 """Far above a shard's 2 MB, and a version 1.0 manifest's 500 bytes a record."""
 
@@ -479,21 +503,17 @@ def read_site_file(site: Path, path: str) -> bytes | None:
         return None
 
 
-def published_on_disk(site: Path, prefix: str) -> dict[str, dict[str, Any]]:
-    """The numbers whose body starts with `prefix` that the site's own files show
-    published: a record document `pith/<body>.json` naming that body, with the
-    hashes of it and of its bundle. What stands in for a shard that cannot be
-    trusted: never fewer numbers than the site shows, and each number's published
-    documents are then read and checked as the manifest's would be."""
+def published_on_disk(site: Path, prefix: str, only: set[str] | None = None) -> dict[str, dict[str, Any]]:
+    """The numbers whose body starts with `prefix` (and is one of `only`, if given) that
+    the site's own files show published: a record document `pith/<body>.json` naming
+    that body, with the hashes of it and of its bundle. What stands in for a shard that
+    cannot be trusted: never fewer numbers than the site shows, and each number's
+    published documents are then read and checked as the manifest's would be."""
     found: dict[str, dict[str, Any]] = {}
-    try:
-        names = sorted(os.listdir(site / "pith"))
-    except OSError:
-        return found
-    for name in names:
-        body = name.removesuffix(".json")
-        if not name.endswith(".json") or not BODY_RE.fullmatch(body) or not body.startswith(prefix):
+    for body in sorted(_bodies_on_disk(site)):
+        if not body.startswith(prefix) or (only is not None and body not in only):
             continue
+        name = f"{body}.json"
         try:
             data = read_regular(site / "pith" / name, SHARD_LIMIT)
             number = json.loads(data).get("pith_number")

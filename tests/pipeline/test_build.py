@@ -27,6 +27,7 @@ from sitekit import (
     Project,
     all_paths,
     assert_same_as_fresh,
+    bundle_events,
     record_doc,
     tree,
 )
@@ -958,3 +959,58 @@ def test_unfinished_sees_a_build_whatever_the_site_is_called(
     with one_build_at_a_time(link):  # (a build given the link: its lock is beside the link)
         assert journal.unfinished(link) and not journal.unfinished(project.site)
     assert not journal.unfinished(Path(".")) and not journal.unfinished(link)
+
+
+def test_a_link_from_a_subfolder_to_a_document_beside_it_is_the_contents_own(
+    project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two names of one bundle make its number contested, rendered again from the chosen
+    file: that file was judged within its own folder, so `sub/l.json -> ../a.json` left
+    the content and the number was dropped. It is judged within the content folder."""
+    monkeypatch.chdir(project.root)
+    keys = str(project.write_keys())
+    title = "A paper under two names"
+    record = f.canonical_record(source_id="2203.07777", title=title)
+    events = bundle_events(record, title, 1)
+    project.add("a.json", f.to_bytes(f.bundle(record=record, title=title, events=events)))
+    (project.content / "sub").mkdir()
+    (project.content / "sub" / "l.json").symlink_to("../a.json")
+    capsys.readouterr()
+    assert main(["build", "--keys", keys, "--jobs", "1", "--quiet"]) == 0, capsys.readouterr().err
+    assert (project.site / "pith" / f"{f.pith_body(record)}.html").is_file()
+
+
+def test_a_document_changed_in_place_keeps_its_number_published(
+    project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A record document rewritten in place with its size and time kept is one the build
+    state still takes for the one it verified: when a new bundle of its number then
+    arrives, rendering the number again finds other bytes. The number was dropped from
+    SITE, past the removal guard; now that file is refused by name and the number keeps
+    what it published."""
+    monkeypatch.chdir(project.root)
+    keys = str(project.write_keys())
+    title = "A paper kept"
+    record = f.canonical_record(source_id="2203.08888", title=title)
+    doc = f.record_document(record=record, title=title)
+    project.add("rec.json", f.to_bytes(doc))
+    events = bundle_events(record, title, 1)
+    project.add("b.json", f.to_bytes(f.bundle(record=record, title=title, events=events)))
+    assert main(["build", "--keys", keys, "--jobs", "1", "--quiet"]) == 0
+    body = f.pith_body(record)
+    page = project.site / "pith" / f"{body}.html"
+    published = page.read_bytes()
+    path = project.content / "rec.json"
+    stat = path.stat()
+    data = path.read_bytes()
+    authors = doc["paper"]["authors_text"]
+    path.write_bytes(data.replace(authors.encode(), authors[::-1].encode()))  # (same size)
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    events = bundle_events(record, title, 2)
+    project.add("b.json", f.to_bytes(f.bundle(record=record, title=title, events=events)))
+    capsys.readouterr()
+    assert main(["build", "--keys", keys, "--jobs", "1", "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "content/rec.json: file.unreadable: the file no longer holds the document the build" in err
+    assert page.read_bytes() == published
+    assert [n for n in manifestkit.numbers(project.site) if n.endswith(body)]

@@ -4,6 +4,7 @@ and leaves SITE exactly as it was, unless removals are allowed."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -177,6 +178,32 @@ def test_a_damaged_manifest_shard_does_not_let_a_build_without_its_cache_unpubli
         shard.unlink()
     else:
         manifestkit.tamper(shard, b'"event_count": 0', b'"event_count": 9')
+    before = tree(mirror.site)
+    for i in range(COUNT - 2):
+        mirror.remove(doc_name(i))
+    code, _, err = run([*ARGS, "--clean"], capsys)
+    assert code == 2 and f"would unpublish {COUNT - 2} of the {COUNT}" in err, err
+    assert tree(mirror.site) == before
+
+
+@pytest.mark.parametrize("damage", ["cut short", "no shards", "an empty 1.0 manifest", "not UTF-8"])
+def test_a_damaged_manifest_index_does_not_let_a_build_without_its_cache_unpublish(
+    mirror: Project, capsys: pytest.CaptureFixture[str], damage: str
+) -> None:
+    """Nor does a damaged or shortened index: every record file SITE holds that the
+    manifest does not list counts as published."""
+    index = mirror.site / MANIFEST_PATH
+    data = index.read_bytes()
+    index.write_bytes(
+        {
+            "cut short": data[:400],
+            "no shards": data.replace(data[data.index(b'"shards"') :], b'"shards": []}'),
+            "an empty 1.0 manifest": json.dumps(
+                {**{k: v for k, v in json.loads(data).items() if k != "shards"}, "records": []}
+            ).encode(),
+            "not UTF-8": data.replace(b"{", b"{\xff", 1),
+        }[damage]
+    )
     before = tree(mirror.site)
     for i in range(COUNT - 2):
         mirror.remove(doc_name(i))
