@@ -328,5 +328,19 @@ class LeaseKeeper:
         if self.lease.expires_at - time.time() < self.ttl / 2:
             self.lease = self.storage.renew_lease(self.lease, self.ttl)
 
+    def check(self) -> None:
+        """`LeaseLost` if the lease has run out by this machine's clock: the writer was
+        stopped longer than its lease (a laptop asleep, a paused machine), another
+        writer may hold it now, and this one must write nothing more. Safe from any
+        thread: it renews nothing."""
+        if self.lease.expires_at <= time.time():
+            storage, name = self.storage, _lease(self.lease.name)
+            raise LeaseLost(
+                storage._own_url(name),
+                storage._own_key(name),
+                "this writer's lease ran out while it was stopped; another writer may hold it "
+                "now, so nothing more was written",
+            )
+
     def release(self) -> bool:
         return self.storage.release_lease(self.lease)

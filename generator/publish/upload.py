@@ -56,6 +56,7 @@ import stat
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from ..site.headers import PER_RECORD_JSON, matches, object_headers
@@ -340,7 +341,8 @@ def _waves(
     unchanged = 0
     with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="upload") as pool:
         for wave in publication_waves(keys):
-            futures = {pool.submit(_put, site, storage, key, stored.get(key), force): key for key in wave}
+            put = partial(_put, site, storage, keeper)
+            futures = {pool.submit(put, key, stored.get(key), force): key for key in wave}
             changed = _finish_wave(futures, keeper)
             for key in wave:  # (reported in the wave's order, whatever order the threads took)
                 if key in changed:
@@ -355,6 +357,7 @@ def _waves(
         if not wave:
             continue
         keeper.keep()
+        keeper.check()
         storage.delete(wave)
         deleted.extend(wave)
     return UploadReport(tuple(done), unchanged, tuple(deleted), compared, tuple(kept))
@@ -362,26 +365,33 @@ def _waves(
 
 def _finish_wave(futures: dict[Future[bool], str], keeper: LeaseKeeper) -> set[str]:
     """Wait for one wave, renewing the lease meanwhile; the keys it wrote. The first
-    failure cancels what has not started and is raised once the running ones end."""
+    failure (a write's, the lease lost, an interrupt) cancels what has not started and
+    is raised once the running ones end: nothing more is written after it."""
     changed: set[str] = set()
     pending = set(futures)
-    while pending:
-        finished, pending = wait(pending, timeout=keeper.ttl / 4, return_when=FIRST_EXCEPTION)
-        for future in finished:
-            error = future.exception()
-            if error is not None:
-                for other in pending:
-                    other.cancel()
-                wait(pending)
-                raise error
-            if future.result():
-                changed.add(futures[future])
-        keeper.keep()
+    try:
+        while pending:
+            finished, pending = wait(pending, timeout=keeper.ttl / 4, return_when=FIRST_EXCEPTION)
+            for future in finished:
+                error = future.exception()
+                if error is not None:
+                    raise error
+                if future.result():
+                    changed.add(futures[future])
+            keeper.keep()
+    except BaseException:
+        for other in pending:
+            other.cancel()
+        wait(pending)
+        raise
     return changed
 
 
-def _put(site: Path, storage: Storage, key: str, stored: StoredObject | None, force: bool) -> bool:
-    """Write one file unless the storage already holds its bytes; whether it wrote."""
+def _put(
+    site: Path, storage: Storage, keeper: LeaseKeeper, key: str, stored: StoredObject | None, force: bool
+) -> bool:
+    """Write one file unless the storage already holds its bytes; whether it wrote.
+    Not once the lease has run out (`LeaseKeeper.check`)."""
     try:
         data = read_regular(site / key, SITE_FILE_LIMIT)
     except OSError as exc:
@@ -391,5 +401,6 @@ def _put(site: Path, storage: Storage, key: str, stored: StoredObject | None, fo
         if tag is not None and tag == stored.tag:
             return False
     headers = object_headers(key)
+    keeper.check()
     storage.write(key, data, headers.content_type, headers.cache_control)
     return True

@@ -5,6 +5,7 @@ last; on a folder (recorded call by call) and on the S3 stand-in (counted PUTs).
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,9 +15,9 @@ import storagekit
 
 from generator.commands.serve import content_type
 from generator.publish.integrity import generate_mirror_key
-from generator.publish.storage import SITE_LEASE, LeaseHeld, Storage, StorageError
+from generator.publish.storage import SITE_LEASE, LeaseHeld, LeaseLost, Storage, StorageError
 from generator.publish.storage_local import LocalStorage
-from generator.publish.upload import INTEGRITY_ORDER, publication_waves, upload_site, wave_of
+from generator.publish.upload import INTEGRITY_ORDER, LEASE_TTL, publication_waves, upload_site, wave_of
 from generator.site.headers import INTEGRITY_SET, object_headers
 from generator.site.layout import MANIFEST_PATH, SIGNATURE_PATH, SUMS_PATH
 from generator.trust.errors import ConfigError
@@ -242,3 +243,30 @@ def test_object_types_agree_with_the_preview_server(built_site: Path) -> None:
     (`serve` is the host a developer checks a site with)."""
     for key in site_keys(built_site):
         assert object_headers(key).content_type == content_type(built_site / key), key
+
+
+def test_a_writer_stopped_past_its_lease_writes_nothing_more(
+    signed_site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A laptop asleep, a paused machine: the upload's clock jumps past its lease, which
+    another writer then takes. Not one more object is written, by the threads that had
+    writes queued or by the deletions: the other writer's site stays as it left it."""
+    real = time.time
+    jumped = [0.0]
+    monkeypatch.setattr(time, "time", lambda: real() + jumped[0])
+
+    class Sleeper(RecordingStorage):
+        def write(self, key: str, data: bytes, content_type: str, cache_control: str) -> None:
+            super().write(key, data, content_type, cache_control)
+            if not key.startswith(".pith-mirror/") and sum(op == "write" for op, _ in self.calls) == 3:
+                jumped[0] += LEASE_TTL + 1  # (stopped, and meanwhile another writer takes over)
+                taken.append(self.acquire_lease(SITE_LEASE, ttl=600))
+
+    taken: list[object] = []
+    storage = Sleeper(tmp_path / "bucket")
+    storage.write("pith/AAAAAAAAAAAAAAAAAAAAAAAAAA.json", b"old", "x", "y")  # (stale: a deletion to make)
+    storage.calls.clear()
+    with pytest.raises(LeaseLost):
+        upload_site(signed_site, storage, workers=1)
+    assert [key for op, key in storage.calls if not key.startswith(".pith-mirror/")][3:] == []
+    assert storage.read("pith/AAAAAAAAAAAAAAAAAAAAAAAAAA.json") == b"old" and len(taken) == 1
