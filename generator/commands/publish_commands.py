@@ -362,12 +362,29 @@ def run_upload(args: argparse.Namespace) -> int:
         return _upload(args, site)
 
 
+def _refuse_overlap(storage: object, site: Path) -> None:
+    """A folder target that holds SITE, or lies inside it: the upload would delete SITE's
+    own files (and whatever is beside them) as objects the site does not have."""
+    from ..publish.storage_local import LocalStorage
+
+    if not isinstance(storage, LocalStorage):
+        return
+    target, source = storage.root.resolve(), site.resolve()
+    if target == source or source in target.parents or target in source.parents:
+        raise ConfigError(
+            "upload target",
+            f"{storage.root}: the folder {'is' if target == source else 'overlaps'} the site folder "
+            f"{site}; upload into a folder apart from it",
+        )
+
+
 def _upload(args: argparse.Namespace, site: Path) -> int:
     """`upload` once it holds SITE's lock."""
     from ..publish.storage import open_storage
     from ..publish.upload import UploadRefused, upload_site
 
     storage = open_storage(args.target, setting="upload target")
+    _refuse_overlap(storage, site)
     started = time.monotonic()
     try:
         report = upload_site(
@@ -389,6 +406,8 @@ def _upload(args: argparse.Namespace, site: Path) -> int:
         return EXIT_DIFFERENT
     how = "" if report.compared else " (the files changed since the last upload)"
     kept = f", {len(report.kept):,} the site no longer has kept" if report.kept else ""
+    if report.foreign:
+        kept += f", {report.foreign:,} not the site's left as they are"
     print(
         f"uploaded {len(report.written):,} object(s){how}, {report.unchanged:,} already there,"
         f" {len(report.deleted):,} deleted{kept} in {time.monotonic() - started:.2f}s -> {args.target}"

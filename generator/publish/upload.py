@@ -55,7 +55,7 @@ import os
 import stat
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
@@ -65,6 +65,7 @@ from ..trust.errors import BuildError, ConfigError
 from ..trust.files import read_regular
 from . import change_log
 from .integrity import SITE_FILE_LIMIT, site_files
+from .pull_destination import STATE_FILE as PULL_STATE
 from .storage import RESERVED, SITE_LEASE, LeaseKeeper, Storage, StorageError, StoredObject
 
 NOT_UPLOADED = frozenset({"_headers"})
@@ -92,6 +93,9 @@ class UploadReport:
     kept: tuple[str, ...] = ()
     """Keys the site no longer has, left in the storage (`delete` off). The storage's
     note is then not moved on, so that the next upload still sees them."""
+    foreign: int = 0
+    """Objects of another writer's store within the prefix (a content store below it),
+    which an upload neither compares nor deletes."""
 
 
 def wave_of(key: str) -> int:
@@ -115,8 +119,13 @@ def publication_waves(keys: Iterable[str]) -> list[list[str]]:
 
 
 def _ours(key: str) -> bool:
-    """Whether an object in the storage is the site's to replace or delete."""
-    return not key.startswith(RESERVED) and key not in NOT_UPLOADED
+    """Whether an object in the storage is the site's to replace or delete: not the
+    storage's own (a lease, a note: at the top, or of a store below, a pull's content)."""
+    return not (key.startswith(RESERVED) or f"/{RESERVED}" in key) and key not in NOT_UPLOADED
+
+
+def _top(key: str) -> str:
+    return key.split("/", 1)[0]
 
 
 def upload_site(
@@ -277,13 +286,32 @@ def _publish(
     delete: bool,
     force: bool,
 ) -> UploadReport:
-    """Every file, each compared with the storage's listing."""
-    stored = {entry.key: entry for entry in storage.list_cut("", SITE_CUTS) if _ours(entry.key)}
+    """Every file, each compared with the storage's listing; what the site does not have
+    is deleted, but for another writer's store within the prefix (a folder holding a
+    pull's state or a lease: a content store below the site's prefix), which is left as
+    it is. A prefix that is itself a content store is refused before anything is written."""
+    listed = list(storage.list_cut("", SITE_CUTS))
+    others = {_top(e.key) for e in listed if not e.key.startswith(RESERVED) and _a_stores_own(e.key)}
+    if PULL_STATE in {entry.key for entry in listed}:
+        raise ConfigError(
+            "upload target",
+            f"{storage.url()}: holds a pull's content store ({PULL_STATE}), whose documents an "
+            "upload would delete as files the site does not have; upload the site to another prefix",
+        )
+    stored = {e.key: e for e in listed if _ours(e.key) and _top(e.key) not in others}
     present = set(keys)
     stale = [key for key in stored if key not in present]
-    return _waves(
+    foreign = sum(1 for e in listed if _top(e.key) in others)
+    report = _waves(
         site, keys, stale, stored, storage, keeper, workers=workers, delete=delete, force=force, compared=True
     )
+    return replace(report, foreign=foreign)
+
+
+def _a_stores_own(key: str) -> bool:
+    """Whether `key` is, below a folder, a storage's own object (a lease, a note) or a
+    pull's state: that folder is another writer's store."""
+    return "/" in key and (f"/{RESERVED}" in key or key.rsplit("/", 1)[-1] == PULL_STATE)
 
 
 def _publish_changes(

@@ -13,6 +13,7 @@ from pathlib import Path
 import storagekit
 
 from generator.build.journal import undo_path
+from generator.publish.storage import open_storage
 from generator.site.layout import MANIFEST_PATH
 
 from .conftest import RECORD_BODY, REPO
@@ -85,3 +86,44 @@ def test_an_upload_to_a_folder(site_copy: Callable[[str], Path], tmp_path: Path)
     result = upload(None, site, tmp_path / "copy")
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "copy" / MANIFEST_PATH).read_bytes() == (site / MANIFEST_PATH).read_bytes()
+
+
+def test_a_folder_target_apart_from_the_site_only(site_copy: Callable[[str], Path]) -> None:
+    """Into the folder that holds SITE (a project's), into SITE itself, or into a folder
+    inside it: the upload would delete SITE's own files, and what is beside them, as
+    objects the site does not have. Refused, nothing touched."""
+    site = site_copy("site")
+    project = site.parent
+    (project / "keys.json").write_text("{}")
+    before = sorted(p.relative_to(project) for p in project.rglob("*") if p.name != ".site.lock")
+    for target in (project, site, site / "copy"):
+        result = upload(None, site, target)
+        assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+        assert "site folder" in result.stderr and "upload into a folder apart from it" in result.stderr
+    assert sorted(p.relative_to(project) for p in project.rglob("*") if p.name != ".site.lock") == before
+
+
+def test_another_writers_store_below_the_prefix_is_left_as_it_is(
+    s3: storagekit.S3StandIn, site_copy: Callable[[str], Path]
+) -> None:
+    """A content store below the site's prefix (a pull's documents, its state and its
+    lease): a full upload neither compares nor deletes its objects. A prefix that is
+    itself a content store is refused: its documents are no files of the site."""
+    site = site_copy("site")
+    bucket = s3.new_bucket()
+    store = {
+        "mirror/content/AAAA.bundle.json": b"{}",
+        "mirror/content/.pith-pull.json": b"{}",
+        "mirror/content/.pith-mirror/lease-pull.json": b"{}",
+    }
+    bucket_root = open_storage(f"s3://{bucket}/", options=s3.options())
+    for key, data in store.items():
+        bucket_root.write(key, data, "application/json", "no-cache")
+    result = upload(s3, site, f"s3://{bucket}/mirror/", "--full")
+    assert result.returncode == 0, result.stderr
+    assert "0 deleted, 3 not the site's left as they are" in result.stdout
+    assert all(bucket_root.read(key) == data for key, data in store.items())
+    s3.proxy.reset()
+    refused = upload(s3, site, f"s3://{bucket}/mirror/content/")
+    assert refused.returncode == 2 and "holds a pull's content store (.pith-pull.json)" in refused.stderr
+    assert [p for p in s3.proxy.puts() if "/.pith-mirror/" not in p] == []
