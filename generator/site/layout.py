@@ -207,9 +207,15 @@ def resolve_query(kind: str, value: str) -> str:
 
 
 def category_slug(category: str) -> str | None:
-    """arXiv categories (cs.DC, hep-th, math-ph) as a single path segment."""
+    """arXiv categories (cs.DC, hep-th, math-ph) as a single path segment; None (no
+    listing page) for one that is no such segment, or that ends in ".html": its page's
+    folder twin `<slug>/index.html` would be the file of the category without it (a
+    signed "cs.DC.html" beside "cs.DC"), and no build could write both."""
     usable = (
-        _SAFE_SEGMENT.fullmatch(category) and category not in (".", "..") and len(category) <= MAX_SEGMENT
+        _SAFE_SEGMENT.fullmatch(category)
+        and category not in (".", "..")
+        and len(category) <= MAX_SEGMENT
+        and not category.lower().endswith(".html")
     )
     return category if usable else None
 

@@ -927,6 +927,24 @@ def test_signed_values_too_long_to_name_a_file_get_no_file_and_break_no_build(
     assert len(manifestkit.numbers(project.site)) == 5
 
 
+def test_a_category_whose_page_would_be_another_categorys_file_breaks_no_build(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two signed primary categories, "cs.DC" and "cs.DC.html": the folder twin of the
+    second's listing page is the first's page file, and every build failed ("File
+    exists"). The second gets no listing page; both records are published."""
+    monkeypatch.chdir(project.root)
+    keys = str(project.write_keys())
+    for index, category in enumerate(("cs.DC", "cs.DC.html")):
+        title = f"Paper {index}"
+        record = f.canonical_record(source_id=f"2101.0000{index}", title=title, primary_cat=category)
+        project.add(f"r{index}.json", f.to_bytes(f.record_document(record=record, title=title)))
+    assert main(["build", "--keys", keys, "--jobs", "1", "--quiet"]) == 0
+    assert (project.site / "browse/category/cs.DC.html").is_file()
+    assert not (project.site / "browse/category/cs.DC.html.html").exists()
+    assert len(manifestkit.numbers(project.site)) == 2
+
+
 def test_unfinished_says_whether_a_build_is_in_progress_or_was_stopped(project: Project) -> None:
     """What a command that must not read a half-made site (signing it, say) asks."""
     project.add_real()

@@ -438,7 +438,16 @@ def test_integrity_path(endpoint: object, source: dict[str, object], expected: s
 
 
 @pytest.mark.parametrize(
-    ("cat", "ok"), [("cs.DC", True), ("hep-th", True), ("..", False), ("a/b", False), ("", False)]
+    ("cat", "ok"),
+    [
+        ("cs.DC", True),
+        ("hep-th", True),
+        ("..", False),
+        ("a/b", False),
+        ("", False),
+        ("cs.DC.html", False),  # (its twin would be cs.DC's page: see the build test)
+        ("cs.DC.HTML", False),
+    ],
 )
 def test_category_slug(cat: str, ok: bool) -> None:
     assert (layout.category_slug(cat) is not None) is ok
