@@ -38,6 +38,7 @@ from ..trust.canonical import pretty_json
 from ..trust.model import number_body
 from .config import SiteConfig
 from .page_model import SearchRow, Summary, alias_pairs
+from .templating import close_bidi
 
 SEARCH_CHUNK = 1000
 
@@ -111,8 +112,13 @@ UNSIGNED_MARK = "(not signed)"
 
 
 def shown_authors(authors: str, signed: bool) -> str:
-    """Authors as a search result or feed entry shows them: marked when unsigned."""
-    return authors if signed or not authors else f"{authors} {UNSIGNED_MARK}"
+    """Authors as a search result or feed entry shows them: marked when unsigned, after
+    any bidirectional override they open is closed (`close_bidi`), as the record page
+    and the listings close it, so the mark reads as written."""
+    if not authors:
+        return authors
+    authors = close_bidi(authors)
+    return authors if signed else f"{authors} {UNSIGNED_MARK}"
 
 
 def records_json(rows: Sequence[SearchRow], base: str) -> bytes:

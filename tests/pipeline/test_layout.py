@@ -534,3 +534,15 @@ def test_the_shell_lines_on_a_record_page_recompute_its_hash_and_signature(proje
     assert edited != served
     ran = subprocess.run([sys.executable, "-c", program], input=edited, capture_output=True, timeout=60)
     assert ran.returncode != 0 and ran.stdout.decode() == f"{expected[0]}\n"
+
+
+def test_unsigned_authors_that_open_an_override_are_closed_before_their_mark() -> None:
+    """A search result and a feed entry mark unsigned authors "(not signed)": an override
+    the authors leave open would show the mark reversed ("(dengis ton)"), as the record
+    page and the listings, which close it, do not."""
+    from generator.site.search_index import UNSIGNED_MARK, shown_authors
+
+    assert shown_authors("Alice Zed\u202e", False) == f"Alice Zed\u202e\u202c {UNSIGNED_MARK}"
+    assert shown_authors("Alice \u2067Zed", True) == "Alice \u2067Zed\u2069"
+    assert shown_authors("Alice Zed", False) == f"Alice Zed {UNSIGNED_MARK}"
+    assert shown_authors("", False) == ""
