@@ -37,6 +37,7 @@ from .storage_interface import (
     StorageError,
     StoredObject,
     check_key,
+    is_key,
 )
 from .storage_local import LocalStorage
 
@@ -56,6 +57,7 @@ __all__ = [
     "StorageError",
     "StoredObject",
     "check_key",
+    "is_key",
     "open_storage",
 ]
 

@@ -121,10 +121,25 @@ class Lease:
     version: str
 
 
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
+
+
+def is_key(key: str) -> bool:
+    """Whether `key` is an object key every backend can hold: relative, "/"-separated
+    segments that are neither empty, "." nor "..", and no backslash, control character
+    or file name that is not UTF-8 (which object stores' paths refuse)."""
+    if not key or "\\" in key or _CONTROL.search(key) or any(p in ("", ".", "..") for p in key.split("/")):
+        return False
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError:  # (a file name of other bytes, as os.scandir hands it on)
+        return False
+    return True
+
+
 def check_key(key: str) -> str:
     """`key` if it is a valid object key; ValueError (a caller's mistake) if not."""
-    parts = key.split("/")
-    if not key or "\\" in key or "\0" in key or any(p in ("", ".", "..") for p in parts):
+    if not is_key(key):
         raise ValueError(f"not an object key: {key!r}")
     return key
 

@@ -63,10 +63,11 @@ from ..site.headers import PER_RECORD_JSON, matches, object_headers
 from ..site.layout import MANIFEST_PATH, SIGNATURE_PATH, SITE_CUTS, SUMS_PATH, is_manifest_shard
 from ..trust.errors import BuildError, ConfigError
 from ..trust.files import read_regular
+from ..trust.load import shown_name
 from . import change_log
 from .integrity import SITE_FILE_LIMIT, site_files
 from .pull_destination import STATE_FILE as PULL_STATE
-from .storage import RESERVED, SITE_LEASE, LeaseKeeper, Storage, StorageError, StoredObject
+from .storage import RESERVED, SITE_LEASE, LeaseKeeper, Storage, StorageError, StoredObject, is_key
 
 NOT_UPLOADED = frozenset({"_headers"})
 """Files of the folder that are a host's, not the site's: never written, never deleted."""
@@ -200,10 +201,16 @@ def _upload(
     problems = check(changed) if check is not None else []
     if problems:
         raise UploadRefused(problems)
+    keys = [key for key in site_files(site) if _ours(key)] if changed is None else sorted(changed)
+    if unkeyable := next((key for key in keys if not is_key(key)), None):
+        raise BuildError(
+            shown_name(str(site / unkeyable)),
+            "a file name an object store cannot hold (a control character, a backslash, or not "
+            "UTF-8); nothing was uploaded: remove or rename it",
+        )
     if changed is None:
         if raw_note is not None:  # (a full upload stopped part-way must leave no note to trust)
             storage.write_note(PUBLISHED_NOTE, b"")
-        keys = [key for key in site_files(site) if _ours(key)]
         report = _publish(site, keys, storage, keeper, workers=workers, delete=delete, force=force)
     else:
         report = _publish_changes(site, changed, storage, keeper, workers=workers, delete=delete)
@@ -298,7 +305,8 @@ def _publish(
             f"{storage.url()}: holds a pull's content store ({PULL_STATE}), whose documents an "
             "upload would delete as files the site does not have; upload the site to another prefix",
         )
-    stored = {e.key: e for e in listed if _ours(e.key) and _top(e.key) not in others}
+    # (an object no key can name here is no file of the site: neither compared nor deleted)
+    stored = {e.key: e for e in listed if _ours(e.key) and is_key(e.key) and _top(e.key) not in others}
     present = set(keys)
     stale = [key for key in stored if key not in present]
     foreign = sum(1 for e in listed if _top(e.key) in others)

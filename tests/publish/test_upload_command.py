@@ -127,3 +127,19 @@ def test_another_writers_store_below_the_prefix_is_left_as_it_is(
     refused = upload(s3, site, f"s3://{bucket}/mirror/content/")
     assert refused.returncode == 2 and "holds a pull's content store (.pith-pull.json)" in refused.stderr
     assert [p for p in s3.proxy.puts() if "/.pith-mirror/" not in p] == []
+
+
+def test_a_file_name_no_store_can_hold_is_refused_before_anything_is_written(
+    s3: storagekit.S3StandIn, site_copy: Callable[[str], Path]
+) -> None:
+    """A tab, a backslash, or bytes that are not UTF-8 in a name: the store refuses such
+    a key, and that used to end in a traceback after the first waves were written."""
+    for index, name in enumerate(("tab\tx.html", "back\\slash.html", b"latin-\xe9.html")):
+        site = site_copy(f"site{index}")
+        (site / os.fsdecode(name)).write_text("x")
+        bucket = s3.new_bucket()
+        s3.proxy.reset()
+        result = upload(s3, site, f"s3://{bucket}/mirror/")
+        assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+        assert "a file name an object store cannot hold" in result.stderr
+        assert [p for p in s3.proxy.puts() if "/.pith-mirror/" not in p] == []
