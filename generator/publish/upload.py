@@ -336,6 +336,7 @@ def _publish_changes(
     (the manifest is, for the check of the records these files belong to)."""
     keys: list[str] = []
     gone: list[str] = []
+    real = os.path.realpath(site)
     for key in sorted(k for k in changed if _ours(k)):
         try:
             mode = os.lstat(site / key).st_mode
@@ -344,8 +345,11 @@ def _publish_changes(
             continue
         except OSError as exc:
             raise BuildError(str(site / key), f"cannot read: {exc.strerror or exc}") from None
-        if stat.S_ISLNK(mode):
-            raise BuildError(str(site / key), "a symbolic link, which hosts refuse: build the site again")
+        # (a link anywhere on the way: a folder of SITE moved elsewhere and linked back
+        # would have its files, whatever they are now, sent as the site's)
+        if stat.S_ISLNK(mode) or os.path.realpath(site / key) != os.path.join(real, key):
+            why = "a symbolic link, or a file in a linked folder, which hosts refuse: build the site again"
+            raise BuildError(str(site / key), why)
         (keys if stat.S_ISREG(mode) else gone).append(key)
     return _waves(
         site, keys, gone, {}, storage, keeper, workers=workers, delete=delete, force=True, compared=False

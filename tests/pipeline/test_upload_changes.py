@@ -22,6 +22,7 @@ from generator.publish.storage import RESERVED, StorageError, StoredObject
 from generator.publish.storage_local import LocalStorage
 from generator.publish.upload import UploadReport, upload_site
 from generator.site.layout import MANIFEST_PATH, SIGNATURE_PATH, SUMS_PATH
+from generator.trust.errors import BuildError
 
 
 @dataclass(frozen=True)
@@ -449,3 +450,24 @@ def test_a_replaced_manifest_shard_is_removed_only_after_the_index_that_no_longe
     (gone,), (came,) = old - new, new - old
     steps = log.read_text("utf-8").splitlines()
     assert steps.index(f"put {came}") < steps.index(f"put {MANIFEST_PATH}") < steps.index(f"remove {gone}")
+
+
+def test_a_file_in_a_folder_linked_back_into_site_is_not_sent(project: Project, tmp_path: Path) -> None:
+    """An upload of changes checked that a file is no link, not that no folder on its way
+    is one: SITE's `paper/` moved elsewhere and linked back sent whatever that folder now
+    held as the site's. Refused, as a full upload refuses the link itself."""
+    storage = RecordingStorage(tmp_path / "bucket")
+    upload(project, storage)
+    project.add("b/2.json", paper(2, snapshots=2))
+    assert project.build().mode == "incremental"
+    log = change_log.read_log(project.site)
+    assert log is not None
+    named = sorted(p for p in change_log.paths_since(log, 0) if p.startswith("paper/"))
+    assert named
+    elsewhere = tmp_path / "elsewhere"
+    (project.site / "paper").rename(elsewhere)
+    (project.site / "paper").symlink_to(elsewhere)
+    (elsewhere / named[0].removeprefix("paper/")).write_text("not from the build")
+    with pytest.raises(BuildError, match="a symbolic link, or a file in a linked folder"):
+        upload(project, storage)
+    assert "not from the build" not in {d.decode(errors="replace") for d in tree(storage.root).values()}
