@@ -45,7 +45,7 @@ from functools import partial
 from typing import Any, Literal, TypeVar
 
 from ..site import layout
-from ..site.manifest import ManifestError, manifest_entries, shard_refs
+from ..site.manifest import ManifestError, ShardRef, manifest_entries, shard_entries, shard_refs
 from ..trust.choose import Candidate, pack_event_ids, select
 from ..trust.errors import Code, ConfigError, Problem, RejectionError, pointer
 from ..trust.keys import Keyring
@@ -146,12 +146,21 @@ async def read_json(client: Client, url: str, what: str) -> Any:
         raise ConfigError("from", f"{url}: the {what} is {exc}") from None
 
 
-async def read_bytes(client: Client, url: str, turns: asyncio.Semaphore) -> bytes:
+SHARD_ENTRY_LIMIT = 64 * 1024
+"""The most bytes a manifest shard may hold for each number the index says it lists
+(the build writes about 500), beside `SHARD_SLACK`: a source cannot make a pull hold
+gigabytes for a shard of a few entries."""
+SHARD_SLACK = 1024 * 1024
+
+
+async def read_bytes(
+    client: Client, url: str, turns: asyncio.Semaphore, limit: int = MANIFEST_LIMIT
+) -> bytes:
     """A manifest shard (checked by the caller against the index's hash); ConfigError
     when it cannot be had: a pull of every number cannot go on without it."""
     async with turns:
         try:
-            return (await client.get(url, limit=MANIFEST_LIMIT)).body
+            return (await client.get(url, limit=limit)).body
         except FetchError as exc:
             raise ConfigError("from", f"cannot read the manifest shard {url}: {exc}") from None
 
@@ -183,10 +192,20 @@ async def manifest_targets(client: Client, source: str) -> dict[str, dict[str, A
         raise ConfigError("from", f"{source}{layout.MANIFEST_PATH}: {pointer('records')}: not a list")
     try:
         refs = shard_refs(data)
-        shards = [ref.path for ref in refs]
+        if not refs:  # (a version 1.0 manifest lists its numbers itself)
+            return manifest_entries(data, lambda _: None)
         turns = asyncio.Semaphore(max(1, client.limits.jobs))  # (each waits for a connection in turn)
-        bodies = await asyncio.gather(*(read_bytes(client, source + path, turns) for path in shards))
-        return manifest_entries(data, dict(zip(shards, bodies, strict=True)).get)
+
+        async def entries(ref: ShardRef) -> dict[str, dict[str, Any]]:
+            # (each shard checked and decoded as it arrives: its bytes are not kept)
+            limit = min(MANIFEST_LIMIT, SHARD_SLACK + ref.count * SHARD_ENTRY_LIMIT)
+            body = await read_bytes(client, source + ref.path, turns, limit)
+            return shard_entries(ref, lambda _: body)
+
+        found: dict[str, dict[str, Any]] = {}
+        for part in await asyncio.gather(*(entries(ref) for ref in refs)):
+            found.update(part)
+        return found
     except ManifestError as exc:
         raise ConfigError("from", f"{source}{exc}") from None
 

@@ -410,7 +410,7 @@ def manifest_entries(
     published: dict[str, dict[str, Any]] = {}
     for ref in refs:
         try:
-            published.update(_shard_entries(ref, read))
+            published.update(shard_entries(ref, read))
         except ManifestError:
             if instead is None:
                 raise
@@ -418,7 +418,7 @@ def manifest_entries(
     return published
 
 
-def _shard_entries(ref: ShardRef, read: Callable[[str], bytes | None]) -> dict[str, dict[str, Any]]:
+def shard_entries(ref: ShardRef, read: Callable[[str], bytes | None]) -> dict[str, dict[str, Any]]:
     """One shard's entries, checked against its line in the index."""
     path = ref.path
     data = read(path)

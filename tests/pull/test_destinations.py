@@ -91,7 +91,7 @@ class SlowOlderFolder(ContentFolder):
 
 def test_two_targets_naming_one_number_never_roll_it_back(server: Server, tmp_path: Path) -> None:
     older_then_newer(server)
-    content = SlowOlderFolder(tmp_path / "content")
+    content = SlowOlderFolder(tmp_path / "content", Limits().max_bytes)
     by_number = Target("number", GROWN_BODY)
     by_arxiv = parse_alias(GROWN["source"]["id"])
     outcomes = pull(server, content, [by_number, by_arxiv])

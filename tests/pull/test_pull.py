@@ -431,3 +431,16 @@ def test_a_state_edited_by_hand_is_only_a_hint(server: Server, content: Path, ke
     result = pull(server.url, content, keys, GROWN_BODY, "--json")
     assert result.code == 0 and "Traceback" not in result.err, result.err
     assert result.json()["summary"]["unchanged"] == 1
+
+
+def test_a_manifest_shard_far_larger_than_its_entries_is_not_read(
+    server: Server, content: Path, keys: Path
+) -> None:
+    """The index says how many numbers each shard lists: a shard of a few entries that
+    is megabytes long is refused unread, so a source cannot make `--all` hold gigabytes."""
+    shard = next((server.root / ".well-known/pith/mirror").iterdir())
+    shard.write_bytes(b" " * (3 * 1024 * 1024))
+    result = pull(server.url, content, keys, "--all")
+    assert result.code == 2 and "Traceback" not in result.err
+    assert f"cannot read the manifest shard {server.url}" in result.err
+    assert "more than the limit" in result.err
