@@ -166,9 +166,12 @@ async def read_bytes(
 
 
 async def mirror_sources(client: Client, source: str) -> tuple[str, ...]:
-    """The source and every http(s) mirror its `pith-mirrors.json` lists (the source first)."""
+    """The source and every http(s) mirror its `pith-mirrors.json` lists (the source first);
+    from an https source, only https mirrors, as its redirects are followed only to https
+    (over plain http, anyone between could answer for a mirror)."""
     data = await read_json(client, source + MIRRORS_PATH, "mirror list")
     found = [source]
+    secure = source.lower().startswith("https:")
     mirrors = data.get("mirrors") if isinstance(data, dict) else None
     for entry in mirrors if isinstance(mirrors, list) else []:
         url = entry.get("base_url") if isinstance(entry, dict) else None
@@ -177,6 +180,8 @@ async def mirror_sources(client: Client, source: str) -> tuple[str, ...]:
         try:
             base = base_url(urllib.parse.urljoin(source, url))
         except ConfigError:
+            continue
+        if secure and not base.lower().startswith("https:"):
             continue
         if base not in found:
             found.append(base)
