@@ -52,8 +52,13 @@ SITE_FILE_LIMIT = 1024 * 1024 * 1024
 # ---------------------------------------------------------------- checksums
 
 
+HOST_FILES = frozenset({"_headers"})
+"""Files of the folder that a host reads and never serves (nor `upload` sends): no file
+of the published site, so not listed, or a copy of the site as served would never verify."""
+
+
 def _excluded(relative: str) -> bool:
-    return relative in (SUMS_PATH, SIGNATURE_PATH)
+    return relative in (SUMS_PATH, SIGNATURE_PATH) or relative in HOST_FILES
 
 
 _LINK = "is a symbolic link; a published site holds only files"

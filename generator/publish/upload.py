@@ -65,11 +65,11 @@ from ..trust.errors import BuildError, ConfigError
 from ..trust.files import read_regular
 from ..trust.load import shown_name
 from . import change_log
-from .integrity import SITE_FILE_LIMIT, site_files
+from .integrity import HOST_FILES, SITE_FILE_LIMIT, site_files
 from .pull_destination import STATE_FILE as PULL_STATE
 from .storage import RESERVED, SITE_LEASE, LeaseKeeper, Storage, StorageError, StoredObject, is_key
 
-NOT_UPLOADED = frozenset({"_headers"})
+NOT_UPLOADED = HOST_FILES
 """Files of the folder that are a host's, not the site's: never written, never deleted."""
 INTEGRITY_ORDER = (MANIFEST_PATH, "pith-mirrors.json", "pith-signing-key.json", SUMS_PATH, SIGNATURE_PATH)
 """The integrity set (`headers.INTEGRITY_SET`) in the order it is published: what

@@ -59,8 +59,10 @@ def test_lists_every_file_sorted_with_its_hash(site_copy: Callable[[str], Path])
     names = [line.split("  ", 1)[1] for line in lines]
     assert names == sorted(names)
     files = sorted(p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file())
-    assert names == [f for f in files if f not in (SUMS_PATH, SIGNATURE_PATH)]
-    assert ".well-known/pith/mirror.json" in names and ".nojekyll" in names
+    # (and not `_headers`, which a host reads and never serves: a copy of the site as served
+    # must verify, and `upload` does not send it)
+    assert names == [f for f in files if f not in (SUMS_PATH, SIGNATURE_PATH, "_headers")]
+    assert ".well-known/pith/mirror.json" in names and ".nojekyll" in names and "_headers" in files
     for line in lines:
         digest, name = line.split("  ", 1)
         assert digest == hashlib.sha256((site / name).read_bytes()).hexdigest()
