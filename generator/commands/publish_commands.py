@@ -101,6 +101,12 @@ def add_publish_commands(commands: Any) -> None:
         help="compare every object with the site, not only the files changed since the last upload"
         " (for a storage changed by other means)",
     )
+    upload.add_argument(
+        "--allow-removals",
+        action="store_true",
+        help="let the upload unpublish records the stored site has (the site lacking all of them or"
+        " over 10%% of them), or publish fewer events of one than it has (an older copy of the site)",
+    )
     upload.set_defaults(handler=run_upload)
 
 
@@ -394,6 +400,7 @@ def _upload(args: argparse.Namespace, site: Path) -> int:
             delete=not args.keep_removed,
             force=args.force,
             full=args.full,
+            allow_removals=args.allow_removals,
             check=lambda paths: files_disagree(site, paths),
         )
     except UploadRefused as refused:

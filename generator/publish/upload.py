@@ -58,16 +58,28 @@ from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
+from typing import Any
 
+from ..build.removal_guard import MAX_SHARE, NAMED, RemovalsRefused
 from ..site.headers import PER_RECORD_JSON, matches, object_headers
 from ..site.layout import MANIFEST_PATH, SIGNATURE_PATH, SITE_CUTS, SUMS_PATH, is_manifest_shard
+from ..site.manifest import ManifestError, manifest_entries, read_published
 from ..trust.errors import BuildError, ConfigError
 from ..trust.files import read_regular
 from ..trust.load import shown_name
 from . import change_log
 from .integrity import HOST_FILES, SITE_FILE_LIMIT, site_files
 from .pull_destination import STATE_FILE as PULL_STATE
-from .storage import RESERVED, SITE_LEASE, LeaseKeeper, Storage, StorageError, StoredObject, is_key
+from .storage import (
+    RESERVED,
+    SITE_LEASE,
+    LeaseKeeper,
+    MissingObject,
+    Storage,
+    StorageError,
+    StoredObject,
+    is_key,
+)
 
 NOT_UPLOADED = HOST_FILES
 """Files of the folder that are a host's, not the site's: never written, never deleted."""
@@ -137,6 +149,7 @@ def upload_site(
     delete: bool = True,
     force: bool = False,
     full: bool = False,
+    allow_removals: bool = False,
     check: Callable[[set[str] | None], list[str]] | None = None,
 ) -> UploadReport:
     """Publish the built folder `site` to `storage` (see the module's rules): only the
@@ -160,6 +173,7 @@ def upload_site(
             delete=delete,
             compare_all=force or full,
             force=force,
+            allow_removals=allow_removals,
             check=check,
         )
     except BaseException:
@@ -179,6 +193,7 @@ def _upload(
     delete: bool,
     compare_all: bool,
     force: bool,
+    allow_removals: bool,
     check: Callable[[set[str] | None], list[str]] | None,
 ) -> UploadReport:
     """The upload itself, with the lease held: which files, then the waves, then the note."""
@@ -209,6 +224,9 @@ def _upload(
             "UTF-8); nothing was uploaded: remove or rename it",
         )
     if changed is None:
+        # (an upload of changes sends what builds made, each of them guarded; a full one
+        # may send any folder: a SITE restored from an older copy, a fresh build in CI)
+        refuse_unpublishing(site, storage, allow_removals)
         if raw_note is not None:  # (a full upload stopped part-way must leave no note to trust)
             storage.write_note(PUBLISHED_NOTE, b"")
         report = _publish(site, keys, storage, keeper, workers=workers, delete=delete, force=force)
@@ -222,6 +240,61 @@ def _upload(
             note = _Note(at[0], at[1], publication, stored.size, stored.tag)
             storage.write_note(PUBLISHED_NOTE, note.data())
     return report
+
+
+def refuse_unpublishing(site: Path, storage: Storage, allowed: bool) -> None:
+    """`RemovalsRefused`, unless `allowed`, when the site would take down what the stored
+    site publishes: a number's bundle rolled back to fewer events, or all of its records
+    or more than the build's share (`removal_guard.MAX_SHARE`), as a build is refused."""
+    stored = _stored_manifest(storage)
+    if not stored:
+        return
+    mine = read_published(site)
+    rolled = sorted(
+        number
+        for number, entry in stored.items()
+        if _events(mine.get(number)) < _events(entry) and mine.get(number) is not None
+    )
+    if rolled and not allowed:
+        raise RemovalsRefused(
+            storage.url(MANIFEST_PATH),
+            f"the site holds fewer events for {len(rolled):,} record(s) than the stored site publishes"
+            f" ({', '.join(rolled[:NAMED])}): an older copy of the site? Nothing was uploaded; if that"
+            " is meant, upload again with --allow-removals",
+        )
+    dropped = sorted(number for number in stored if number not in mine)
+    if allowed or not dropped or (mine and len(dropped) / len(stored) <= MAX_SHARE):
+        return
+    more = len(dropped) - NAMED
+    named = ", ".join(dropped[:NAMED]) + (f" and {more:,} more" if more > 0 else "")
+    raise RemovalsRefused(
+        storage.url(MANIFEST_PATH),
+        f"this upload would unpublish {len(dropped):,} of the {len(stored):,} records the stored site"
+        f" publishes ({len(dropped) / len(stored):.0%}): {named}; nothing was uploaded. If they were"
+        " taken down on purpose, upload again with --allow-removals",
+    )
+
+
+def _events(entry: dict[str, Any] | None) -> int:
+    count = entry.get("event_count") if entry else None
+    return count if type(count) is int else 0
+
+
+def _stored_manifest(storage: Storage) -> dict[str, dict[str, Any]]:
+    """The numbers the stored site's manifest lists ({} if it has none); one it cannot
+    read whole, as the store holds it, is no reason to refuse: it lists nothing here."""
+
+    def read(key: str) -> bytes | None:
+        try:
+            return storage.read(key)
+        except MissingObject:
+            return None
+
+    try:
+        data = read(MANIFEST_PATH)
+        return {} if data is None else manifest_entries(json.loads(data), read)
+    except (ValueError, RecursionError, ManifestError):
+        return {}
 
 
 class UploadRefused(Exception):

@@ -17,6 +17,7 @@ from extraskit import need
 from sitekit import BOTH_KEYS, Project, bundle_events, record_doc, tree
 
 from generator.build.pipeline import build
+from generator.build.removal_guard import RemovalsRefused
 from generator.publish import change_log
 from generator.publish.storage import RESERVED, StorageError, StoredObject
 from generator.publish.storage_local import LocalStorage
@@ -191,7 +192,9 @@ def test_a_storage_written_from_another_site_is_compared_in_full(project: Projec
     other = Project(tmp_path / "other")
     other.add("b/0.json", paper(0))
     other.build()
-    assert upload(other, storage).compared  # (its log is not the one the storage names)
+    with pytest.raises(RemovalsRefused, match="would unpublish 4 of the 5 records"):
+        upload(other, storage)  # (it has one of the five: the upload's own removal guard)
+    assert upload(other, storage, allow_removals=True).compared  # (its log is not the storage's)
     holds_the_site(storage, other.site)
     assert upload(project, storage).compared  # (and the first site's log no longer either)
     holds_the_site(storage, project.site)
@@ -293,7 +296,9 @@ def test_checksums_into_a_restored_site_do_not_make_the_log_trusted(project: Pro
     shutil.rmtree(project.site)
     older.rename(project.site)
     assert main(["checksums", str(project.site)]) == 0
-    report = upload(project, storage)
+    with pytest.raises(RemovalsRefused, match="fewer events for 1 record"):
+        upload(project, storage)  # (the older copy would roll one back: refused unless meant)
+    report = upload(project, storage, allow_removals=True)
     assert report.compared
     holds_the_site(storage, project.site)
 
@@ -317,8 +322,8 @@ def test_objects_kept_by_keep_removed_are_deleted_by_the_next_upload(
 
     project.remove("b/3.json")  # (the same after a full upload)
     build(project.config(), BOTH_KEYS, incremental=False)
-    assert upload(project, storage, delete=False).kept
-    assert upload(project, storage).deleted
+    assert upload(project, storage, delete=False, allow_removals=True).kept
+    assert upload(project, storage, allow_removals=True).deleted
     holds_the_site(storage, project.site)
 
 
