@@ -9,7 +9,7 @@ Rules:
   manifest's), and those of `deployed` when one is given (the live
   site's `mirror.json`, for a build into a fresh folder, as in CI).
 - A build that would leave out any of them while CONTENT holds no documents at
-  all, or more than `MAX_SHARE` of them otherwise, is refused before SITE
+  all, or more than `REMOVAL_SHARE` of them otherwise, is refused before SITE
   changes, naming the numbers, unless `allow_removals` says so.
 - A number kept published although its document was refused or is unreadable
   is not removed: only numbers absent from the new site count.
@@ -22,23 +22,17 @@ from pathlib import Path
 
 from ..site.layout import MANIFEST_PATH
 from ..site.manifest import ManifestError, manifest_entries
-from ..trust.errors import BuildError, ConfigError
+from ..trust.errors import (
+    REMOVAL_SHARE,
+    ConfigError,
+    RemovalsRefused,
+    named_numbers,
+)
 from ..trust.files import read_regular
 from ..trust.load import read_json_setting, shown_name
 
-MAX_SHARE = 0.10
-"""The largest share of the published records a build may remove without `allow_removals`."""
-NAMED = 5
-"""How many of the numbers a refusal names; the rest are counted."""
 MANIFEST_LIMIT = 1024 * 1024 * 1024
 """A manifest takes about 400 bytes a record: room for far more records than a site holds."""
-
-
-class RemovalsRefused(BuildError):
-    """The build would unpublish more of the mirror than it may without `allow_removals`."""
-
-    def __reduce__(self) -> tuple[type[RemovalsRefused], tuple[str, str]]:
-        return (RemovalsRefused, (self.path, self.reason))
 
 
 def check_removals(
@@ -49,17 +43,16 @@ def check_removals(
     if allowed or not dropped:
         return
     share = len(dropped) / published
-    if not content_empty and share <= MAX_SHARE:
+    if not content_empty and share <= REMOVAL_SHARE:
         return
-    more = len(dropped) - NAMED
-    named = ", ".join(dropped[:NAMED]) + (f" and {more:,} more" if more > 0 else "")
+    named = named_numbers(list(dropped))
     whole = f"{len(dropped):,} of the {published:,} published record(s) ({share:.0%})"
     if content_empty:
         where = "store" if "://" in content else "folder"
         why = f"the content {where} holds no documents (is it mounted?), so this build would"
         why += f" unpublish {whole}"
     else:
-        why = f"this build would unpublish {whole}, more than the {MAX_SHARE:.0%} allowed at once"
+        why = f"this build would unpublish {whole}, more than the {REMOVAL_SHARE:.0%} allowed at once"
     raise RemovalsRefused(
         shown_name(content),
         f"{why}: {named}; nothing was changed. If they were taken down on purpose,"

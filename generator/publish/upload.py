@@ -60,11 +60,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ..build.removal_guard import MAX_SHARE, NAMED, RemovalsRefused
 from ..site.headers import PER_RECORD_JSON, matches, object_headers
 from ..site.layout import MANIFEST_PATH, SIGNATURE_PATH, SITE_CUTS, SUMS_PATH, is_manifest_shard
 from ..site.manifest import ManifestError, manifest_entries, read_published
-from ..trust.errors import BuildError, ConfigError
+from ..trust.errors import REMOVAL_SHARE, BuildError, ConfigError, RemovalsRefused, named_numbers
 from ..trust.files import read_regular
 from ..trust.load import shown_name
 from . import change_log
@@ -245,7 +244,7 @@ def _upload(
 def refuse_unpublishing(site: Path, storage: Storage, allowed: bool) -> None:
     """`RemovalsRefused`, unless `allowed`, when the site would take down what the stored
     site publishes: a number's bundle rolled back to fewer events, or all of its records
-    or more than the build's share (`removal_guard.MAX_SHARE`), as a build is refused."""
+    or more than the build's share (`errors.REMOVAL_SHARE`), as a build is refused."""
     stored = _stored_manifest(storage)
     if not stored:
         return
@@ -259,14 +258,13 @@ def refuse_unpublishing(site: Path, storage: Storage, allowed: bool) -> None:
         raise RemovalsRefused(
             storage.url(MANIFEST_PATH),
             f"the site holds fewer events for {len(rolled):,} record(s) than the stored site publishes"
-            f" ({', '.join(rolled[:NAMED])}): an older copy of the site? Nothing was uploaded; if that"
+            f" ({named_numbers(rolled)}): an older copy of the site? Nothing was uploaded; if that"
             " is meant, upload again with --allow-removals",
         )
     dropped = sorted(number for number in stored if number not in mine)
-    if allowed or not dropped or (mine and len(dropped) / len(stored) <= MAX_SHARE):
+    if allowed or not dropped or (mine and len(dropped) / len(stored) <= REMOVAL_SHARE):
         return
-    more = len(dropped) - NAMED
-    named = ", ".join(dropped[:NAMED]) + (f" and {more:,} more" if more > 0 else "")
+    named = named_numbers(dropped)
     raise RemovalsRefused(
         storage.url(MANIFEST_PATH),
         f"this upload would unpublish {len(dropped):,} of the {len(stored):,} records the stored site"

@@ -242,6 +242,27 @@ class SiteBusy(BuildError):
     """Another build holds SITE's lock: `build` refuses; a rebuild under watch waits."""
 
 
+REMOVAL_SHARE = 0.10
+"""The largest share of the published records a build (or a full upload) may take down
+without `allow_removals` (see build/removal_guard.py)."""
+NAMED_NUMBERS = 5
+"""How many of the numbers such a refusal names; the rest are counted."""
+
+
+class RemovalsRefused(BuildError):
+    """A build or an upload would unpublish more of the mirror than it may without
+    `allow_removals`, or roll a record back: nothing was changed."""
+
+    def __reduce__(self) -> tuple[type[RemovalsRefused], tuple[str, str]]:
+        return (RemovalsRefused, (self.path, self.reason))
+
+
+def named_numbers(numbers: list[str]) -> str:
+    """The first `NAMED_NUMBERS` of `numbers`, and how many more."""
+    more = len(numbers) - NAMED_NUMBERS
+    return ", ".join(numbers[:NAMED_NUMBERS]) + (f" and {more:,} more" if more > 0 else "")
+
+
 class Interrupted(KeyboardInterrupt):
     """Ctrl-C (SIGINT) or SIGTERM, raised in the main thread so that a command stops
     as Ctrl-C stops it: workers ended, temporary files removed, SITE whole. A build

@@ -58,12 +58,16 @@ def facts(doc: dict, title: str | None) -> str:
     source, metadata = canonical["source"], canonical["metadata"]
     values = {
         "number": doc["pith_number"],
+        "short-number": "pith:" + doc["pith_number"].split(":")[-1][:8],
         "source": f"{source['kind']}:{source['id']} v{source['version']}",
         "submitted": metadata["submitted_at"][:10],
+        "categories": " · ".join([metadata["primary_cat"], *metadata["cross_cats_sorted"]]),
         "canonical-hash": doc["canonical_sha256"],
         "key-id": KEY["key_id"],
         "key-fingerprint": KEY["fingerprint_sha256_hex"],
     }
+    if metadata.get("license"):
+        values["license"] = metadata["license"]
     if title is not None:
         values["title"] = title
     return "".join(f'<span data-fact="{k}">{html.escape(v)}</span>' for k, v in values.items())

@@ -17,13 +17,12 @@ from extraskit import need
 from sitekit import BOTH_KEYS, Project, bundle_events, record_doc, tree
 
 from generator.build.pipeline import build
-from generator.build.removal_guard import RemovalsRefused
 from generator.publish import change_log
 from generator.publish.storage import RESERVED, StorageError, StoredObject
 from generator.publish.storage_local import LocalStorage
 from generator.publish.upload import UploadReport, upload_site
 from generator.site.layout import MANIFEST_PATH, SIGNATURE_PATH, SUMS_PATH
-from generator.trust.errors import BuildError
+from generator.trust.errors import BuildError, RemovalsRefused
 
 
 @dataclass(frozen=True)

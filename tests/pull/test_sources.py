@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from types import SimpleNamespace
 from typing import Any
 
+from generator.publish.client import run_sync
 from generator.publish.pull import mirror_sources
 
 
@@ -25,9 +25,9 @@ def test_an_https_source_lends_its_trust_only_to_https_mirrors() -> None:
     that names no document can keep a number from being asked of the next source: an
     https source's http mirrors are left out, as its redirects are followed only to https."""
     listed = ["http://plain.example/", "https://secure.example/m", "HTTP://shout.example/"]
-    found = asyncio.run(mirror_sources(Listing(listed), "https://pith.example/"))  # type: ignore[arg-type]
+    found = run_sync(mirror_sources(Listing(listed), "https://pith.example/"))  # type: ignore[arg-type]
     assert found == ("https://pith.example/", "https://secure.example/m/")
-    found = asyncio.run(mirror_sources(Listing(listed), "http://lab.example/"))  # type: ignore[arg-type]
+    found = run_sync(mirror_sources(Listing(listed), "http://lab.example/"))  # type: ignore[arg-type]
     assert found == (
         "http://lab.example/",
         "http://plain.example/",
