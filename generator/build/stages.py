@@ -26,12 +26,13 @@ from pathlib import Path
 
 from ..site import layout
 from ..site.config import SiteConfig
+from ..site.layout import MANIFEST_PATH
 from ..site.manifest import published_paths, read_published
 from ..site.markdown_pages import skipped_pages
 from ..site.page_model import Summary, fork_notes
 from ..site.shared_paths import shareable_paths
 from ..trust.choose import Candidate, Choice, select
-from ..trust.errors import BuildError, Code, Rejection
+from ..trust.errors import BuildError, Code, Rejection, RemovalsRefused
 from ..trust.files import file_sha256
 from ..trust.keys import Keyring
 from ..trust.load import NOT_UTF8_NAME, document_path, is_utf8, shown_name
@@ -103,6 +104,9 @@ class Stages:
         self.restated: list[str] = []
         """Files whose stat changed and bytes did not: their entries change, not their numbers."""
         self.previous: Collection[str] = cache.numbers if cache else set()
+        self.unvouched: dict[str, tuple[str, int]] = {}
+        """number -> (SHA-256, events) of a bundle the manifest lists that no verified copy
+        in SITE is (see `refuse_unvouched`): a build without its cache only."""
         """Every number SITE publishes before this build (the cache's table, asked
         only about the numbers a build touches)."""
 
@@ -121,6 +125,7 @@ class Stages:
         )
         candidates = planning.candidates_to_decide(entries, touched)
         published = self.published_documents(candidates, touched)
+        self.refuse_unvouched(candidates, published)
         selection = select(candidates, published, set(refused.numbers), refused.unidentified)
         selection_notes = tuple(selection.notes)
         if self.cache is not None and not changed:
@@ -329,7 +334,40 @@ class Stages:
             elif bundle is None or candidate.raw_sha256 == listed.get(candidate.pith_number):
                 # (of two copies that verify, the one the manifest names)
                 old[candidate.pith_number] = (record, candidate)
+        for number, entry in published.items():
+            sha256, events = entry.get("bundle_sha256"), entry.get("event_count")
+            copy = old.get(number, (None, None))[1]
+            vouched = copy is not None and copy.raw_sha256 == sha256
+            if isinstance(sha256, str) and type(events) is int and not vouched:
+                self.unvouched[number] = (sha256, events)
         return old
+
+    def refuse_unvouched(
+        self, candidates: list[Candidate], published: dict[str, tuple[Candidate | None, Candidate | None]]
+    ) -> None:
+        """A bundle the manifest lists that SITE holds no verified copy of (both copies
+        deleted, damaged or replaced by hand) cannot be compared with: without it, an older
+        bundle in content would be published, or the number dropped. Unless the content
+        holds that very bundle, or one of at least as many events, the build stops before
+        SITE changes (`allow_removals` lets it go on)."""
+        if not self.unvouched or self.config.allow_removals:
+            return
+        bundles: dict[str, list[Candidate]] = {}
+        for candidate in candidates:
+            if candidate.kind == "bundle" and candidate.pith_number in self.unvouched:
+                bundles.setdefault(candidate.pith_number, []).append(candidate)
+        for number, (sha256, events) in sorted(self.unvouched.items()):
+            held = [*bundles.get(number, []), *filter(None, [published.get(number, (None, None))[1]])]
+            most = max((len(c.event_ids) for c in held), default=0)
+            if any(c.raw_sha256 == sha256 for c in held) or most >= events:
+                continue
+            raise RemovalsRefused(
+                str(self.site / MANIFEST_PATH),
+                f"lists a bundle of {events} event(s) for {number}, and neither SITE nor the content"
+                f" holds it or a newer one (the most events found: {most}): this build would roll the"
+                " number back or drop it; nothing was changed. Put that bundle back into the content"
+                " folder, or build with --allow-removals to let it go",
+            )
 
     def publish_numbers(
         self,

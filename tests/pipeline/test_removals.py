@@ -237,3 +237,34 @@ def test_a_shard_deleted_by_hand_is_written_again_by_the_next_incremental_build(
     assert code == 0, err
     assert victim.read_bytes() == kept[victim.name]
     assert len(manifestkit.numbers(mirror.site)) == COUNT + (2 if change == "added" else 1)
+
+
+@pytest.mark.parametrize("edit", ["deleted", "replaced by the older bundle"])
+def test_a_listed_bundle_no_copy_in_site_vouches_for_stops_a_build_without_its_cache(
+    mirror: Project, capsys: pytest.CaptureFixture[str], edit: str
+) -> None:
+    """Both published copies of a bundle deleted or replaced by hand, the cache lost, and
+    an older bundle in content: nothing left to compare it with, it was published (a
+    rollback the manifest, listing the newer bundle's hash and events, shows). The build
+    stops before SITE changes, unless removals are allowed."""
+    title = "A paper whose bundle grew"
+    record = f.canonical_record(source_id="2203.09998", title=title)
+    older = f.bundle(record=record, title=title, events=bundle_events(record, title, 1))
+    mirror.add("b.json", f.bundle(record=record, title=title, events=bundle_events(record, title, 2)))
+    code, _, err = run(ARGS, capsys)
+    assert code == 0, err
+    body = f.pith_body(record)
+    for path in (f"pith/{body}/bundle.json", f".well-known/pith/{body}/bundle.json"):
+        if edit == "deleted":
+            (mirror.site / path).unlink()
+        else:
+            (mirror.site / path).write_bytes(f.to_bytes(older))
+    shutil.rmtree(mirror.root / ".pith-cache")
+    mirror.add("b.json", older)
+    before = tree(mirror.site)
+    code, _, err = run(ARGS, capsys)
+    assert code == 2 and f"lists a bundle of 3 event(s) for {f.pith_number(record)}" in err, err
+    assert "neither SITE nor the content holds it or a newer one" in err
+    assert tree(mirror.site) == before
+    code, _, err = run([*ARGS, "--allow-removals"], capsys)
+    assert code in (0, 1) and "lists a bundle" not in err, err
