@@ -578,7 +578,11 @@ class Puller:
             headers: dict[str, str] = {}
             remembered = self.state.get(url)
             local_sha = await self._io(self.plan.content.sha256, local)
-            if remembered.get("sha256") and (remembered.get("derived") or remembered["sha256"] == local_sha):
+            # (a derived record stands for its bundle: "not modified" means nothing without it)
+            derived = remembered.get("derived") and await self._io(
+                self.plan.content.has, content_name(body, "bundle")
+            )
+            if remembered.get("sha256") and (derived or remembered["sha256"] == local_sha):
                 if remembered.get("etag"):
                     headers["If-None-Match"] = remembered["etag"]
                 if remembered.get("last_modified"):

@@ -320,6 +320,8 @@ class ContentStore(Destination):
             return None
 
     def write_state(self, data: bytes) -> None:
+        if self.keeper is not None:  # (unconditional: not once the lease has run out)
+            self.keeper.check()
         self.storage.write(STATE_FILE, data, _JSON, _NO_CACHE)
 
     def remembered(self) -> dict[str, Any]:

@@ -66,6 +66,7 @@ from ..site.manifest import ManifestError, manifest_entries, read_published
 from ..trust.errors import REMOVAL_SHARE, BuildError, ConfigError, RemovalsRefused, named_numbers
 from ..trust.files import read_regular
 from ..trust.load import shown_name
+from ..trust.model import BODY_RE, number_body
 from . import change_log
 from .integrity import HOST_FILES, SITE_FILE_LIMIT, site_files
 from .pull_destination import STATE_FILE as PULL_STATE
@@ -134,10 +135,6 @@ def _ours(key: str) -> bool:
     """Whether an object in the storage is the site's to replace or delete: not the
     storage's own (a lease, a note: at the top, or of a store below, a pull's content)."""
     return not (key.startswith(RESERVED) or f"/{RESERVED}" in key) and key not in NOT_UPLOADED
-
-
-def _top(key: str) -> str:
-    return key.split("/", 1)[0]
 
 
 def upload_site(
@@ -244,11 +241,13 @@ def _upload(
 def refuse_unpublishing(site: Path, storage: Storage, allowed: bool) -> None:
     """`RemovalsRefused`, unless `allowed`, when the site would take down what the stored
     site publishes: a number's bundle rolled back to fewer events, or all of its records
-    or more than the build's share (`errors.REMOVAL_SHARE`), as a build is refused."""
+    or more than the build's share (`errors.REMOVAL_SHARE`), as a build is refused. With
+    `--keep-removed` too: their objects stay, but the manifest no longer lists them."""
     stored = _stored_manifest(storage)
     if not stored:
         return
     mine = read_published(site)
+    mine_bodies = {number_body(number) for number in mine}
     rolled = sorted(
         number
         for number, entry in stored.items()
@@ -261,7 +260,7 @@ def refuse_unpublishing(site: Path, storage: Storage, allowed: bool) -> None:
             f" ({named_numbers(rolled)}): an older copy of the site? Nothing was uploaded; if that"
             " is meant, upload again with --allow-removals",
         )
-    dropped = sorted(number for number in stored if number not in mine)
+    dropped = sorted(number for number in stored if _body(number) not in mine_bodies)
     if allowed or not dropped or (mine and len(dropped) / len(stored) <= REMOVAL_SHARE):
         return
     named = named_numbers(dropped)
@@ -273,14 +272,20 @@ def refuse_unpublishing(site: Path, storage: Storage, allowed: bool) -> None:
     )
 
 
+def _body(name: str) -> str:
+    """The body of a number, or of a record document's key (`_stored_manifest`)."""
+    return name.removeprefix("pith/").removesuffix(".json") if name.startswith("pith/") else number_body(name)
+
+
 def _events(entry: dict[str, Any] | None) -> int:
     count = entry.get("event_count") if entry else None
     return count if type(count) is int else 0
 
 
 def _stored_manifest(storage: Storage) -> dict[str, dict[str, Any]]:
-    """The numbers the stored site's manifest lists ({} if it has none); one it cannot
-    read whole, as the store holds it, is no reason to refuse: it lists nothing here."""
+    """The numbers the stored site publishes ({} if it has no manifest): those its
+    manifest lists or, when that cannot be read whole (edited by another tool), those
+    whose record document `pith/<body>.json` it holds, with no event count."""
 
     def read(key: str) -> bytes | None:
         try:
@@ -288,11 +293,14 @@ def _stored_manifest(storage: Storage) -> dict[str, dict[str, Any]]:
         except MissingObject:
             return None
 
-    try:
-        data = read(MANIFEST_PATH)
-        return {} if data is None else manifest_entries(json.loads(data), read)
-    except (ValueError, RecursionError, ManifestError):
+    data = read(MANIFEST_PATH)
+    if data is None:
         return {}
+    try:
+        return manifest_entries(json.loads(data), read)
+    except (ValueError, RecursionError, ManifestError):
+        found = (entry.key.removeprefix("pith/").removesuffix(".json") for entry in storage.list("pith/"))
+        return {f"pith/{body}.json": {} for body in found if BODY_RE.fullmatch(body)}
 
 
 class UploadRefused(Exception):
@@ -369,7 +377,7 @@ def _publish(
     pull's state or a lease: a content store below the site's prefix), which is left as
     it is. A prefix that is itself a content store is refused before anything is written."""
     listed = list(storage.list_cut("", SITE_CUTS))
-    others = {_top(e.key) for e in listed if not e.key.startswith(RESERVED) and _a_stores_own(e.key)}
+    others = {_store_folder(e.key) for e in listed if not e.key.startswith(RESERVED) and _a_stores_own(e.key)}
     if PULL_STATE in {entry.key for entry in listed}:
         raise ConfigError(
             "upload target",
@@ -377,14 +385,30 @@ def _publish(
             "upload would delete as files the site does not have; upload the site to another prefix",
         )
     # (an object no key can name here is no file of the site: neither compared nor deleted)
-    stored = {e.key: e for e in listed if _ours(e.key) and is_key(e.key) and _top(e.key) not in others}
+    stored = {e.key: e for e in listed if _ours(e.key) and is_key(e.key) and not _within(e.key, others)}
     present = set(keys)
     stale = [key for key in stored if key not in present]
-    foreign = sum(1 for e in listed if _top(e.key) in others)
+    foreign = sum(1 for e in listed if _within(e.key, others))
     report = _waves(
         site, keys, stale, stored, storage, keeper, workers=workers, delete=delete, force=force, compared=True
     )
     return replace(report, foreign=foreign)
+
+
+def _store_folder(key: str) -> str:
+    """The folder (ending in "/") of another writer's store that `key`, one of its own
+    objects (`_a_stores_own`), belongs to."""
+    if f"/{RESERVED}" in key:
+        return key[: key.index(f"/{RESERVED}") + 1]
+    return key.rsplit("/", 1)[0] + "/"
+
+
+def _within(key: str, folders: set[str]) -> bool:
+    """Whether `key` lies in one of `folders` (each ending in "/")."""
+    if not folders:
+        return False
+    parts = key.split("/")
+    return any("/".join(parts[:n]) + "/" in folders for n in range(1, len(parts)))
 
 
 def _a_stores_own(key: str) -> bool:

@@ -321,8 +321,12 @@ def test_objects_kept_by_keep_removed_are_deleted_by_the_next_upload(
 
     project.remove("b/3.json")  # (the same after a full upload)
     build(project.config(), BOTH_KEYS, incremental=False)
+    # (a full upload of a full build: the removal allowed again; even keeping its objects,
+    # the manifest would no longer list the record)
+    with pytest.raises(RemovalsRefused, match="would unpublish 1 of the 4 records"):
+        upload(project, storage, delete=False)
     assert upload(project, storage, delete=False, allow_removals=True).kept
-    assert upload(project, storage, allow_removals=True).deleted
+    assert upload(project, storage).deleted  # (the stored manifest is SITE's now)
     holds_the_site(storage, project.site)
 
 
@@ -475,3 +479,19 @@ def test_a_file_in_a_folder_linked_back_into_site_is_not_sent(project: Project, 
     with pytest.raises(BuildError, match="a symbolic link, or a file in a linked folder"):
         upload(project, storage)
     assert "not from the build" not in {d.decode(errors="replace") for d in tree(storage.root).values()}
+
+
+def test_a_stored_manifest_another_tool_left_unreadable_still_guards(
+    project: Project, tmp_path: Path
+) -> None:
+    """The stored index cut short by another tool: the record documents the store holds
+    stand for what it publishes, so a much smaller site is still refused."""
+    storage = RecordingStorage(tmp_path / "bucket")
+    upload(project, storage)
+    index = storage.root / MANIFEST_PATH
+    index.write_bytes(index.read_bytes()[:300])
+    other = Project(tmp_path / "other")
+    other.add("b/0.json", paper(0))
+    other.build()
+    with pytest.raises(RemovalsRefused, match="would unpublish 4 of the 5 records"):
+        upload(other, storage)

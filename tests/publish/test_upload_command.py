@@ -143,3 +143,21 @@ def test_a_file_name_no_store_can_hold_is_refused_before_anything_is_written(
         assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
         assert "a file name an object store cannot hold" in result.stderr
         assert [p for p in s3.proxy.puts() if "/.pith-mirror/" not in p] == []
+
+
+def test_a_store_inside_a_folder_of_the_site_leaves_the_rest_of_that_folder_the_sites(
+    s3: storagekit.S3StandIn, site_copy: Callable[[str], Path]
+) -> None:
+    """Another writer's store is the folder holding its state, not the whole top-level
+    folder: one at `pith/store/` keeps its objects, and the site's own stale `pith/`
+    object beside it is still deleted."""
+    site = site_copy("site")
+    bucket = s3.new_bucket()
+    bucket_root = open_storage(f"s3://{bucket}/", options=s3.options())
+    store = {"mirror/pith/store/AAAA.bundle.json": b"{}", "mirror/pith/store/.pith-pull.json": b"{}"}
+    for key, data in {**store, "mirror/pith/ZZZZZZZZZZZZZZZZZZZZZZZZZZ.html": b"stale"}.items():
+        bucket_root.write(key, data, "text/html", "no-cache")
+    result = upload(s3, site, f"s3://{bucket}/mirror/", "--full")
+    assert result.returncode == 0, result.stderr
+    assert "1 deleted, 2 not the site's left as they are" in result.stdout
+    assert all(bucket_root.read(key) == data for key, data in store.items())

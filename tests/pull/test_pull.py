@@ -444,3 +444,18 @@ def test_a_manifest_shard_far_larger_than_its_entries_is_not_read(
     assert result.code == 2 and "Traceback" not in result.err
     assert f"cannot read the manifest shard {server.url}" in result.err
     assert "more than the limit" in result.err
+
+
+def test_a_derived_record_not_modified_stands_for_nothing_without_its_bundle(
+    server: Server, content: Path, keys: Path
+) -> None:
+    """The state remembers a derived record; the bundle is then deleted locally and gone
+    from the source. "Not modified" for the record must not count: asked unconditionally,
+    it is refused by the derived record's own rule, with its own message."""
+    assert pull(server.url, content, keys, GROWN_BODY).code == 0
+    (content / f"{GROWN_BODY}.bundle.json").unlink()
+    for path in (BUNDLE_PATH, f"/.well-known/pith/{GROWN_BODY}/bundle.json"):
+        server.routes[path] = answer(404)
+    server.log.clear()
+    result = pull(server.url, content, keys, GROWN_BODY)
+    assert result.code == 1 and "a record a mirror derived from its bundle" in result.err, result.err
