@@ -53,6 +53,9 @@ def test_round_trip_with_headers_on_the_objects(s3: storagekit.S3StandIn, s3_sto
     assert listed["pith/X.json"].tag == hashlib.md5(b'{"a": 1}').hexdigest()
     assert s3_storage.content_tag(b'{"a": 1}') == listed["pith/X.json"].tag
     assert [o.key for o in s3_storage.list("pith/")] == ["pith/X.json"]
+    # (what an upload's note is checked by: the stored manifest's size and tag)
+    head = s3_storage.head("pith/X.json")
+    assert head is not None and (head.size, head.tag) == (8, listed["pith/X.json"].tag)
 
     # a reader of the bucket gets the headers the object was written with
     status, headers = s3.head(f"/{bucket_of(s3_storage)}/site/pith/X.json")
