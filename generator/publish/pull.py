@@ -47,7 +47,7 @@ from typing import Any, Literal, TypeVar
 from ..site import layout
 from ..site.manifest import ManifestError, ShardRef, manifest_entries, shard_entries, shard_refs
 from ..trust.choose import Candidate, pack_event_ids, select
-from ..trust.errors import Code, ConfigError, Problem, RejectionError, pointer
+from ..trust.errors import BuildError, Code, ConfigError, Problem, RejectionError, pointer
 from ..trust.keys import Keyring
 from ..trust.load import Limits, SourceDocument, decode, parse_json
 from ..trust.model import BODY_RE, PITH_RE, Kind, Verified, derivable_aliases
@@ -134,16 +134,23 @@ def base_url(text: str) -> str:
     return text if text.endswith("/") else text + "/"
 
 
+class SourceUnusable(BuildError):
+    """The source's manifest, a shard of it, or its mirror list cannot be had or is not
+    one: the pull cannot go on (exit 2). Named by its URL: the source's fault, not a
+    setting's."""
+
+
 async def read_json(client: Client, url: str, what: str) -> Any:
-    """A JSON file every pull needs (a manifest, a mirror list); ConfigError when it cannot be had."""
+    """A JSON file every pull needs (a manifest, a mirror list); `SourceUnusable` when it
+    cannot be had."""
     try:
         answer = await client.get(url, limit=MANIFEST_LIMIT)
     except FetchError as exc:
-        raise ConfigError("from", f"cannot read the {what}: {exc}") from None
+        raise SourceUnusable(exc.url, f"cannot read the {what}: {exc.reason}") from None
     try:
         return parse_json(answer.body)
     except ValueError as exc:
-        raise ConfigError("from", f"{url}: the {what} is {exc}") from None
+        raise SourceUnusable(url, f"the {what} is {exc}") from None
 
 
 SHARD_ENTRY_LIMIT = 64 * 1024
@@ -156,13 +163,13 @@ SHARD_SLACK = 1024 * 1024
 async def read_bytes(
     client: Client, url: str, turns: asyncio.Semaphore, limit: int = MANIFEST_LIMIT
 ) -> bytes:
-    """A manifest shard (checked by the caller against the index's hash); ConfigError
+    """A manifest shard (checked by the caller against the index's hash); `SourceUnusable`
     when it cannot be had: a pull of every number cannot go on without it."""
     async with turns:
         try:
             return (await client.get(url, limit=limit)).body
         except FetchError as exc:
-            raise ConfigError("from", f"cannot read the manifest shard {url}: {exc}") from None
+            raise SourceUnusable(url, f"cannot read this manifest shard: {exc.reason}") from None
 
 
 async def mirror_sources(client: Client, source: str) -> tuple[str, ...]:
@@ -192,9 +199,9 @@ async def manifest_targets(client: Client, source: str) -> dict[str, dict[str, A
     """Every number the source's `.well-known/pith/mirror.json` lists, with its entry."""
     data = await read_json(client, source + layout.MANIFEST_PATH, "mirror manifest")
     if not isinstance(data, dict) or data.get("manifest_type") != layout.MANIFEST_TYPE:
-        raise ConfigError("from", f"{source}{layout.MANIFEST_PATH} is not a {layout.MANIFEST_TYPE}")
+        raise SourceUnusable(source + layout.MANIFEST_PATH, f"is not a {layout.MANIFEST_TYPE}")
     if not isinstance(data.get("records", []), list):
-        raise ConfigError("from", f"{source}{layout.MANIFEST_PATH}: {pointer('records')}: not a list")
+        raise SourceUnusable(source + layout.MANIFEST_PATH, f"{pointer('records')}: not a list")
     try:
         refs = shard_refs(data)
         if not refs:  # (a version 1.0 manifest lists its numbers itself)
@@ -212,7 +219,8 @@ async def manifest_targets(client: Client, source: str) -> dict[str, dict[str, A
             found.update(part)
         return found
     except ManifestError as exc:
-        raise ConfigError("from", f"{source}{exc}") from None
+        where = f"{exc.where}: " if exc.where else ""
+        raise SourceUnusable(source + exc.path, where + exc.message) from None
 
 
 # ---------------------------------------------------------------- the state file

@@ -302,7 +302,8 @@ def test_a_source_whose_manifest_shard_is_not_the_one_it_names_is_refused(
     assert not content.exists() or not any(content.glob("*.json"))
     shard.unlink()
     result = pull(server.url, content, keys, "--all")
-    assert result.code == 2 and f"cannot read the manifest shard {server.url}" in result.err
+    assert result.code == 2 and ": cannot read this manifest shard: " in result.err
+    assert f"pith-mirror: {server.url}.well-known/pith/mirror/" in result.err
 
 
 def test_a_number_the_state_names_for_another_body_is_not_reported(
@@ -442,7 +443,8 @@ def test_a_manifest_shard_far_larger_than_its_entries_is_not_read(
     shard.write_bytes(b" " * (3 * 1024 * 1024))
     result = pull(server.url, content, keys, "--all")
     assert result.code == 2 and "Traceback" not in result.err
-    assert f"cannot read the manifest shard {server.url}" in result.err
+    assert f"pith-mirror: {server.url}.well-known/pith/mirror/" in result.err
+    assert "cannot read this manifest shard: " in result.err
     assert "more than the limit" in result.err
 
 
