@@ -97,8 +97,8 @@ def _handler(proxy: FaultyProxy) -> type[BaseHTTPRequestHandler]:
                     if name.lower() not in _HOP_BY_HOP and name.lower() != "content-length":
                         self.send_header(name, value)
                 # (a HEAD's length is the object's, as the store gave it: its body is empty)
-                length = answer.getheader("Content-Length") if self.command == "HEAD" else None
-                self.send_header("Content-Length", length or str(len(data)))
+                stored = answer.getheader("Content-Length") if self.command == "HEAD" else None
+                self.send_header("Content-Length", stored or str(len(data)))
                 self.end_headers()
                 if self.command != "HEAD":
                     self.wfile.write(data)
