@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import factories as f
@@ -31,7 +32,7 @@ from generator.publish.client import Limits as NetLimits
 from generator.publish.pull import Outcome, Plan, Puller
 from generator.publish.pull_destination import ContentFolder, ContentStore, Destination
 from generator.publish.pull_selection import Target, parse_alias
-from generator.publish.storage import RetryPolicy, StorageError, open_storage
+from generator.publish.storage import LeaseLost, RetryPolicy, StorageError, open_storage
 from generator.publish.storage_object import ObjectStorage
 from generator.trust.load import Limits
 
@@ -222,3 +223,16 @@ def test_a_missing_bucket_is_named_not_taken_for_a_held_lease(
     done = run(*argv, GROWN_BODY)
     assert done.code == 2 and "Traceback" not in done.err, done.err
     assert "another writer" not in done.err and "could not create the lease" in done.err, done.err
+
+
+def test_a_pull_stopped_past_its_lease_does_not_write_its_state(s3: storagekit.S3StandIn) -> None:
+    """The state is written unconditionally: a pull whose lease ran out while it was
+    stopped (a laptop asleep) must not overwrite the state of the pull that took over."""
+    storage = store(s3)
+    content = ContentStore(storage, Limits().max_bytes)
+    content.open()
+    assert content.keeper is not None
+    content.keeper.lease = replace(content.keeper.lease, expires_at=time.time() - 1)
+    with pytest.raises(LeaseLost):
+        content.write_state(b"{}")
+    assert pull_destination.STATE_FILE not in {o.key for o in storage.list()}
