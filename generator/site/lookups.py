@@ -161,12 +161,10 @@ def shard_json(kind: str, shard: str, claimants: Sequence[Summary], base: str) -
                 chosen[key] = (summary, value)
     entries = {}
     for key, (summary, _) in chosen.items():
-        body = number_body(summary.pith_number)
-        entries[key] = {
-            "pith_number": summary.pith_number,
-            "record": base + layout.record_page(body),
-            "json": base + layout.record_json(body),
-        }
+        # (the paths of layout.record_page and record_json, made here: a summary's number
+        # was checked when its record was verified, and a shard names thousands)
+        page = f"{base}pith/{number_body(summary.pith_number)}"
+        entries[key] = {"pith_number": summary.pith_number, "record": page, "json": f"{page}.json"}
     return pretty_json({"derived_by": DERIVED_BY, "alias_kind": kind, "shard": shard, "entries": entries})
 
 
