@@ -27,6 +27,7 @@ from ..trust.errors import (
     ConfigError,
     RemovalsRefused,
     named_numbers,
+    too_many_removals,
 )
 from ..trust.files import read_regular
 from ..trust.load import read_json_setting, shown_name
@@ -40,11 +41,9 @@ def check_removals(
 ) -> None:
     """Raise RemovalsRefused when dropping `dropped` (in order) of the `published`
     numbers is too many (see `dropped_numbers`). `content`: the folder or store URL."""
-    if allowed or not dropped:
+    if allowed or not too_many_removals(len(dropped), published, content_empty):
         return
     share = len(dropped) / published
-    if not content_empty and share <= REMOVAL_SHARE:
-        return
     named = named_numbers(list(dropped))
     whole = f"{len(dropped):,} of the {published:,} published record(s) ({share:.0%})"
     if content_empty:

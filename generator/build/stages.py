@@ -23,6 +23,7 @@ from collections.abc import Collection, Iterable, Iterator, Sequence
 from concurrent.futures import Executor
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from ..site import layout
 from ..site.config import SiteConfig
@@ -104,9 +105,6 @@ class Stages:
         self.restated: list[str] = []
         """Files whose stat changed and bytes did not: their entries change, not their numbers."""
         self.previous: Collection[str] = cache.numbers if cache else set()
-        self.unvouched: dict[str, tuple[str, int]] = {}
-        """number -> (SHA-256, events) of a bundle the manifest lists that no verified copy
-        in SITE is (see `refuse_unvouched`): a build without its cache only."""
         """Every number SITE publishes before this build (the cache's table, asked
         only about the numbers a build touches)."""
 
@@ -125,7 +123,6 @@ class Stages:
         )
         candidates = planning.candidates_to_decide(entries, touched)
         published = self.published_documents(candidates, touched)
-        self.refuse_unvouched(candidates, published)
         selection = select(candidates, published, set(refused.numbers), refused.unidentified)
         selection_notes = tuple(selection.notes)
         if self.cache is not None and not changed:
@@ -334,30 +331,31 @@ class Stages:
             elif bundle is None or candidate.raw_sha256 == listed.get(candidate.pith_number):
                 # (of two copies that verify, the one the manifest names)
                 old[candidate.pith_number] = (record, candidate)
-        for number, entry in published.items():
-            sha256, events = entry.get("bundle_sha256"), entry.get("event_count")
-            copy = old.get(number, (None, None))[1]
-            vouched = copy is not None and copy.raw_sha256 == sha256
-            if isinstance(sha256, str) and type(events) is int and not vouched:
-                self.unvouched[number] = (sha256, events)
+        if not self.config.allow_removals:
+            self.refuse_unvouched(published, old, candidates)
         return old
 
     def refuse_unvouched(
-        self, candidates: list[Candidate], published: dict[str, tuple[Candidate | None, Candidate | None]]
+        self,
+        listed: dict[str, dict[str, Any]],
+        copies: dict[str, tuple[Candidate | None, Candidate | None]],
+        candidates: list[Candidate],
     ) -> None:
-        """A bundle the manifest lists that SITE holds no verified copy of (both copies
-        deleted, damaged or replaced by hand) cannot be compared with: without it, an older
-        bundle in content would be published, or the number dropped. Unless the content
-        holds that very bundle, or one of at least as many events, the build stops before
-        SITE changes (`allow_removals` lets it go on)."""
-        if not self.unvouched or self.config.allow_removals:
-            return
+        """A bundle the manifest lists (`listed`) that SITE holds no verified copy of
+        (`copies`: both deleted, damaged or replaced by hand) cannot be compared with:
+        without it, an older bundle in content would be published, or the number dropped.
+        Unless the content holds that very bundle, or one of at least as many events, the
+        build stops before SITE changes (`allow_removals` lets it go on)."""
         bundles: dict[str, list[Candidate]] = {}
         for candidate in candidates:
-            if candidate.kind == "bundle" and candidate.pith_number in self.unvouched:
+            if candidate.kind == "bundle":
                 bundles.setdefault(candidate.pith_number, []).append(candidate)
-        for number, (sha256, events) in sorted(self.unvouched.items()):
-            held = [*bundles.get(number, []), *filter(None, [published.get(number, (None, None))[1]])]
+        for number, entry in sorted(listed.items()):
+            sha256, events = entry.get("bundle_sha256"), entry.get("event_count")
+            if not isinstance(sha256, str) or type(events) is not int:
+                continue
+            copy = copies.get(number, (None, None))[1]
+            held = bundles.get(number, []) + ([copy] if copy is not None else [])
             most = max((len(c.event_ids) for c in held), default=0)
             if any(c.raw_sha256 == sha256 for c in held) or most >= events:
                 continue

@@ -587,9 +587,7 @@ class Puller:
             remembered = self.state.get(url)
             local_sha = await self._io(self.plan.content.sha256, local)
             # (a derived record stands for its bundle: "not modified" means nothing without it)
-            derived = remembered.get("derived") and await self._io(
-                self.plan.content.has, content_name(body, "bundle")
-            )
+            derived = remembered.get("derived") and await self._has_bundle(body)
             if remembered.get("sha256") and (derived or remembered["sha256"] == local_sha):
                 if remembered.get("etag"):
                     headers["If-None-Match"] = remembered["etag"]
@@ -610,6 +608,10 @@ class Puller:
             return await self.accept(url, answer, target, body, kind, local)
         raise AssertionError("unreachable")  # (the loop returns on its last path)
 
+    async def _has_bundle(self, body: str) -> bool:
+        """Whether the content holds a bundle of `body`: what a derived record stands for."""
+        return await self._io(self.plan.content.has, content_name(body, "bundle"))
+
     async def accept(
         self, url: str, answer: Answer, target: Target, body: str, kind: Kind, local: str
     ) -> tuple[Status, Refusal | None, str | None]:
@@ -628,7 +630,7 @@ class Puller:
             # (a mirror's derivation, not stored: the bundle is the source. It stands for
             # the number only beside that bundle: a mirror that lost the bundle, or a
             # source that marked the resolver's record so, would leave nothing stored)
-            if not await self._io(self.plan.content.has, content_name(body, "bundle")):
+            if not await self._has_bundle(body):
                 why = f"a record a mirror derived from its bundle, and this pull has no bundle of {body}"
                 return "refused", Refusal.one(url, Problem(Code.PULL_WRONG_DOCUMENT, "", why)), None
             self.state.put(url, answer, verified.pith_number, derived=True)

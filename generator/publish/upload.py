@@ -63,7 +63,7 @@ from typing import Any
 from ..site.headers import PER_RECORD_JSON, matches, object_headers
 from ..site.layout import MANIFEST_PATH, SIGNATURE_PATH, SITE_CUTS, SUMS_PATH, is_manifest_shard
 from ..site.manifest import ManifestError, manifest_entries, read_published
-from ..trust.errors import REMOVAL_SHARE, BuildError, ConfigError, RemovalsRefused, named_numbers
+from ..trust.errors import BuildError, ConfigError, RemovalsRefused, named_numbers, too_many_removals
 from ..trust.files import read_regular
 from ..trust.load import shown_name
 from ..trust.model import BODY_RE, number_body
@@ -227,7 +227,7 @@ def _upload(
             storage.write_note(PUBLISHED_NOTE, b"")
         report = _publish(site, keys, storage, keeper, workers=workers, delete=delete, force=force)
     else:
-        report = _publish_changes(site, changed, storage, keeper, workers=workers, delete=delete)
+        report = _publish_changes(site, keys, storage, keeper, workers=workers, delete=delete)
     publication = None if log is None or at is None else log.publication_id(at[1])
     # (not with objects left behind: the next upload must see them)
     if at is not None and publication is not None and not report.kept:
@@ -243,25 +243,22 @@ def refuse_unpublishing(site: Path, storage: Storage, allowed: bool) -> None:
     site publishes: a number's bundle rolled back to fewer events, or all of its records
     or more than the build's share (`errors.REMOVAL_SHARE`), as a build is refused. With
     `--keep-removed` too: their objects stay, but the manifest no longer lists them."""
-    stored = _stored_manifest(storage)
+    stored = _stored_manifest(storage) if not allowed else {}
     if not stored:
         return
-    mine = read_published(site)
-    mine_bodies = {number_body(number) for number in mine}
+    mine = {number_body(number): entry for number, entry in read_published(site).items()}
     rolled = sorted(
-        number
-        for number, entry in stored.items()
-        if _events(mine.get(number)) < _events(entry) and mine.get(number) is not None
+        body for body, entry in stored.items() if body in mine and _events(mine[body]) < _events(entry)
     )
-    if rolled and not allowed:
+    if rolled:
         raise RemovalsRefused(
             storage.url(MANIFEST_PATH),
             f"the site holds fewer events for {len(rolled):,} record(s) than the stored site publishes"
             f" ({named_numbers(rolled)}): an older copy of the site? Nothing was uploaded; if that"
             " is meant, upload again with --allow-removals",
         )
-    dropped = sorted(number for number in stored if _body(number) not in mine_bodies)
-    if allowed or not dropped or (mine and len(dropped) / len(stored) <= REMOVAL_SHARE):
+    dropped = sorted(body for body in stored if body not in mine)
+    if not too_many_removals(len(dropped), len(stored), not mine):
         return
     named = named_numbers(dropped)
     raise RemovalsRefused(
@@ -272,19 +269,14 @@ def refuse_unpublishing(site: Path, storage: Storage, allowed: bool) -> None:
     )
 
 
-def _body(name: str) -> str:
-    """The body of a number, or of a record document's key (`_stored_manifest`)."""
-    return name.removeprefix("pith/").removesuffix(".json") if name.startswith("pith/") else number_body(name)
-
-
 def _events(entry: dict[str, Any] | None) -> int:
     count = entry.get("event_count") if entry else None
     return count if type(count) is int else 0
 
 
 def _stored_manifest(storage: Storage) -> dict[str, dict[str, Any]]:
-    """The numbers the stored site publishes ({} if it has no manifest): those its
-    manifest lists or, when that cannot be read whole (edited by another tool), those
+    """The records the stored site publishes, by body ({} if it has no manifest): those
+    its manifest lists or, when that cannot be read whole (edited by another tool), those
     whose record document `pith/<body>.json` it holds, with no event count."""
 
     def read(key: str) -> bytes | None:
@@ -297,10 +289,10 @@ def _stored_manifest(storage: Storage) -> dict[str, dict[str, Any]]:
     if data is None:
         return {}
     try:
-        return manifest_entries(json.loads(data), read)
+        return {number_body(n): entry for n, entry in manifest_entries(json.loads(data), read).items()}
     except (ValueError, RecursionError, ManifestError):
         found = (entry.key.removeprefix("pith/").removesuffix(".json") for entry in storage.list("pith/"))
-        return {f"pith/{body}.json": {} for body in found if BODY_RE.fullmatch(body)}
+        return {body: {} for body in found if BODY_RE.fullmatch(body)}
 
 
 class UploadRefused(Exception):
@@ -377,30 +369,36 @@ def _publish(
     pull's state or a lease: a content store below the site's prefix), which is left as
     it is. A prefix that is itself a content store is refused before anything is written."""
     listed = list(storage.list_cut("", SITE_CUTS))
-    others = {_store_folder(e.key) for e in listed if not e.key.startswith(RESERVED) and _a_stores_own(e.key)}
-    if PULL_STATE in {entry.key for entry in listed}:
+    if any(entry.key == PULL_STATE for entry in listed):
         raise ConfigError(
             "upload target",
             f"{storage.url()}: holds a pull's content store ({PULL_STATE}), whose documents an "
             "upload would delete as files the site does not have; upload the site to another prefix",
         )
-    # (an object no key can name here is no file of the site: neither compared nor deleted)
-    stored = {e.key: e for e in listed if _ours(e.key) and is_key(e.key) and not _within(e.key, others)}
+    others = {folder for entry in listed if (folder := _other_store(entry.key)) is not None}
+    stored: dict[str, StoredObject] = {}
+    foreign = 0
+    for entry in listed:
+        if _within(entry.key, others):
+            foreign += 1
+        elif _ours(entry.key) and is_key(entry.key):  # (one no key can name is no file of the site)
+            stored[entry.key] = entry
     present = set(keys)
     stale = [key for key in stored if key not in present]
-    foreign = sum(1 for e in listed if _within(e.key, others))
     report = _waves(
         site, keys, stale, stored, storage, keeper, workers=workers, delete=delete, force=force, compared=True
     )
     return replace(report, foreign=foreign)
 
 
-def _store_folder(key: str) -> str:
-    """The folder (ending in "/") of another writer's store that `key`, one of its own
-    objects (`_a_stores_own`), belongs to."""
-    if f"/{RESERVED}" in key:
+def _other_store(key: str) -> str | None:
+    """The folder (ending in "/") of another writer's store that `key` shows, if it is one
+    of that store's own objects below a folder: a lease or note (`.pith-mirror/`), or a
+    pull's state."""
+    if not key.startswith(RESERVED) and f"/{RESERVED}" in key:
         return key[: key.index(f"/{RESERVED}") + 1]
-    return key.rsplit("/", 1)[0] + "/"
+    folder, _, name = key.rpartition("/")
+    return f"{folder}/" if folder and name == PULL_STATE else None
 
 
 def _within(key: str, folders: set[str]) -> bool:
@@ -411,15 +409,9 @@ def _within(key: str, folders: set[str]) -> bool:
     return any("/".join(parts[:n]) + "/" in folders for n in range(1, len(parts)))
 
 
-def _a_stores_own(key: str) -> bool:
-    """Whether `key` is, below a folder, a storage's own object (a lease, a note) or a
-    pull's state: that folder is another writer's store."""
-    return "/" in key and (f"/{RESERVED}" in key or key.rsplit("/", 1)[-1] == PULL_STATE)
-
-
 def _publish_changes(
     site: Path,
-    changed: set[str],
+    changed: list[str],
     storage: Storage,
     keeper: LeaseKeeper,
     *,
@@ -432,7 +424,7 @@ def _publish_changes(
     keys: list[str] = []
     gone: list[str] = []
     real = os.path.realpath(site)
-    for key in sorted(k for k in changed if _ours(k)):
+    for key in filter(_ours, changed):  # (sorted)
         try:
             mode = os.lstat(site / key).st_mode
         except FileNotFoundError:

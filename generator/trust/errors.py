@@ -257,6 +257,12 @@ class RemovalsRefused(BuildError):
         return (RemovalsRefused, (self.path, self.reason))
 
 
+def too_many_removals(dropped: int, published: int, none_left: bool) -> bool:
+    """Whether taking down `dropped` of `published` records needs `allow_removals`: all of
+    them gone (an empty content folder, an empty site), or more than `REMOVAL_SHARE`."""
+    return dropped > 0 and (none_left or dropped / published > REMOVAL_SHARE)
+
+
 def named_numbers(numbers: list[str]) -> str:
     """The first `NAMED_NUMBERS` of `numbers`, and how many more."""
     more = len(numbers) - NAMED_NUMBERS
