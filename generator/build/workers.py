@@ -274,9 +274,10 @@ def render_task(item: tuple[Choice, dict[str, tuple[str, str]]]) -> Rendered:
         path, root = paths[candidate.kind]
         _, (_, doc, source) = _read_and_verify(path, candidate.file, root)
         if doc is None or source is None or source.raw_sha256 != candidate.raw_sha256:
-            if path.endswith(candidate.file):  # (the content file, or the site's copy it was read as)
+            config = _WORKER["config"]
+            if root == (config.content_store or str(config.content)):  # (a content file)
                 shown, why = candidate.file, _CHANGED
-            else:  # (the site's copy of a document content no longer holds)
+            else:  # (the site's copy of a published document: see stages._ContentPaths.locate)
                 shown, why = path, _CHANGED_IN_SITE
             problem = Rejection(shown, "", Code.FILE_UNREADABLE, why)
             return Rendered(choice.pith_number, 0, None, (problem,))

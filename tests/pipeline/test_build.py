@@ -1032,3 +1032,32 @@ def test_a_document_changed_in_place_keeps_its_number_published(
     assert "content/rec.json: file.unreadable: the file no longer holds the document the build" in err
     assert page.read_bytes() == published
     assert [n for n in manifestkit.numbers(project.site) if n.endswith(body)]
+
+
+def test_a_published_copy_edited_by_hand_is_named_and_its_number_kept(
+    project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its content file gone, a record document is rendered again from SITE's copy: that
+    copy edited by hand is named (not the content file, which no longer exists), and the
+    number keeps what it published."""
+    monkeypatch.chdir(project.root)
+    keys = str(project.write_keys())
+    title = "A paper whose copy was edited"
+    record = f.canonical_record(source_id="2203.08887", title=title)
+    project.add("rec.json", f.to_bytes(f.record_document(record=record, title=title)))
+    events = bundle_events(record, title, 1)
+    project.add("b.json", f.to_bytes(f.bundle(record=record, title=title, events=events)))
+    assert main(["build", "--keys", keys, "--jobs", "1", "--quiet"]) == 0
+    body = f.pith_body(record)
+    page = project.site / "pith" / f"{body}.html"
+    published = page.read_bytes()
+    copy = project.site / "pith" / f"{body}.json"
+    copy.write_bytes(copy.read_bytes().replace(b'"A paper', b'"A Paper'))
+    (project.content / "rec.json").unlink()
+    events = bundle_events(record, title, 2)
+    project.add("b.json", f.to_bytes(f.bundle(record=record, title=title, events=events)))
+    capsys.readouterr()
+    assert main(["build", "--keys", keys, "--jobs", "1", "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert f"site/pith/{body}.json: file.unreadable: the site's copy of a published document" in err, err
+    assert page.read_bytes() == published
