@@ -252,7 +252,7 @@ def _build(
                 remove_tree(staging)
                 report = _with_note(report, f"{site} is a mount point: its files were replaced in place")
             published = True
-            change_log.completed(site, 0, new_state.manifest_sha256 or None)
+            change_log.completed(site, 0, new_state.manifest_sha256 or None, report.permitted)
         else:
             finishing = _publication_files(site, config)
             if plan or finishing:  # (else nothing to change in SITE)
@@ -263,7 +263,7 @@ def _build(
                 interrupted = publish(plan, lambda journal: finish_publication(site, config, journal))
                 published = True
                 # (the state names the manifest this build wrote, or the last one, which it kept)
-                change_log.completed(site, seq, new_state.manifest_sha256 or None)
+                change_log.completed(site, seq, new_state.manifest_sha256 or None, report.permitted)
                 if interrupted is not None:
                     raise interrupted
             remove_tree(staging)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..site.page_model import Summary
@@ -24,6 +24,9 @@ class BuildReport:
     rendered: int = 0
     """Pith numbers whose pages were rendered by this build."""
     summaries: Sequence[Summary] = field(default=(), repr=False)
+    permitted: Mapping[str, int] = field(default_factory=dict, repr=False)
+    """Records (by body) taken down (0) or rolled back to this many events because
+    `allow_removals` let them: SITE's change log keeps them for the upload."""
 
     @property
     def refused_files(self) -> int:

@@ -107,6 +107,8 @@ class Stages:
         self.previous: Collection[str] = cache.numbers if cache else set()
         """Every number SITE publishes before this build (the cache's table, asked
         only about the numbers a build touches)."""
+        self.unvouched: set[str] = set()
+        """Numbers whose listed bundle `refuse_unvouched` let go under `allow_removals`."""
 
     def run(self, started: float) -> tuple[BuildReport, BuildState]:
         """The stages, in order: what this build publishes, and the state it leaves."""
@@ -138,6 +140,7 @@ class Stages:
         allowed = self.config.allow_removals
         store = self.config.content_store
         check_removals(dropped, before, not entries, allowed, store or str(self.config.content))
+        let_go = set(dropped) | self.unvouched if allowed else set()
         # 5 merge and render: keep the renders made at once, render the contested again
         parent = str(self.config.content.parent) if store is None else store[: -len(store_name(store))]
         paths = _ContentPaths(parent, store or str(self.config.content), self.site, entries)
@@ -172,6 +175,7 @@ class Stages:
             changed=tuple(changed),
             rendered=len(rendered_numbers),
             summaries=_Summaries(numbers),
+            permitted=_permitted(let_go, numbers),
         )
         state = BuildState(
             key=self.key,
@@ -331,8 +335,7 @@ class Stages:
             elif bundle is None or candidate.raw_sha256 == listed.get(candidate.pith_number):
                 # (of two copies that verify, the one the manifest names)
                 old[candidate.pith_number] = (record, candidate)
-        if not self.config.allow_removals:
-            self.refuse_unvouched(published, old, candidates)
+        self.refuse_unvouched(published, old, candidates)
         return old
 
     def refuse_unvouched(
@@ -358,6 +361,9 @@ class Stages:
             held = bundles.get(number, []) + ([copy] if copy is not None else [])
             most = max((len(c.event_ids) for c in held), default=0)
             if any(c.raw_sha256 == sha256 for c in held) or most >= events:
+                continue
+            if self.config.allow_removals:
+                self.unvouched.add(number)  # (let go: SITE's change log says so, for the upload)
                 continue
             raise RemovalsRefused(
                 str(self.site / MANIFEST_PATH),
@@ -518,3 +524,11 @@ class _ContentPaths:
             published = layout.well_known_bundle(body)  # (the copy read when the other was damaged)
         path = self.site / published
         return str(path), str(path.parent)
+
+
+def _permitted(numbers_let_go: set[str], numbers: NumberTable) -> dict[str, int]:
+    """What a build under `allow_removals` took down (0) or published with however many
+    events (a bundle rolled back), by body: SITE's change log keeps it for the upload."""
+    return {
+        number_body(n): numbers[n].summary.event_count if n in numbers else 0 for n in sorted(numbers_let_go)
+    }

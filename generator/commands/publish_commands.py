@@ -105,7 +105,8 @@ def add_publish_commands(commands: Any) -> None:
         "--allow-removals",
         action="store_true",
         help="let the upload unpublish records the stored site has (the site lacking all of them or"
-        " over 10%% of them), or publish fewer events of one than it has (an older copy of the site)",
+        " over 10%% of them), or publish fewer events of one than it has (an older copy of the site);"
+        " what the builds since SITE's change log began took down as allowed needs no second one",
     )
     upload.set_defaults(handler=run_upload)
 

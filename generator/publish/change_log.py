@@ -7,7 +7,12 @@ Rules:
   publication, the paths it may change, written (and flushed to disk) *before*
   it changes any (`{"seq": N, "id": ID, "paths": [...]}`, ID random: see
   `ChangeLog.publication_id`), and once it has completed, the manifest SITE then
-  has (`{"seq": N, "manifest": [sha256, size, mtime, inode]}`).
+  has (`{"seq": N, "manifest": [sha256, size, mtime, inode]}`), with the records
+  it took down or rolled back under `--allow-removals`, if any
+  (`"permitted": {body: events}`, 0 events for a record taken down).
+- A full upload, which checks that the storage loses no record, takes a permission
+  the log records as given (`ChangeLog.permitted`), but only while the log
+  describes SITE (`position`): the operator said so once, to the build.
 - Listing too much is harmless: a path whose publication was put back, or whose
   bytes came out the same, is sent again. Listing too little is not: a change
   the log does not name never reaches the storage. So a change that cannot be
@@ -26,14 +31,15 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
 
 from ..site.layout import MANIFEST_PATH
 from ..trust.files import file_sha256, read_at_most, write_atomic
+from ..trust.model import BODY_RE
 from .storage_interface import check_key
 
 FORMAT = 2
@@ -61,6 +67,9 @@ class ChangeLog:
     completed: tuple[int, tuple[str, int, int, int]] | None
     ids: tuple[str, ...] = ()
     """Each publication's random ID, in order (publication N's is `ids[N - 1]`)."""
+    permitted: Mapping[str, int] = field(default_factory=dict)
+    """Records (by body) the log's completed publications took down (0) or rolled back
+    to this many events under `--allow-removals`, the latest word for each."""
 
     @property
     def last_seq(self) -> int:
@@ -114,13 +123,20 @@ def _still_describes(site: Path, log: ChangeLog) -> bool:
     return (st.st_size, st.st_mtime_ns, st.st_ino) == log.completed[1][1:]
 
 
-def completed(site: Path, seq: int, manifest_sha256: str | None = None) -> None:
+def completed(
+    site: Path, seq: int, manifest_sha256: str | None = None, permitted: Mapping[str, int] | None = None
+) -> None:
     """Record that publication `seq` completed, with the manifest SITE now holds (whose
     SHA-256 a build knows: it is not read again; a wrong one only makes the next upload
-    compare every object). Never raises: unrecorded (a full disk), the next upload
-    compares every object instead of sending the changes, which is never wrong."""
+    compare every object), and the records it took down or rolled back as allowed
+    (`permitted`: body → events, 0 for one taken down). Never raises: unrecorded (a
+    full disk), the next upload compares every object instead of sending the changes,
+    and asks for `--allow-removals` again: never wrong."""
+    line: dict[str, object] = {"seq": seq, "manifest": list(manifest_stamp(site, manifest_sha256))}
+    if permitted:
+        line["permitted"] = dict(sorted(permitted.items()))
     with contextlib.suppress(OSError):
-        _append(log_path(site), {"seq": seq, "manifest": list(manifest_stamp(site, manifest_sha256))})
+        _append(log_path(site), line)
 
 
 def manifest_stamp(site: Path, sha256: str | None = None) -> tuple[str, int, int, int]:
@@ -145,6 +161,7 @@ def read_log(site: Path) -> ChangeLog | None:
         paths: list[tuple[int, tuple[str, ...]]] = []
         done: tuple[int, tuple[str, int, int, int]] | None = None
         ids: list[str] = []
+        permitted: dict[str, int] = {}
         for line in lines[1:]:
             if not line:
                 continue
@@ -161,9 +178,20 @@ def read_log(site: Path) -> ChangeLog | None:
             else:
                 sha, size, mtime, inode = entry["manifest"]
                 done = (seq, (str(sha), int(size), int(mtime), int(inode)))
+                permitted.update(_permitted(entry.get("permitted", {})))
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
-    return ChangeLog(str(head["log"]), tuple(paths), done, tuple(ids))
+    return ChangeLog(str(head["log"]), tuple(paths), done, tuple(ids), permitted)
+
+
+def _permitted(value: object) -> dict[str, int]:
+    """A completed line's permission (see `completed`); ValueError for any other shape."""
+    if type(value) is not dict or not all(
+        type(body) is str and BODY_RE.fullmatch(body) and type(n) is int and n >= 0
+        for body, n in value.items()
+    ):
+        raise ValueError("not a permission")
+    return value
 
 
 def position(site: Path, log: ChangeLog | None) -> tuple[str, int] | None:

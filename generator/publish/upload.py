@@ -53,7 +53,7 @@ import contextlib
 import json
 import os
 import stat
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from functools import partial
@@ -222,7 +222,8 @@ def _upload(
     if changed is None:
         # (an upload of changes sends what builds made, each of them guarded; a full one
         # may send any folder: a SITE restored from an older copy, a fresh build in CI)
-        refuse_unpublishing(site, storage, allow_removals)
+        # (with what the builds since the log began took down as allowed, while it describes SITE)
+        refuse_unpublishing(site, storage, allow_removals, log.permitted if log and at else {})
         if raw_note is not None:  # (a full upload stopped part-way must leave no note to trust)
             storage.write_note(PUBLISHED_NOTE, b"")
         report = _publish(site, keys, storage, keeper, workers=workers, delete=delete, force=force)
@@ -238,17 +239,30 @@ def _upload(
     return report
 
 
-def refuse_unpublishing(site: Path, storage: Storage, allowed: bool) -> None:
+def refuse_unpublishing(
+    site: Path, storage: Storage, allowed: bool, permitted: Mapping[str, int] | None = None
+) -> None:
     """`RemovalsRefused`, unless `allowed`, when the site would take down what the stored
     site publishes: a number's bundle rolled back to fewer events, or all of its records
     or more than the build's share (`errors.REMOVAL_SHARE`), as a build is refused. With
-    `--keep-removed` too: their objects stay, but the manifest no longer lists them."""
+    `--keep-removed` too: their objects stay, but the manifest no longer lists them.
+
+    `permitted` (body → events, 0 for a record taken down: SITE's change log) are the
+    records a build took down or rolled back under `--allow-removals`: each is let
+    through while SITE holds it as that build left it, so an operator is not asked twice."""
     stored = _stored_manifest(storage) if not allowed else {}
     if not stored:
         return
     mine = {number_body(number): entry for number, entry in read_published(site).items()}
+    permitted = permitted or {}
+
+    def as_allowed(body: str) -> bool:
+        return body in permitted and permitted[body] == (_events(mine[body]) if body in mine else 0)
+
     rolled = sorted(
-        body for body, entry in stored.items() if body in mine and _events(mine[body]) < _events(entry)
+        body
+        for body, entry in stored.items()
+        if body in mine and _events(mine[body]) < _events(entry) and not as_allowed(body)
     )
     if rolled:
         raise RemovalsRefused(
@@ -257,7 +271,7 @@ def refuse_unpublishing(site: Path, storage: Storage, allowed: bool) -> None:
             f" ({named_numbers(rolled)}): an older copy of the site? Nothing was uploaded; if that"
             " is meant, upload again with --allow-removals",
         )
-    dropped = sorted(body for body in stored if body not in mine)
+    dropped = sorted(body for body in stored if body not in mine and not as_allowed(body))
     if not too_many_removals(len(dropped), len(stored), not mine):
         return
     named = named_numbers(dropped)

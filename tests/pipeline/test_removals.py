@@ -17,7 +17,11 @@ from sitekit import REPO, Project, bundle_events, record_doc, tree
 
 from generator.build import journal
 from generator.commands.cli import main
+from generator.publish import change_log
+from generator.publish.storage_local import LocalStorage
+from generator.publish.upload import refuse_unpublishing, upload_site
 from generator.site.layout import MANIFEST_PATH
+from generator.trust.errors import RemovalsRefused
 
 ARGS = ["build", "content", "site", "--keys", "keys.json", "--jobs", "1", "--quiet"]
 COUNT = 12
@@ -253,6 +257,8 @@ def test_a_listed_bundle_no_copy_in_site_vouches_for_stops_a_build_without_its_c
     mirror.add("b.json", f.bundle(record=record, title=title, events=bundle_events(record, title, 2)))
     code, _, err = run(ARGS, capsys)
     assert code == 0, err
+    bucket = LocalStorage(mirror.root / "bucket")
+    upload_site(mirror.site, bucket, workers=1)
     body = f.pith_body(record)
     for path in (f"pith/{body}/bundle.json", f".well-known/pith/{body}/bundle.json"):
         if edit == "deleted":
@@ -269,3 +275,10 @@ def test_a_listed_bundle_no_copy_in_site_vouches_for_stops_a_build_without_its_c
     code, _, err = run([*ARGS, "--allow-removals"], capsys)  # (meant: the older bundle goes out)
     assert code == 0 and "lists a bundle" not in err, err
     assert (mirror.site / f"pith/{body}/bundle.json").read_bytes() == f.to_bytes(older)
+    # (the upload is not asked again: SITE's change log names the roll-back the build was allowed)
+    log = change_log.read_log(mirror.site)
+    assert log is not None and dict(log.permitted) == {body: len(older["events"])}
+    with pytest.raises(RemovalsRefused, match="fewer events"):  # (a permission for another count)
+        refuse_unpublishing(mirror.site, bucket, False, {body: len(older["events"]) + 1})
+    upload_site(mirror.site, bucket, workers=1)
+    assert (bucket.root / f"pith/{body}/bundle.json").read_bytes() == f.to_bytes(older)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import factories as f
@@ -21,6 +21,7 @@ from generator.publish import change_log
 from generator.publish.storage import RESERVED, StorageError, StoredObject
 from generator.publish.storage_local import LocalStorage
 from generator.publish.upload import UploadReport, upload_site
+from generator.site.config import SiteConfig
 from generator.site.layout import MANIFEST_PATH, SIGNATURE_PATH, SUMS_PATH
 from generator.trust.errors import BuildError, RemovalsRefused
 
@@ -320,12 +321,10 @@ def test_objects_kept_by_keep_removed_are_deleted_by_the_next_upload(
     holds_the_site(storage, project.site)
 
     project.remove("b/3.json")  # (the same after a full upload)
-    build(project.config(), BOTH_KEYS, incremental=False)
-    # (a full upload of a full build: the removal allowed again; even keeping its objects,
-    # the manifest would no longer list the record)
-    with pytest.raises(RemovalsRefused, match="would unpublish 1 of the 4 records"):
-        upload(project, storage, delete=False)
-    assert upload(project, storage, delete=False, allow_removals=True).kept
+    build(project.config(), BOTH_KEYS, incremental=False)  # (allowed: the project's settings)
+    # (a full upload of a full build, whose removal the build was allowed: even keeping its
+    # objects, the manifest no longer lists the record)
+    assert upload(project, storage, delete=False).kept
     assert upload(project, storage).deleted  # (the stored manifest is SITE's now)
     holds_the_site(storage, project.site)
 
@@ -495,3 +494,59 @@ def test_a_stored_manifest_another_tool_left_unreadable_still_guards(
     other.build()
     with pytest.raises(RemovalsRefused, match="would unpublish 4 of the 5 records"):
         upload(other, storage)
+
+
+def removals_guarded(project: Project) -> SiteConfig:
+    return replace(project.config(), allow_removals=False)
+
+
+def test_removals_allowed_to_a_full_build_are_not_asked_for_again_by_its_upload(
+    project: Project, tmp_path: Path
+) -> None:
+    """The build was told once (`--allow-removals`); SITE's change log says which records
+    it let go, and a full upload lets those through while the log describes SITE."""
+    storage = RecordingStorage(tmp_path / "bucket")
+    upload(project, storage)
+    project.remove("b/1.json")
+    project.remove("b/2.json")
+    with pytest.raises(RemovalsRefused):  # (2 of 5: the build asks)
+        build(removals_guarded(project), BOTH_KEYS, incremental=False)
+    build(project.config(), BOTH_KEYS, incremental=False)
+    log = change_log.read_log(project.site)
+    assert log is not None and len(log.permitted) == 2 and set(log.permitted.values()) == {0}
+    report = upload(project, storage)
+    assert report.compared and report.deleted
+    holds_the_site(storage, project.site)
+
+
+def test_a_permission_covers_only_the_records_the_build_let_go_and_the_site_it_left(
+    project: Project, tmp_path: Path
+) -> None:
+    for n in range(4, 10):  # (11 records: one of them is within the share a build may drop)
+        project.add(f"b/{n}.json", paper(n))
+    project.build()
+    storage = RecordingStorage(tmp_path / "bucket")
+    upload(project, storage)
+    project.remove("b/1.json")
+    build(project.config(), BOTH_KEYS, incremental=False)  # (let go, as allowed)
+    project.remove("b/2.json")  # (within the share: nothing asked, nothing kept)
+    build(removals_guarded(project), BOTH_KEYS, incremental=False)
+    log = change_log.read_log(project.site)
+    assert log is not None and len(log.permitted) == 0  # (a full build starts a new log)
+    with pytest.raises(RemovalsRefused, match="would unpublish 2 of the 11 records"):
+        upload(project, storage)
+
+    project.remove("b/3.json")
+    build(project.config(), BOTH_KEYS)  # (incremental, allowed: b/3 let go)
+    log = change_log.read_log(project.site)
+    assert log is not None and len(log.permitted) == 1
+    with pytest.raises(RemovalsRefused, match="would unpublish 2 of the 11 records"):
+        upload(project, storage)  # (b/1 and b/2 were not let go by a build of this log)
+
+    restored = Project(tmp_path / "restored")  # (SITE restored from a copy: the log no longer says)
+    shutil.copytree(project.site, restored.site)
+    shutil.copy(change_log.log_path(project.site), change_log.log_path(restored.site))
+    with pytest.raises(RemovalsRefused, match="would unpublish 3 of the 11 records"):
+        upload(restored, storage)
+    assert upload(project, storage, allow_removals=True).deleted
+    holds_the_site(storage, project.site)

@@ -3,6 +3,7 @@ back by an upload, and trusted only while it describes the SITE that is there.""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -143,3 +144,35 @@ def test_the_site_named_as_dot_has_its_log_beside_it(site: Path, monkeypatch: py
     link = site.parent / "link"
     link.symlink_to(site)
     assert change_log.log_path(link) == change_log.log_path(site)
+
+
+A, B = "A" * 26, "B" * 26
+
+
+def test_removals_allowed_to_a_build_are_read_back_with_the_latest_word(site: Path) -> None:
+    change_log.start(site)
+    change_log.completed(site, 0, permitted={A: 0})
+    seq = change_log.ahead(site, ["pith/B.json"])
+    change_log.completed(site, seq, permitted={B: 3})
+    seq = change_log.ahead(site, ["pith/A.json"])
+    change_log.completed(site, seq, permitted={A: 2})  # (published again, then rolled back)
+    log = change_log.read_log(site)
+    assert log is not None and dict(log.permitted) == {A: 2, B: 3}
+    change_log.start(site)  # (a new log: nothing allowed yet)
+    log = change_log.read_log(site)
+    assert log is not None and dict(log.permitted) == {}
+
+
+@pytest.mark.parametrize(
+    "permitted",
+    ['{"pith:2026:' + A + '": 0}', '{"' + A + '": -1}', '{"' + A + '": true}', "[]", '{"a/../b": 0}'],
+)
+def test_a_permission_of_another_shape_makes_the_log_unreadable(site: Path, permitted: str) -> None:
+    """Edited by hand: not taken as anything (the next upload compares every object and
+    asks for --allow-removals again)."""
+    change_log.start(site)
+    stamp = change_log.manifest_stamp(site)
+    line = '{"seq": 0, "manifest": ' + json.dumps(list(stamp)) + ', "permitted": ' + permitted + "}\n"
+    with open(change_log.log_path(site), "a") as log:
+        log.write(line)
+    assert change_log.read_log(site) is None
