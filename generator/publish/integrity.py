@@ -214,8 +214,13 @@ def check_sha256sums(site: Path) -> list[str]:
 
 def files_disagree(site: Path, paths: Collection[str] | None = None) -> list[str]:
     """Where the site's files disagree with its manifest, as `compare` checks a site:
-    each listed number's record, bundles and state file against its entry (with
-    `paths`, only the numbers one of whose files is among them)."""
+    each listed number's record, bundles and state file against its entry, and every
+    other file the number owns present (with `paths`, only the numbers one of whose
+    files is among them).
+
+    A page deleted from SITE by hand is not noticed by an incremental build (its cache
+    says the page is there), and an upload would delete it from the storage: a
+    published page lost. So it is named here, where an upload stops."""
     from .compare import FolderSource, check_files, read_manifest
 
     source = FolderSource(site, str(site))
@@ -223,12 +228,23 @@ def files_disagree(site: Path, paths: Collection[str] | None = None) -> list[str
         published = read_manifest(source)
     except ConfigError as exc:
         return [exc.reason]
+    owned = {
+        n: layout.number_paths(number_body(n), e.get("bundle_sha256") is not None)
+        for n, e in published.items()
+    }
     if paths is not None:
         wanted = set(paths)
-        published = {
-            n: e for n, e in published.items() if not wanted.isdisjoint(layout.vouched_files(number_body(n)))
-        }
-    return check_files(source, published)
+        published = {n: e for n, e in published.items() if not wanted.isdisjoint(owned[n])}
+    problems = check_files(source, published)
+    for number in sorted(published):
+        vouched = set(layout.vouched_files(number_body(number)))
+        for path in owned[number]:
+            if path not in vouched and not (site / path).is_file():
+                problems.append(
+                    f"{number}: {path}: missing, though the manifest lists the record (deleted from"
+                    " SITE by hand? build again with --clean, or put it back)"
+                )
+    return problems
 
 
 # ---------------------------------------------------------------- the mirror key

@@ -18,9 +18,10 @@ from sitekit import BOTH_KEYS, Project, bundle_events, record_doc, tree
 
 from generator.build.pipeline import build
 from generator.publish import change_log
+from generator.publish.integrity import files_disagree
 from generator.publish.storage import RESERVED, StorageError, StoredObject
 from generator.publish.storage_local import LocalStorage
-from generator.publish.upload import UploadReport, upload_site
+from generator.publish.upload import UploadRefused, UploadReport, upload_site
 from generator.site.config import SiteConfig
 from generator.site.layout import MANIFEST_PATH, SIGNATURE_PATH, SUMS_PATH
 from generator.trust.errors import BuildError, RemovalsRefused
@@ -550,3 +551,29 @@ def test_a_permission_covers_only_the_records_the_build_let_go_and_the_site_it_l
         upload(restored, storage)
     assert upload(project, storage, allow_removals=True).deleted
     holds_the_site(storage, project.site)
+
+
+def test_a_page_deleted_from_site_by_hand_is_not_deleted_from_the_storage(
+    project: Project, tmp_path: Path
+) -> None:
+    """An incremental build's cache says the page is there, so nothing puts it back; the
+    upload names it instead of deleting the published page, full or of changes."""
+    storage = RecordingStorage(tmp_path / "bucket")
+    upload(project, storage)
+    body = f.pith_body(paper(1)["canonical_record"])
+    page = f"pith/{body}.html"
+    (project.site / page).unlink()
+    storage.calls.clear()
+    with pytest.raises(UploadRefused) as refused:
+        upload_site(project.site, storage, full=True, check=lambda paths: files_disagree(project.site, paths))
+    assert any(f"{page}: missing, though the manifest lists" in p for p in refused.value.problems)
+    assert (storage.root / page).is_file() and storage.written() == []
+
+    project.add("b/1.json", paper(1, snapshots=2))  # (its page rendered again: back in SITE)
+    project.build()
+    assert (project.site / page).is_file()
+    (project.site / page).unlink()  # (gone again, now that the log names it)
+    storage.calls.clear()
+    with pytest.raises(UploadRefused):
+        upload_site(project.site, storage, check=lambda paths: files_disagree(project.site, paths))
+    assert (storage.root / page).is_file() and storage.written() == []

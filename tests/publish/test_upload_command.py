@@ -70,6 +70,20 @@ def test_an_edited_site_is_not_uploaded(s3: storagekit.S3StandIn, site_copy: Cal
     assert [p for p in s3.proxy.puts() if "/.pith-mirror/" not in p] == []  # (only its lease, given back)
 
 
+def test_a_site_missing_a_record_page_is_not_uploaded(
+    s3: storagekit.S3StandIn, site_copy: Callable[[str], Path]
+) -> None:
+    """Deleted from SITE by hand: a full upload would delete the published page too."""
+    site = site_copy("site")
+    (site / "paper" / RECORD_BODY[:8] / "index.html").unlink()
+    bucket = s3.new_bucket()
+    s3.proxy.reset()
+    result = upload(s3, site, f"s3://{bucket}/mirror/")
+    assert result.returncode == 1 and "refusing to upload" in result.stdout, result.stdout
+    assert f"paper/{RECORD_BODY[:8]}/index.html: missing, though the manifest lists" in result.stderr
+    assert [p for p in s3.proxy.puts() if "/.pith-mirror/" not in p] == []
+
+
 def test_a_folder_that_is_no_built_site_and_an_unknown_scheme_are_refused(
     s3: storagekit.S3StandIn, tmp_path: Path, built_site: Path
 ) -> None:
