@@ -24,7 +24,7 @@ from ..publish import change_log
 from ..publish.integrity import files_disagree
 from ..site.config import INSIDE_SITE, inside
 from ..site.layout import MANIFEST_PATH, SIGNATURE_PATH, SUMS_PATH
-from ..trust.errors import BuildError, ConfigError, SiteBusy
+from ..trust.errors import BuildError, ConfigError, SiteBusy, shown_line
 from ..trust.files import write_atomic
 
 if TYPE_CHECKING:
@@ -167,7 +167,10 @@ def run_compare(args: argparse.Namespace) -> int:
         print(f"differs:   {number}: {', '.join(fields)}")
     total = result.same + len(result.different) + len(result.missing_in_a) + len(result.missing_in_b)
     if result.identical:
-        print(f"identical: both publish the same {result.same} record(s); every file matches its manifest")
+        print(
+            f"identical: both publish the same {result.same} record(s); each one's record,"
+            " bundle and state files match its manifest"
+        )
         return EXIT_OK
     lies = len(result.problems_a) + len(result.problems_b)
     print(
@@ -255,7 +258,7 @@ def _write_checksums(site: Path, key: MirrorKey | None) -> int:
     disagreements = manifest_problems(site, holding_lock=True)
     if disagreements:  # (a half-updated or edited site: nothing is written or signed)
         for problem in disagreements:
-            print(f"FAILED: {problem}", file=sys.stderr)
+            print(f"FAILED: {shown_line(problem)}", file=sys.stderr)
         print(
             f"{site}: refusing to write {SUMS_PATH}{' or sign' if key else ''}: its files disagree with"
             f" its manifest ({len(disagreements)} problem(s))"
@@ -272,7 +275,8 @@ def _write_checksums(site: Path, key: MirrorKey | None) -> int:
             raise BuildError(str(manifest), f"cannot read: {exc.strerror}") from None
         _write_atomic(site / SIGNATURE_PATH, sign_manifest(manifest_bytes, sums, key))
         entry = key.public_entry
-        print(f"signed {MANIFEST_PATH} and {SUMS_PATH} with {key.key_id} ({entry['fingerprint_sha256_hex']})")
+        fingerprint = entry["fingerprint_sha256_hex"]
+        print(f"signed {MANIFEST_PATH} and {SUMS_PATH} with {shown_line(key.key_id)} ({fingerprint})")
     elif (site / SIGNATURE_PATH).exists() and verify_manifest_signature(site, None):
         print(
             f"warning: {site / SIGNATURE_PATH} no longer matches this site; "
@@ -311,7 +315,7 @@ def run_verify_site(args: argparse.Namespace) -> int:
     if signature is not None:
         problems += signature.problems
     for problem in problems:
-        print(f"FAILED: {problem}", file=sys.stderr)
+        print(f"FAILED: {shown_line(problem)}", file=sys.stderr)
     if problems:
         print(f"{site}: does NOT verify ({len(problems)} problem(s))")
         return EXIT_DIFFERENT
@@ -322,7 +326,7 @@ def run_verify_site(args: argparse.Namespace) -> int:
         how = "a trusted key" if trusted is not None else "its own key (pass --trust to require yours)"
         covers = "" if signature.covers_sums else " (SHA256SUMS is not covered by the signature)"
         print(
-            f"{site}: every file matches SHA256SUMS; manifest signed by {key.key_id} "
+            f"{site}: every file matches SHA256SUMS; manifest signed by {shown_line(key.key_id)} "
             f"({key.fingerprint_hex}), {how}{covers}"
         )
     return EXIT_OK
@@ -406,7 +410,7 @@ def _upload(args: argparse.Namespace, site: Path) -> int:
         )
     except UploadRefused as refused:
         for problem in refused.problems:
-            print(f"FAILED: {problem}", file=sys.stderr)
+            print(f"FAILED: {shown_line(problem)}", file=sys.stderr)
         print(
             f"{site}: refusing to upload: its files disagree with its manifest"
             f" ({len(refused.problems)} problem(s))"

@@ -37,7 +37,7 @@ from ..site.layout import MANIFEST_PATH, MANIFEST_TYPE
 from ..site.manifest import ManifestError, manifest_entries
 from ..trust.errors import ConfigError, pointer
 from ..trust.files import read_at_most
-from ..trust.load import parse_json
+from ..trust.load import parse_json, shown_name
 from ..trust.merge import state_sha256
 from ..trust.model import number_body
 from .client import BlockingClient, FetchError, HttpStatus, NotHttp, RedirectRefused, TooLarge, TooSlow
@@ -100,17 +100,26 @@ class Source(Protocol):
 class FolderSource:
     root: Path
     label: str
+    budget: Budget | None = None
+    """The comparison's time, as for a site served over http (None: no limit, for a check
+    of one's own SITE before an upload or signing)."""
 
     def close(self) -> None:
         pass
 
     def read(self, relative: str) -> bytes | None:
+        if self.budget is not None and self.budget.left() <= 0:
+            raise ConfigError(
+                "site", f"the comparison took longer than its budget of {self.budget.seconds:g} seconds"
+            )
         path = self.root / relative
         try:
             # (read without blocking: a named pipe put there since is_file is refused, not waited on)
             data = read_at_most(path, FETCH_LIMIT + 1) if path.is_file() else None
-        except OSError:
+        except (FileNotFoundError, NotADirectoryError):
             return None
+        except OSError as exc:  # (not "missing": a file the site has that cannot be read)
+            raise ConfigError("site", f"cannot read {shown_name(str(path))}: {exc.strerror or exc}") from None
         if data is not None and len(data) > FETCH_LIMIT:
             raise ConfigError("site", f"{path} is larger than {FETCH_LIMIT} bytes")
         return data
@@ -187,7 +196,7 @@ def open_site(where: str | Path, budget: Budget | None = None) -> Source:
         parts.port  # noqa: B018 (checked only when read: a bad port is a bad URL)
     except ValueError as exc:
         if not text.lower().startswith(("http:", "https:")):
-            return _folder(where)
+            return _folder(where, budget)
         raise ConfigError("site", f"{text} is not a valid URL ({exc})") from None
     if parts.scheme in ("http", "https") and parts.netloc:
         if any(c.isspace() or not c.isprintable() for c in text):  # (urllib would refuse it later)
@@ -195,14 +204,14 @@ def open_site(where: str | Path, budget: Budget | None = None) -> Source:
         if parts.query or parts.fragment:
             raise ConfigError("site", f"{text}: a site URL has no query or fragment")
         return UrlSource(text if text.endswith("/") else text + "/", text, budget)
-    return _folder(where)
+    return _folder(where, budget)
 
 
-def _folder(where: str | Path) -> FolderSource:
+def _folder(where: str | Path, budget: Budget | None) -> FolderSource:
     root = Path(where)
     if not root.is_dir():
         raise ConfigError("site", f"no such folder: {root}")
-    return FolderSource(root, str(where))
+    return FolderSource(root, str(where), budget)
 
 
 def read_manifest(source: Source) -> dict[str, dict[str, Any]]:

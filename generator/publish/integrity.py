@@ -23,6 +23,7 @@ import binascii
 import contextlib
 import hashlib
 import os
+import re
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +63,12 @@ def _excluded(relative: str) -> bool:
 
 
 _LINK = "is a symbolic link; a published site holds only files"
+_OWNED = re.compile(
+    r"pith/([A-Z2-7]{26})(?:\.html|\.json|/.+)|api/pith-number/([A-Z2-7]{26})/.+"
+    r"|\.well-known/pith/([A-Z2-7]{26})/.+",
+    re.DOTALL,
+)
+"""A file only one number owns (`layout.number_paths`), by its body."""
 
 
 def site_files(site: Path, links: list[str] | None = None) -> list[str]:
@@ -97,6 +104,16 @@ def site_files(site: Path, links: list[str] | None = None) -> list[str]:
             else:
                 found.append(relative)
     return sorted(found)
+
+
+def _listed_kind(target: Path) -> str:
+    """ "file" for a regular file, "" for none there, else why it cannot be looked at: a
+    listed name too long for the file system, a folder on the way that cannot be searched
+    (pathlib's `is_file` raises for those)."""
+    try:
+        return "file" if target.is_file() else ""
+    except OSError as exc:
+        return exc.strerror or str(exc)
 
 
 def _site_file_sha256(path: Path) -> str:
@@ -200,11 +217,13 @@ def check_sha256sums(site: Path) -> list[str]:
             problems.append(f"{relative}: listed path leaves the site")
         elif relative in links or any(relative.startswith(link + "/") for link in links):
             continue  # (said above)
-        elif not target.is_file():
+        elif not (kind := _listed_kind(target)):
             gone = not os.path.lexists(target)
             problems.append(
                 f"{relative}: listed in {SUMS_PATH} but {'missing' if gone else 'not a regular file'}"
             )
+        elif kind != "file":
+            problems.append(f"{relative}: listed in {SUMS_PATH} but cannot be checked: {kind}")
         elif _site_file_sha256(target) != expected:
             problems.append(f"{relative}: content differs from {SUMS_PATH}")
     unlisted = (shown_name(r) for r in present if r not in listed)
@@ -236,6 +255,16 @@ def files_disagree(site: Path, paths: Collection[str] | None = None) -> list[str
         wanted = set(paths)
         published = {n: e for n, e in published.items() if not wanted.isdisjoint(owned[n])}
     problems = check_files(source, published)
+    if paths is None:  # (the whole site: a record's file for a number the manifest does not list)
+        listed = {number_body(n) for n in published}
+        for relative in site_files(site, []):  # (links: said where they matter)
+            owner = _OWNED.fullmatch(relative)
+            body = owner and next(b for b in owner.groups() if b)
+            if body and body not in listed:
+                problems.append(
+                    f"{shown_name(relative)}: a file of the record {body}, which the manifest does not"
+                    " list (added to SITE by hand? build again with --clean)"
+                )
     for number in sorted(published):
         vouched = set(layout.vouched_files(number_body(number)))
         for path in owned[number]:

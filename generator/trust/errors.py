@@ -210,6 +210,21 @@ def printable(text: str) -> str:
     return text.translate(_CONTROLS)
 
 
+def shown_line(text: str) -> str:
+    """`text` as one line of a report: control characters as `\\xNN` (`printable`), and
+    bytes of a file name that are not UTF-8 (lone surrogates) as `\\xNN` too, so that a
+    name or a key id read from a site cannot write over the lines around it."""
+    text = text.translate(_CONTROLS)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        try:
+            return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        except UnicodeEncodeError:  # (a surrogate no file name holds)
+            return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
 class RejectionError(Exception):
     """Raised where one problem makes the rest of a document unreadable."""
 

@@ -264,3 +264,31 @@ def test_a_listed_file_replaced_by_a_folder_is_not_called_missing(tmp_path: Path
         "a.txt: listed in SHA256SUMS but missing",
         "b.txt: listed in SHA256SUMS but not a regular file",
     ]
+
+
+def test_a_listed_name_the_file_system_cannot_look_up_is_a_problem_not_a_crash(
+    site_copy: Callable[[str], Path],
+) -> None:
+    site = site_copy("site")
+    write_sums(site)
+    long_name = "a" * 300  # (longer than a file name may be)
+    with open(site / SUMS_PATH, "a") as sums:
+        sums.write(f"{hashlib.sha256(b'').hexdigest()}  {long_name}\n")
+    assert check_sha256sums(site) == [
+        f"{long_name}: listed in SHA256SUMS but cannot be checked: File name too long"
+    ]
+    result = publish_cli("verify-site", site)
+    assert result.code == 1 and "File name too long" in result.err
+
+
+def test_a_record_file_the_manifest_does_not_list_stops_checksums(site_copy: Callable[[str], Path]) -> None:
+    """A record document copied into SITE under another number: the build would count it as
+    published (it reads record files on disk), so signing it would vouch for a forgery."""
+    site = site_copy("site")
+    forged = f"pith/{'A' * 26}.json"
+    shutil.copy(site / f"pith/{BUNDLE_BODY}.json", site / forged)
+    result = publish_cli("checksums", site)
+    assert result.code == 1 and f"{forged}: a file of the record {'A' * 26}, which the manifest" in result.err
+    assert not (site / SUMS_PATH).exists()
+    (site / forged).unlink()
+    assert publish_cli("checksums", site).code == 0

@@ -160,3 +160,32 @@ def test_a_site_by_url(built_site: Path, served: str, site_copy: Callable[[str],
     )
     with pytest.raises(ConfigError, match="has no"):
         compare_sites(served + "/pith/", built_site)
+
+
+def test_the_budget_holds_for_folders_too(built_site: Path, site_copy: Callable[[str], Path]) -> None:
+    other = site_copy("site")
+    with pytest.raises(ConfigError, match="longer than its budget"):
+        compare_sites(built_site, other, budget=0.0)
+    result = publish_cli("compare", built_site, other, "--budget", "0.000001")
+    assert result.code == 2 and "budget" in result.err
+    assert publish_cli("compare", built_site, other).code == 0
+
+
+def test_a_file_that_cannot_be_read_is_not_called_missing(
+    built_site: Path, site_copy: Callable[[str], Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """(Unreadable for the user running it: a mode this test's user may ignore, so the
+    read itself is made to fail.)"""
+    other = site_copy("site")
+    from generator.publish import compare
+
+    real = compare.read_at_most
+
+    def refuse(path: Path, limit: int) -> bytes:
+        if path.name == "state.json":
+            raise PermissionError(13, "Permission denied")
+        return real(path, limit)
+
+    monkeypatch.setattr(compare, "read_at_most", refuse)
+    with pytest.raises(ConfigError, match=r"cannot read .*state\.json: Permission denied"):
+        compare_sites(built_site, other)

@@ -233,3 +233,21 @@ def test_resigning_after_a_rebuild_is_needed(signed_site: tuple[Path, Path]) -> 
     assert "no longer matches" in result.err
     assert publish_cli("checksums", site, "--mirror-key", key_path).code == 0
     assert publish_cli("verify-site", site, "--trust", key_path).code == 0
+
+
+def test_a_key_id_cannot_write_over_the_verdict_on_a_terminal(
+    signed_site: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A site re-signed by a key named to look like the line's own words, with an escape
+    sequence hiding the rest: the name is printed with its control characters visible."""
+    site, _key_path = signed_site
+    from nacl.signing import SigningKey
+
+    from generator.publish.integrity import MirrorKey
+
+    forged = MirrorKey("lab-mirror (0000), a trusted key\x1b[8m", SigningKey.generate())
+    manifest, sums = (site / MANIFEST_PATH).read_bytes(), (site / SUMS_PATH).read_bytes()
+    (site / SIGNATURE_PATH).write_bytes(sign_manifest(manifest, sums, forged))
+    result = publish_cli("verify-site", site)
+    assert result.code == 0 and "\x1b" not in result.out
+    assert "a trusted key\\x1b[8m (" in result.out and "its own key (pass --trust" in result.out
