@@ -31,10 +31,12 @@ def add_site_options(parser: argparse.ArgumentParser) -> None:
         "content",
         nargs="?",
         metavar="CONTENT",
-        help="signed documents: a folder (default content/), or for `build` an object store's"
-        " s3://, gs:// or az://BUCKET/PREFIX/",
+        help="signed documents: a folder (default content/, or file:///PATH), or for `build`"
+        " an object store's s3://, gs:// or az://BUCKET/PREFIX/",
     )
-    parser.add_argument("site", nargs="?", type=Path, metavar="SITE", help="output folder (default site/)")
+    parser.add_argument(
+        "site", nargs="?", metavar="SITE", help="output folder (default site/), or a file:// URL"
+    )
     parser.add_argument("--keys", type=Path, metavar="FILE", help="pinned keys (JSON key object or list)")
     parser.add_argument(
         "--base-url", metavar="URL", help="where the site is served, e.g. https://example.github.io/mirror/"

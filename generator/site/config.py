@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import SplitResult, quote, urlsplit
+from urllib.parse import SplitResult, quote, unquote, urlsplit
 
 from ..trust.errors import ConfigError
 from ..trust.load import DEFAULT_MAX_BYTES, is_utf8, read_settings_file, shown_name
@@ -140,6 +140,30 @@ def store_url(value: str) -> str | None:
 _PATH_KEYS = {"content", "site", "keys", "templates", "cache", "mirror_key", "deployed"}
 
 
+def local_folder(value: str, key: str) -> str:
+    """CONTENT or SITE given as a folder: a path as it is, a `file://` URL as its path.
+    Any other URL is a ConfigError: taken for a path, `s3://bucket/site/` was a folder
+    `s3:/bucket/site` below this one, and a build "published" into it with exit 0."""
+    scheme, sep, _rest = value.partition("://")
+    if not sep or not scheme or not scheme.replace("+", "").replace("-", "").replace(".", "").isalnum():
+        return value
+    parts = urlsplit(value)
+    if parts.scheme.lower() == "file":
+        if parts.netloc not in ("", "localhost") or parts.query or parts.fragment or not parts.path:
+            raise ConfigError(key, f"{value}: a file:// URL names a folder on this machine (file:///PATH)")
+        return unquote(parts.path)
+    if key == "site":
+        raise ConfigError(
+            key,
+            f"{value}: SITE is a folder on this machine; a build does not write into object storage"
+            f" itself. Build into a folder, then publish it: pith-mirror upload SITE {value}",
+        )
+    raise ConfigError(
+        key,
+        f"{value}: neither a folder (a path, file:///PATH) nor an object store (s3://, gs:// or az://BUCKET/PREFIX/)",
+    )
+
+
 def _toml_type_name(value: object) -> str:
     """TOML's own name for a value's type; the only others TOML has are dates and times."""
     names = (name for kind, name in _TOML_TYPE_NAMES.items() if isinstance(value, kind))
@@ -214,6 +238,8 @@ def apply(config: SiteConfig, settings: dict[str, Any], origin: Path | None = No
             if url is not None:
                 changes[name] = STORE_CONTENT / url.rstrip("/").rpartition("/")[2]
                 continue
+        if name in ("content", "site") and isinstance(value, str):
+            value = local_folder(value, name)
         if name in _PATH_KEYS:
             path = Path(str(value))
             value = (origin.parent / path) if origin is not None and not path.is_absolute() else path

@@ -438,3 +438,16 @@ def test_a_new_or_empty_cache_folder_is_used_and_then_still_accepted(
         names = sorted(p.name for p in folder.iterdir())
         assert "build-cache.json" in names and "templates" in names
         assert all(CACHE_NAMES.fullmatch(name) for name in names), names
+
+
+def test_a_build_into_a_bucket_url_is_refused_and_writes_no_folder_named_after_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    content, site = project(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    code, err = run(capsys, "build", "--quiet", content, "s3://bucket/site/")
+    assert code == 2 and "pith-mirror upload SITE s3://bucket/site/" in err, err
+    assert not (tmp_path / "s3:").exists()
+    code, err = run(capsys, "build", "--quiet", f"file://{content}", f"file://{site}")
+    assert code == 0, err
+    assert (site / "index.html").is_file()

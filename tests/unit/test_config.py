@@ -70,6 +70,31 @@ def test_a_store_url_without_a_bucket_is_a_configuration_error(tmp_path: Path, g
         load_config(None, {"content": given}, tmp_path)
 
 
-def test_other_urls_and_paths_are_folders(tmp_path: Path) -> None:
-    for given in ("content", "s3:content", "./s3/x", "https://example.org/content"):
+def test_other_paths_are_folders(tmp_path: Path) -> None:
+    for given in ("content", "s3:content", "./s3/x", "./a://b"):
         assert load_config(None, {"content": given}, tmp_path).content_store is None
+
+
+@pytest.mark.parametrize("key", ["content", "site"])
+def test_a_file_url_is_the_folder_it_names(tmp_path: Path, key: str) -> None:
+    config = load_config(None, {key: f"file://{tmp_path}/my%20folder/"}, tmp_path)
+    assert getattr(config, key) == tmp_path / "my folder" and config.content_store is None
+    config = load_config(None, {key: f"file://localhost{tmp_path}/x"}, tmp_path)
+    assert getattr(config, key) == tmp_path / "x"
+    with pytest.raises(ConfigError, match="names a folder on this machine"):
+        load_config(None, {key: "file://elsewhere/x"}, tmp_path)
+
+
+@pytest.mark.parametrize("given", ["s3://bucket/site/", "gs://b/p", "https://example.org/site/"])
+def test_a_site_in_object_storage_is_refused_not_made_a_folder_named_after_it(
+    tmp_path: Path, given: str
+) -> None:
+    """Taken for a path, "s3://bucket/site/" was a folder "s3:/bucket/site" here, and the
+    build said it had published into it."""
+    with pytest.raises(ConfigError, match="pith-mirror upload SITE"):
+        load_config(None, {"site": given}, tmp_path)
+
+
+def test_content_at_an_http_url_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="neither a folder"):
+        load_config(None, {"content": "https://example.org/content"}, tmp_path)
