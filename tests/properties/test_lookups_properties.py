@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+from urllib.parse import quote, urlencode
 
 import factories
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from generator.site import layout
 from generator.site.lookups import lookup_files, lookup_paths
 from generator.site.page_model import Summary
 
@@ -123,3 +125,11 @@ def test_an_incremental_builds_shards_are_the_full_builds(
     }
     made = {lazy.path: lazy.make() for lazy in lookup_files(records, BASE, width, only)}
     assert made == {path: bytes_ for path, bytes_ in full.items() if path in only}
+
+
+@settings(max_examples=500)
+@given(kind=st.sampled_from(sorted(layout.RESOLVE_KINDS)), value=st.text())
+def test_a_look_up_link_is_what_urlencode_writes(kind: str, value: str) -> None:
+    """`layout.resolve_query` spells the query itself; any value, as urlencode would."""
+    expected = urlencode({kind: value, "json": "true"}, safe="/:", quote_via=quote)
+    assert layout.resolve_query(kind, value) == f"{layout.RESOLVE}?{expected}"
