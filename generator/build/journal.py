@@ -229,7 +229,14 @@ class Journal:
     def __init__(self, site: Path) -> None:
         self.site = site
         self.folder = undo_path(site)
-        self.folder.mkdir()  # (`undo` ran first: a journal left by a killed build is gone)
+        try:
+            self.folder.mkdir()  # (`undo` ran first: a journal left by a killed build is gone)
+        except FileExistsError:  # (not a journal: `undo` would have taken it back)
+            raise BuildError(
+                str(self.folder),
+                "is in the way: a build keeps the journal that lets it take a publication back"
+                " in a folder of that name beside SITE; move this away (SITE is unchanged)",
+            ) from None
         self.touched: set[str] = set()
         self._real_folders: set[str] = set()
         """Folders of SITE seen to be folders, not links (see `_refuse_links`)."""

@@ -21,7 +21,7 @@ import hashlib
 import operator
 import os
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +49,8 @@ from ..site.shared_paths import (
 )
 from ..site.sitewide import Lazy, bytes_key, eager, recorded_hash, render_site, same_listing
 from ..site.templating import make_environment
+from ..site.withdrawn import WITHDRAWN_PATH, withdrawn_json
+from ..trust.choose import Candidate
 from ..trust.errors import BuildError, Rejection
 from ..trust.keys import Keyring
 from ..trust.model import number_body
@@ -100,6 +102,8 @@ class SitewideStage:
     """Shareable paths written by renders then discarded: recomputed or removed."""
     plan: Plan | None = None
     """An incremental build's changes to SITE, made once all are staged (see journal.py)."""
+    withdrawn: Mapping[str, Candidate] = field(default_factory=dict)
+    """The numbers SITE took down with a bundle, after this build (site/withdrawn.py)."""
     written: int = 0
     entries: dict[str, NumberEntry] = field(default_factory=dict)
     """Every number's entry, by number, once `every_summary` has read them."""
@@ -133,10 +137,17 @@ class SitewideStage:
         for the paths that the records which changed claim, before or now.
         """
         config = self.config
-        context = _context_inputs(rejections, notes, self.extra)
+        withdrawn = withdrawn_json(self.withdrawn)
+        extra = self.extra if withdrawn is None else f"{self.extra}\nwithdrawn {_sha(withdrawn)}"
+        context = _context_inputs(rejections, notes, extra)
         inputs = sitewide_inputs(rows, context)
         numbers = self.numbers
-        if self.cache is not None and self.cache.sitewide_inputs == inputs and not self.relisted_prefix():
+        if (
+            self.cache is not None
+            and self.cache.sitewide_inputs == inputs
+            and not self.relisted_prefix()
+            and self.shards_in_site()
+        ):
             if self.keeps_manifest:  # made now, so the first change does not wait for them
                 for summary in self.every_summary():
                     self.kept_manifest_entry(summary)
@@ -182,6 +193,8 @@ class SitewideStage:
         mirrors = mirrors_file(config, self.keyring, generated_at)
         lazies.append(eager(mirrors.path, mirrors.data))
         lazies.append(eager(RESOLVE_INDEX, index_json(width)))
+        if withdrawn is not None:  # (none listed: no file, and one there before goes)
+            lazies.append(eager(WITHDRAWN_PATH, withdrawn))
         affected = self.affected_shareable_paths(summaries)
         affected |= stale
         if search is not None:  # (the longest step of this process's own: the chunks may be made)
@@ -295,6 +308,16 @@ class SitewideStage:
         return spliced_manifest(
             last, self.read_site_file, changed, self.config, generated_at, lambda p: (site / p).is_file()
         )
+
+    def shards_in_site(self) -> bool:
+        """Whether SITE still has every shard its manifest's index names (one deleted by
+        hand is written again, even by a build that changes nothing else: see
+        `spliced_manifest`, which then declines)."""
+        try:
+            index = (self.site / MANIFEST_PATH).read_bytes()
+            return all((self.site / path).is_file() for path in shard_paths(index))
+        except (OSError, ValueError, KeyError, TypeError):
+            return False
 
     def still_in_site(self, file: OutputFile) -> bool:
         """Whether an incremental build may leave a manifest file it made with the same

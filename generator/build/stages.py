@@ -32,6 +32,7 @@ from ..site.manifest import published_paths, read_published
 from ..site.markdown_pages import skipped_pages
 from ..site.page_model import Summary, fork_notes
 from ..site.shared_paths import shareable_paths
+from ..site.withdrawn import read_withdrawn
 from ..trust.choose import Candidate, Choice, select
 from ..trust.errors import BuildError, Code, Rejection, RemovalsRefused
 from ..trust.files import file_sha256
@@ -125,7 +126,8 @@ class Stages:
         )
         candidates = planning.candidates_to_decide(entries, touched)
         published = self.published_documents(candidates, touched)
-        selection = select(candidates, published, set(refused.numbers), refused.unidentified)
+        withdrawn = read_withdrawn(self.site)  # (SITE's, not the cache's: see site/withdrawn.py)
+        selection = select(candidates, published, set(refused.numbers), refused.unidentified, withdrawn)
         selection_notes = tuple(selection.notes)
         if self.cache is not None and not changed:
             # No document changed: the last build's word on them stands, as when a
@@ -150,6 +152,7 @@ class Stages:
         rows = combine(numbers.part_summaries())
         notes = [*selection_notes, *fork_notes(rows.forked), *skipped_pages(self.config.content / "pages")]
         sitewide = self.sitewide_stage(numbers)
+        sitewide.withdrawn = _still_withdrawn(withdrawn, selection.choices, dropped, published)
         written = sitewide.write(rows, rejections, notes, PaperPages(numbers, self.renewed), rendered_numbers)
         self.written += sitewide.written
         if written.restore:  # a page a shared short prefix had replaced must be whole again
@@ -251,12 +254,18 @@ class Stages:
             if name in previous:
                 try:
                     stat = stat_key(path) if known is None else known
-                    if stat == previous.stat(name):
+                    same_stat = stat == previous.stat(name)
+                    # (a name a watcher saw written is read whatever its stat says: a file
+                    # rewritten in place may keep its size and time, and these are few)
+                    if same_stat and self.hints is None:
                         entries.keep(name, previous)  # (as stored: its entry not read)
                         continue
                     if local and file_sha256(Path(path)) == previous.raw_sha256(name):
-                        entries[name] = replace(previous[name], stat=stat)
-                        self.restated.append(name)
+                        if same_stat:
+                            entries.keep(name, previous)
+                        else:
+                            entries[name] = replace(previous[name], stat=stat)
+                            self.restated.append(name)
                         continue
                 except OSError:
                     pass
@@ -532,3 +541,23 @@ def _permitted(numbers_let_go: set[str], numbers: NumberTable) -> dict[str, int]
     return {
         number_body(n): numbers[n].summary.event_count if n in numbers else 0 for n in sorted(numbers_let_go)
     }
+
+
+def _still_withdrawn(
+    before: dict[str, Candidate],
+    choices: list[Choice],
+    dropped: list[str],
+    published: dict[str, tuple[Candidate | None, Candidate | None]],
+) -> dict[str, Candidate]:
+    """The numbers taken down with a bundle, after this build (`BuildState.withdrawn`):
+    those before, but for any now published with a bundle again, and those it dropped,
+    each with the bundle SITE published for it."""
+    withdrawn = dict(before)
+    for choice in choices:
+        if choice.bundle is not None:
+            withdrawn.pop(choice.pith_number, None)
+    for number in dropped:
+        bundle = published.get(number, (None, None))[1]
+        if bundle is not None:
+            withdrawn[number] = bundle
+    return withdrawn

@@ -29,6 +29,7 @@ Rules:
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 from collections.abc import Iterable, Mapping
@@ -89,7 +90,12 @@ class ChangeLog:
 def start(site: Path) -> str:
     """Begin a new log for SITE (before it is replaced whole); returns its ID."""
     log_id = secrets.token_hex(16)
-    write_atomic(log_path(site), _line({"log": log_id, "format": FORMAT}))
+    path = log_path(site)
+    if os.path.isdir(path):  # (written through a temporary file: its name would be the one shown)
+        raise IsADirectoryError(
+            errno.EISDIR, "is a folder where SITE's change log is kept: move it away", str(path)
+        )
+    write_atomic(path, _line({"log": log_id, "format": FORMAT}))
     return log_id
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import sys
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -129,16 +129,29 @@ def select(
     published: dict[str, tuple[Candidate | None, Candidate | None]],
     refused_numbers: set[str],
     unidentified_refusals: bool,
+    withdrawn: Mapping[str, Candidate] | None = None,
 ) -> Selection:
-    """Decide per number. `published` maps numbers to the site's (record, bundle)."""
+    """Decide per number. `published` maps numbers to the site's (record, bundle);
+    `withdrawn`, numbers the site no longer publishes to the last bundle it did: a
+    bundle for one of them is judged against that one as against a published bundle,
+    so taking a number down and putting an older bundle back is no way to roll it back."""
     result = Selection()
+    withdrawn = withdrawn or {}
     by_number: dict[str, list[Candidate]] = defaultdict(list)
     for candidate in candidates:
         by_number[candidate.pith_number].append(candidate)
 
     for number in sorted(set(by_number) | set(published)):
         said = len(result.rejections) + len(result.notes)
-        _decide(number, by_number.get(number, []), published, refused_numbers, unidentified_refusals, result)
+        _decide(
+            number,
+            by_number.get(number, []),
+            published,
+            refused_numbers,
+            unidentified_refusals,
+            withdrawn,
+            result,
+        )
         if len(result.rejections) + len(result.notes) != said:
             result.contested.add(number)
     return result
@@ -150,9 +163,11 @@ def _decide(
     published: dict[str, tuple[Candidate | None, Candidate | None]],
     refused_numbers: set[str],
     unidentified_refusals: bool,
+    withdrawn: Mapping[str, Candidate],
     result: Selection,
 ) -> None:
     old_record, old_bundle = published.get(number, (None, None))
+    gone = withdrawn.get(number) if old_bundle is None else None
     if not new:
         if number in refused_numbers:
             result.choices.append(Choice(number, old_record, old_bundle))
@@ -171,12 +186,19 @@ def _decide(
     if len(new) == 1:  # the common case, decided without the general rules' sorting
         only = new[0]
         if only.kind == "record":
-            record, bundle = only, _one_bundle([], old_bundle, result)
+            record, bundle = only, old_bundle
         else:
-            record, bundle = _one_record([], old_record, result), _one_bundle(new, old_bundle, result)
+            record, bundle = (
+                _one_record([], old_record, result),
+                _one_bundle(new, old_bundle or gone, result, gone is not None),
+            )
     else:
         record = _one_record([c for c in new if c.kind == "record"], old_record, result)
-        bundle = _one_bundle([c for c in new if c.kind == "bundle"], old_bundle, result)
+        bundle = _one_bundle(
+            [c for c in new if c.kind == "bundle"], old_bundle or gone, result, gone is not None
+        )
+    if bundle is not None and bundle is gone:
+        bundle = None  # (refused against the bundle the number was taken down with: nothing stays)
     if record is None and bundle is None:
         return
     result.choices.append(Choice(number, record, bundle))
@@ -201,7 +223,14 @@ def _one_record(records: list[Candidate], published: Candidate | None, out: Sele
     return published
 
 
-def _one_bundle(bundles: list[Candidate], published: Candidate | None, out: Selection) -> Candidate | None:
+def _one_bundle(
+    bundles: list[Candidate], published: Candidate | None, out: Selection, taken_down: bool = False
+) -> Candidate | None:
+    """The bundle to publish: the one holding every event of the others, unless it lacks
+    some of `published`'s (or holds the same, built no later). With `taken_down`,
+    `published` is the bundle the number was unpublished with: what it refuses is not
+    replaced by anything, and the caller publishes no bundle."""
+    stays = _TAKEN_DOWN.format(events=len(published.events) // 32) if taken_down and published else ""
     if not bundles:
         return published
     if len(bundles) == 1 and published is not None and published.raw_sha256 == bundles[0].raw_sha256:
@@ -223,27 +252,28 @@ def _one_bundle(bundles: list[Candidate], published: Candidate | None, out: Sele
                     "/built_at" if winners else "/events",
                     Code.BUNDLE_CONFLICT,
                     f"bundles for {candidate.pith_number} {why}; "
-                    + ("the published one stays" if published else "none is published"),
+                    + ("the published one stays" if published and not taken_down else "none is published"),
                 )
             )
         return published
     if published is not None and published.raw_sha256 != winner.raw_sha256:
         if winner.events == published.events:
-            return published if _refused_as_older(winner, published, out) else winner
+            return published if _refused_as_older(winner, published, out, stays) else winner
         missing = published.event_ids - winner.event_ids
         if missing:
             # Older than what is published (a rollback), or a fork of it (a conflict):
             # either way the published bundle stays, but the reader's next step differs.
             own = winner.event_ids - published.event_ids
+            that, other = ("the bundle it was taken down with", "that one") if taken_down else ("", "")
             out.rejections.append(
                 Rejection(
                     winner.file,
                     "/events",
                     Code.BUNDLE_CONFLICT if own else Code.BUNDLE_ROLLBACK,
-                    f"the published bundle has {len(missing)} event(s) this one lacks "
+                    f"{that or 'the published bundle'} has {len(missing)} event(s) this one lacks "
                     f"(e.g. {sorted(missing)[0]})"
-                    + (f", and this one has {len(own)} the published one lacks" if own else "")
-                    + "; the published bundle stays",
+                    + (f", and this one has {len(own)} {other or 'the published one'} lacks" if own else "")
+                    + (stays or "; the published bundle stays"),
                 )
             )
             return published
@@ -271,7 +301,14 @@ def _latest(bundles: list[Candidate]) -> Candidate | None:
     return last[0] if len(last) == 1 else None
 
 
-def _refused_as_older(new: Candidate, published: Candidate, out: Selection) -> bool:
+_TAKEN_DOWN = (
+    "; the number was taken down holding that bundle ({events} event(s)), and it is published"
+    " again only with a bundle holding all of them"
+)
+"""A refused bundle's last words when the bundle it is judged against was unpublished."""
+
+
+def _refused_as_older(new: Candidate, published: Candidate, out: Selection, stays: str = "") -> bool:
     """Refuse `new`, which holds exactly the published bundle's events, unless it
     was built after it: only its other signed fields differ, and only the build
     time tells an update (more aliases) from a replayed older copy."""
@@ -284,6 +321,8 @@ def _refused_as_older(new: Candidate, published: Candidate, out: Selection) -> b
         code, why = Code.BUNDLE_ROLLBACK, f"was built at {new.built_at}, before it ({published.built_at})"
     else:
         code, why = Code.BUNDLE_CONFLICT, f"has the same built_at ({new.built_at})"
-    message = f"this bundle holds the same events as the published one but {why}; the published bundle stays"
+    which = "the one the number was taken down with" if stays else "the published one"
+    message = f"this bundle holds the same events as {which} but {why}"
+    message += stays or "; the published bundle stays"
     out.rejections.append(Rejection(new.file, "/built_at", code, message))
     return True

@@ -216,7 +216,7 @@ def test_a_damaged_manifest_index_does_not_let_a_build_without_its_cache_unpubli
     empty_content_is_refused_and_site_kept(mirror, capsys)
 
 
-@pytest.mark.parametrize("change", ["added", "grown"])
+@pytest.mark.parametrize("change", ["added", "grown", "nothing"])
 def test_a_shard_deleted_by_hand_is_written_again_by_the_next_incremental_build(
     mirror: Project, capsys: pytest.CaptureFixture[str], change: str
 ) -> None:
@@ -233,7 +233,7 @@ def test_a_shard_deleted_by_hand_is_written_again_by_the_next_incremental_build(
     kept = {path.name: path.read_bytes() for path in shards}
     if change == "added":
         mirror.add(doc_name(COUNT), record_doc(source_id="2203.00100", title="One more"))
-    else:
+    elif change == "grown":
         mirror.add("b.json", f.bundle(record=record, title=title, events=bundle_events(record, title, 2)))
     victim = next(path for path in shards if not f.pith_body(record).startswith(path.name.split(".")[0]))
     victim.unlink()
@@ -282,3 +282,15 @@ def test_a_listed_bundle_no_copy_in_site_vouches_for_stops_a_build_without_its_c
         refuse_unpublishing(mirror.site, bucket, False, {body: len(older["events"]) + 1})
     upload_site(mirror.site, bucket, workers=1)
     assert (bucket.root / f"pith/{body}/bundle.json").read_bytes() == f.to_bytes(older)
+
+
+def test_a_file_where_the_undo_journal_goes_is_named_and_site_stays(
+    mirror: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    undo = mirror.root / ".site.undo"
+    undo.write_text("not a journal")
+    mirror.add("c.json", record_doc(source_id="2204.09000", title="One more"))
+    before = tree(mirror.site)
+    code, _, err = run(ARGS, capsys)
+    assert code == 2 and ".site.undo: is in the way" in err and "Traceback" not in err, err
+    assert tree(mirror.site) == before

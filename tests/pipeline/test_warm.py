@@ -376,3 +376,25 @@ def test_a_grown_bundle_keeps_the_listings_untouched(
     assert warm_build()[1]
     assert "Listed Newcomer" in project.text("index.html")
     assert_same_as_fresh(project, tmp_path / "fresh3")
+
+
+def test_a_file_a_watcher_names_is_read_though_its_size_and_time_are_as_before(
+    project: Project, tmp_path: Path
+) -> None:
+    """Rewritten in place (the same inode) with bytes of the same length, its time put
+    back: its stat is the one the cache holds, but the watcher saw it written."""
+    warm = WarmCache()
+    warm_build(project, warm)
+    path = project.content / "a.json"
+    before, st = path.read_bytes(), path.stat()
+    # (a record document's unsigned title in capitals: it still verifies)
+    after = before.replace(b'"Cold Records"', b'"COLD RECORDS"')
+    assert after != before and len(after) == len(before)
+    with open(path, "r+b") as handle:
+        handle.write(after)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_mtime_ns == st.st_mtime_ns and path.stat().st_ino == st.st_ino
+    report = hinted_build(project, warm, "a.json")
+    assert report.changed == ("content/a.json",) and report.rendered == 1
+    assert_same_as_fresh(project, tmp_path / "fresh")
+    assert hinted_build(project, warm, "a.json").rendered == 0  # (told again, nothing new: kept)

@@ -176,3 +176,10 @@ def test_a_permission_of_another_shape_makes_the_log_unreadable(site: Path, perm
     with open(change_log.log_path(site), "a") as log:
         log.write(line)
     assert change_log.read_log(site) is None
+
+
+def test_a_folder_where_the_log_goes_is_named_not_a_temporary_file(site: Path) -> None:
+    change_log.log_path(site).mkdir()
+    with pytest.raises(IsADirectoryError) as raised:
+        change_log.start(site)
+    assert raised.value.filename == str(change_log.log_path(site))
