@@ -73,7 +73,7 @@ def page(path: str, html: str, base: str) -> list[OutputFile]:
     page_file, folder_file = layout.page_paths(path)
     return [
         OutputFile(page_file, html.encode("utf-8")),
-        OutputFile(folder_file, folder_redirect(path, base)),
+        OutputFile(folder_file, folder_redirect(path, base, path == layout.RESOLVE)),
     ]
 
 

@@ -353,9 +353,22 @@ def attribute(text: str) -> str:
     return xml_escape(text).replace('"', "&quot;")
 
 
-def folder_redirect(path: str, base: str) -> bytes:
+def folder_redirect(path: str, base: str, carry_query: bool = False) -> bytes:
     """The folder twin `path/index.html` of the page `path.html` (see layout): it
-    sends readers to the page by its file name, every host's answer for it."""
+    sends readers to the page by its file name, every host's answer for it.
+
+    A meta refresh drops the address's query and fragment. With `carry_query` (the
+    resolve page, whose look-up is its query: a static host sends `resolve?arxiv=...`
+    to `resolve/`), a script (assets/folder-twin.js) goes on with both; the refresh is
+    what a reader without scripts gets. (Not on every twin: two per record, each would
+    outgrow one 512-byte tar block.)"""
     file, url = f"{base}{path}.html", f"{base}{path}"
     body = f'<p>This page is at <a href="{attribute(file)}">{xml_escape(url)}</a>.</p>\n'
-    return redirect_page(path, file, url, body).encode("utf-8")
+    page = redirect_page(path, file, url, body)
+    if carry_query:
+        # (the refresh only where scripts do not run: Chromium lets a refresh scheduled
+        # after the script's navigation replace it, and the query is lost again)
+        refresh = page[page.index('<meta http-equiv="refresh"') :].partition("\n")[0]
+        script = f'<script src="{attribute(base)}assets/folder-twin.js"></script>\n'
+        page = page.replace(refresh, f"{script}<noscript>{refresh}</noscript>", 1)
+    return page.encode("utf-8")

@@ -80,14 +80,16 @@
     return out;
   }
   function show(v) {
-    // Values in messages: strings quoted, the rest as canonical JSON; kept short.
+    // Values in messages: strings quoted, the rest as canonical JSON; kept short, and as
+    // the page shows text (shownText): an override a value opens is closed after it, so
+    // that it cannot reverse the words of the message around it.
     let s;
     try {
       s = v === undefined ? "nothing" : C.canonicalText(v);
     } catch (err) {
       s = String(v);
     }
-    return s.length > 80 ? s.slice(0, 77) + "…" : s;
+    return shownText(s.length > 80 ? s.slice(0, 77) + "…" : s);
   }
   function short(hex) {
     return typeof hex === "string" && hex.length > 16 ? hex.slice(0, 16) + "…" : String(hex);
@@ -621,7 +623,7 @@
           }
         }
         titleStep.passText =
-          "“" + titles[0][1] + "” matches title_canon_sha256 in the signed canonical record" +
+          "“" + shownText(titles[0][1]) + "” matches title_canon_sha256 in the signed canonical record" +
           (titles.length > 1 ? " (" + titles.length + " places checked)" : "");
       }
     }

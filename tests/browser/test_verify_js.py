@@ -219,6 +219,7 @@ def factory_cases() -> dict[str, Case]:
     forged["state"]["state_sha256"] = state_sha256(forged["state"])
     forged_state = factories.sign_bundle(s, forged)
     sigma = factories.record_document(s, title="ΣΑΣ: Über İstanbul and the ǅ digraph  in  2 spaces")
+    bidi = factories.record_document(s, title="A title that overrides \u202e")
     # aliases as a record document may list them: out of kind order, and one (an ISBN)
     # that the canonical record does not determine, which the mirror leaves out
     odd_aliases = factories.record_document(s)
@@ -246,6 +247,7 @@ def factory_cases() -> dict[str, Case]:
     return {
         "factory-record": Case(record, steps=RECORD_STEPS, python="record", **common),
         "factory-record-non-ascii-title": Case(sigma, python="record", **common),
+        "factory-record-bidi-title": Case(bidi, python="record", **common),
         "factory-record-unordered-and-unconfirmed-aliases-with-its-state": Case(
             odd_aliases, state=record_only_state(odd_aliases), python="record", **common
         ),
@@ -813,6 +815,13 @@ def test_real_sentences(answers):
     assert bundle["bundle-signature"] == "Bundle signature: verifies with the pinned key pith-v1-2026-05"
     assert bundle["state"].startswith("Merged state: state.json equals the bundle's state;")
     assert "a4163a30e8828a51" in bundle["state"]
+
+
+def test_an_override_a_title_opens_is_closed_before_the_verdict_s_own_words(answers):
+    """A signed title ending in RIGHT-TO-LEFT OVERRIDE would reverse "matches
+    title_canon_sha256 ..." after it, as a browser draws the step."""
+    title = {s["id"]: s["text"] for s in answers["factory-record-bidi-title"]["steps"]}["title"]
+    assert "overrides \u202e\u202c” matches title_canon_sha256" in title
 
 
 def test_fallback_sha256_and_base32(run_node):

@@ -36,6 +36,7 @@ class Served:
     """A `pith-mirror serve` subprocess and the address it printed (within a minute)."""
 
     def __init__(self, content: Path, site: Path, *extra: str) -> None:
+        self.site = site
         args = ["serve", "--port", "0", "--no-watch", "--jobs", "1", *extra, str(content), str(site)]
         self.running = Running(args, content.parent)
         try:
