@@ -147,33 +147,36 @@ def cluster_executor(
     try:
         if config.scheduler == "local":
             # (each nanny hands the settings it was made under to the worker it starts)
-            with dask_config().set(LOCAL_CLUSTER_SETTINGS):
-                cluster = distributed.LocalCluster(
-                    n_workers=config.jobs,
-                    threads_per_worker=1,  # (a worker runs one task at a time: see `_RUN`)
-                    processes=True,
-                    dashboard_address=None,
-                    silence_logs=logging.CRITICAL,  # (a failed task is the build's to report)
-                    preload=[__name__],  # (`dask_setup`, in each worker process)
-                )
+            try:
+                with dask_config().set(LOCAL_CLUSTER_SETTINGS):
+                    cluster = distributed.LocalCluster(
+                        n_workers=config.jobs,
+                        threads_per_worker=1,  # (a worker runs one task at a time: see `_RUN`)
+                        processes=True,
+                        dashboard_address=None,
+                        silence_logs=logging.CRITICAL,  # (a failed task is the build's to report)
+                        preload=[__name__],  # (`dask_setup`, in each worker process)
+                    )
+            except Exception as exc:  # (Dask's own: a temporary folder, open files, a setting)
+                raise BuildError("local", f"cannot start a Dask cluster here ({_reason(exc)})") from None
             where = str(cluster.scheduler_address)
             # (results straight from the workers, not relayed by the scheduler, which
             # here shares this process and its cores with the build)
-            client = distributed.Client(cluster, set_as_default=False, direct_to_workers=True)
+            client = _connected(distributed, where, cluster, direct_to_workers=True)
         else:
-            try:
-                client = distributed.Client(config.scheduler, set_as_default=False)
-            except (OSError, TimeoutError) as exc:
-                raise BuildError(
-                    config.scheduler, f"no Dask scheduler answers at this address ({_reason(exc)})"
-                ) from None
-        workers = len(client.scheduler_info()["workers"])
-        if workers == 0:
-            try:
-                client.wait_for_workers(1, timeout=_connect_timeout())
-            except (OSError, TimeoutError):
-                raise BuildError(where, "the Dask scheduler has no workers") from None
+            client = _connected(distributed, config.scheduler, config.scheduler)
+        try:
             workers = len(client.scheduler_info()["workers"])
+            if workers == 0:
+                try:
+                    client.wait_for_workers(1, timeout=_connect_timeout())
+                except (OSError, TimeoutError):
+                    raise BuildError(where, "the Dask scheduler has no workers") from None
+                workers = len(client.scheduler_info()["workers"])
+        except BuildError:
+            raise
+        except Exception as exc:
+            raise BuildError(where, f"the Dask scheduler did not answer as one ({_reason(exc)})") from None
         setup = _setup(config, keyring, staging, shared_files)
         return ClusterExecutor(client, cluster, setup, where, workers, settings)
     except BaseException:
@@ -246,6 +249,18 @@ def _connect_timeout() -> float:
 
     seconds = parse_timedelta(dask_config().get("distributed.comm.timeouts.connect"), "s")
     return float(seconds) if seconds is not None else 30.0
+
+
+def _connected(distributed: Dask, where: str, to: Any, **options: Any) -> Dask:
+    """A client of the scheduler at `to` (an address, or a LocalCluster at `where`);
+    BuildError for whatever Dask raises: nothing answering, an answer that is not a
+    scheduler's (its own decoding errors), TLS with no settings, a bad timeout setting."""
+    try:
+        return distributed.Client(to, set_as_default=False, **options)
+    except (OSError, TimeoutError) as exc:
+        raise BuildError(where, f"no Dask scheduler answers at this address ({_reason(exc)})") from None
+    except Exception as exc:
+        raise BuildError(where, f"cannot use the Dask scheduler at this address ({_reason(exc)})") from None
 
 
 def _reason(exc: BaseException) -> str:

@@ -347,3 +347,57 @@ def test_a_build_without_a_scheduler_never_imports_dask(tmp_path: Path) -> None:
 
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
+
+
+@contextlib.contextmanager
+def garbage_server() -> Iterator[int]:
+    """A port that answers every connection with bytes no Dask scheduler sends."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    listener.settimeout(0.2)
+    stop = threading.Event()
+
+    def answer() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            with contextlib.suppress(OSError):
+                conn.sendall(b"\xff" * 64 + b"HTTP/1.1 200 OK\r\n\r\nnot a scheduler")
+                time.sleep(0.2)
+                conn.close()
+
+    thread = threading.Thread(target=answer, daemon=True)
+    thread.start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        listener.close()
+
+
+@pytest.mark.parametrize("case", ["garbage answer", "bad timeout setting"])
+def test_what_dask_raises_on_connecting_is_one_line_and_exit_2(
+    tmp_path: Path, files: list[tuple[str, bytes]], capsys: pytest.CaptureFixture[str], case: str
+) -> None:
+    p = make(tmp_path, few(files))
+    assert main(cli_build(p, "--jobs", "1")) == 0
+    before = tree(p.site)
+    capsys.readouterr()
+    with contextlib.ExitStack() as stack:
+        if case == "garbage answer":
+            port = stack.enter_context(garbage_server())
+            stack.enter_context(dask.config.set({"distributed.comm.timeouts.connect": "3s"}))
+            address = f"tcp://127.0.0.1:{port}"
+        else:
+            stack.enter_context(dask.config.set({"distributed.comm.timeouts.connect": "abc"}))
+            address = "local"
+        code = main(cli_build(p, "--clean", "--scheduler", address))
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.startswith(f"pith-mirror: {address}: "), err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert tree(p.site) == before
