@@ -15,8 +15,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 @contextlib.contextmanager
-def raw_server(answer: Callable[[socket.socket], None]) -> Iterator[str]:
-    """A server on 127.0.0.1 that reads each request's head and calls `answer`; yields its URL."""
+def raw_server(answer: Callable[[socket.socket], None], read_head: bool = True) -> Iterator[str]:
+    """A server on 127.0.0.1 that reads each request's head (with `read_head`; else
+    nothing, for a client that waits to be spoken to) and calls `answer`; yields its URL."""
     listener = socket.create_server(("127.0.0.1", 0))
     listener.settimeout(0.05)
     stop = threading.Event()
@@ -30,7 +31,7 @@ def raw_server(answer: Callable[[socket.socket], None]) -> Iterator[str]:
             with conn, contextlib.suppress(OSError):
                 conn.settimeout(5)
                 head = b""
-                while b"\r\n\r\n" not in head and (chunk := conn.recv(4096)):
+                while read_head and b"\r\n\r\n" not in head and (chunk := conn.recv(4096)):
                     head += chunk
                 answer(conn)
 

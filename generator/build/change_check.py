@@ -370,7 +370,7 @@ def _last_if_unchanged(
         manifest = config.site / MANIFEST_PATH
         if not manifest.is_file() or file_sha256(manifest) != data["manifest_sha256"]:
             return None, listed, state, changed
-        if not _shards_present(config.site, manifest):  # (one deleted by hand: written again)
+        if not shards_present(config.site):
             return None, listed, state, changed
         last = Unchanged(
             published=int(data["published"]),
@@ -382,14 +382,17 @@ def _last_if_unchanged(
     return last, None, None, None
 
 
-def _shards_present(site: Path, manifest: Path) -> bool:
-    """Whether every shard the manifest's index names is a file of SITE (a stat each:
-    32 of them, 1,024 at millions of records)."""
+def shards_present(site: Path) -> bool:
+    """Whether every shard SITE's manifest index names is a file of SITE (a stat each:
+    32 of them, 1,024 at millions of records); False for an index that cannot be read.
+    A shard deleted by hand is then written again by the next build."""
     # (read here, not through site.manifest: a build with nothing to do imports no more
     # than it needs, and that module brings the templates' engine)
-    return all(
-        (site / str(shard["path"])).is_file() for shard in orjson.loads(_read_whole(manifest))["shards"]
-    )
+    try:
+        shards = orjson.loads(_read_whole(site / MANIFEST_PATH))["shards"]
+        return all((site / str(shard["path"])).is_file() for shard in shards)
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
 
 
 def read_last_state(directory: Path, key: str, checksum: str | None = None) -> LastState:

@@ -54,6 +54,7 @@ from ..trust.choose import Candidate
 from ..trust.errors import BuildError, Rejection
 from ..trust.keys import Keyring
 from ..trust.model import number_body
+from .change_check import shards_present
 from .journal import Plan
 from .part_summary import SiteRows, sitewide_inputs
 from .state import BuildState, NumberEntry, NumberTable
@@ -146,7 +147,7 @@ class SitewideStage:
             self.cache is not None
             and self.cache.sitewide_inputs == inputs
             and not self.relisted_prefix()
-            and self.shards_in_site()
+            and shards_present(self.site)  # (one deleted by hand: see `spliced_manifest`)
         ):
             if self.keeps_manifest:  # made now, so the first change does not wait for them
                 for summary in self.every_summary():
@@ -308,16 +309,6 @@ class SitewideStage:
         return spliced_manifest(
             last, self.read_site_file, changed, self.config, generated_at, lambda p: (site / p).is_file()
         )
-
-    def shards_in_site(self) -> bool:
-        """Whether SITE still has every shard its manifest's index names (one deleted by
-        hand is written again, even by a build that changes nothing else: see
-        `spliced_manifest`, which then declines)."""
-        try:
-            index = (self.site / MANIFEST_PATH).read_bytes()
-            return all((self.site / path).is_file() for path in shard_paths(index))
-        except (OSError, ValueError, KeyError, TypeError):
-            return False
 
     def still_in_site(self, file: OutputFile) -> bool:
         """Whether an incremental build may leave a manifest file it made with the same

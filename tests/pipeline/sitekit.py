@@ -28,9 +28,11 @@ if str(TESTS) not in sys.path:  # for `factories`, whatever pytest's import mode
     sys.path.insert(0, str(TESTS))
 
 import factories as f  # noqa: E402
+import pytest  # noqa: E402
 
 from generator.build.pipeline import build  # noqa: E402
 from generator.build.report import BuildReport  # noqa: E402
+from generator.commands.cli import main  # noqa: E402
 from generator.site.config import SiteConfig  # noqa: E402
 from generator.trust.keys import Keyring, default_keyring, keyring_from_json  # noqa: E402
 
@@ -355,3 +357,11 @@ def lookup_shards(site: Path) -> dict[str, dict[str, Any]]:
         for p in sorted(root.glob("*/*.json"))
         if p.is_file()
     }
+
+
+def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """`pith-mirror ARGS` in this process: (exit status, stdout, stderr)."""
+    capsys.readouterr()
+    code = main(args)
+    out, err = capsys.readouterr()
+    return code, out, err

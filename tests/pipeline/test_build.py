@@ -31,6 +31,7 @@ from sitekit import (
     record_doc,
     tree,
 )
+from sitekit import run_cli as run
 
 from generator.build import journal, write
 from generator.build.pipeline import build
@@ -39,13 +40,6 @@ from generator.commands.cli import main
 from generator.trust.errors import BuildError, Code
 
 SUMMARY = re.compile(r"^published (\d+), refused (\d+) file\(s\), (\d+) files written in \d+\.\d\ds\b")
-
-
-def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = main(args)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture

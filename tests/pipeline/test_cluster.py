@@ -27,6 +27,7 @@ import factories as f
 import manifestkit
 import pytest
 from extraskit import need
+from netkit import raw_server
 
 need("distributed", "cluster", module_level=True)
 
@@ -349,34 +350,10 @@ def test_a_build_without_a_scheduler_never_imports_dask(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
 
 
-@contextlib.contextmanager
-def garbage_server() -> Iterator[int]:
-    """A port that answers every connection with bytes no Dask scheduler sends."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen()
-    listener.settimeout(0.2)
-    stop = threading.Event()
-
-    def answer() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                continue
-            with contextlib.suppress(OSError):
-                conn.sendall(b"\xff" * 64 + b"HTTP/1.1 200 OK\r\n\r\nnot a scheduler")
-                time.sleep(0.2)
-                conn.close()
-
-    thread = threading.Thread(target=answer, daemon=True)
-    thread.start()
-    try:
-        yield listener.getsockname()[1]
-    finally:
-        stop.set()
-        thread.join(timeout=5)
-        listener.close()
+def garbage(conn: socket.socket) -> None:
+    """An answer no Dask scheduler sends, given at once."""
+    conn.sendall(b"\xff" * 64 + b"HTTP/1.1 200 OK\r\n\r\nnot a scheduler")
+    time.sleep(0.2)
 
 
 @pytest.mark.parametrize("case", ["garbage answer", "bad timeout setting"])
@@ -389,9 +366,9 @@ def test_what_dask_raises_on_connecting_is_one_line_and_exit_2(
     capsys.readouterr()
     with contextlib.ExitStack() as stack:
         if case == "garbage answer":
-            port = stack.enter_context(garbage_server())
+            url = stack.enter_context(raw_server(garbage, read_head=False))
             stack.enter_context(dask.config.set({"distributed.comm.timeouts.connect": "3s"}))
-            address = f"tcp://127.0.0.1:{port}"
+            address = "tcp://" + url.removeprefix("http://").rstrip("/")
         else:
             stack.enter_context(dask.config.set({"distributed.comm.timeouts.connect": "abc"}))
             address = "local"

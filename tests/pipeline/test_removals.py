@@ -14,9 +14,9 @@ import factories as f
 import manifestkit
 import pytest
 from sitekit import REPO, Project, bundle_events, record_doc, tree
+from sitekit import run_cli as run
 
 from generator.build import journal
-from generator.commands.cli import main
 from generator.publish import change_log
 from generator.publish.storage_local import LocalStorage
 from generator.publish.upload import refuse_unpublishing, upload_site
@@ -26,13 +26,6 @@ from generator.trust.errors import RemovalsRefused
 ARGS = ["build", "content", "site", "--keys", "keys.json", "--jobs", "1", "--quiet"]
 COUNT = 12
 """Records in each test's mirror: one of them is 8 % (allowed), two are 17 % (refused)."""
-
-
-def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = main(args)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def doc_name(i: int) -> str:

@@ -10,8 +10,8 @@ import shutil
 import factories as f
 import pytest
 from sitekit import Project, bundle_events, record_doc, tree
+from sitekit import run_cli as run
 
-from generator.commands.cli import main
 from generator.site.withdrawn import WITHDRAWN_PATH
 
 ARGS = ["build", "content", "site", "--keys", "keys.json", "--jobs", "1", "--quiet"]
@@ -22,13 +22,6 @@ NUMBER, BODY = f.pith_number(RECORD), f.pith_body(RECORD)
 
 def bundle(snapshots: int) -> dict[str, object]:
     return f.bundle(record=RECORD, title=TITLE, events=bundle_events(RECORD, TITLE, snapshots))
-
-
-def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = main(args)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture
