@@ -247,13 +247,13 @@ def files_disagree(site: Path, paths: Collection[str] | None = None) -> list[str
         published = read_manifest(source)
     except ConfigError as exc:
         return [exc.reason]
+    if paths is not None:  # (the numbers whose own files are among them, found from the paths)
+        bodies = {next(b for b in m.groups() if b) for p in paths if (m := _OWNED.fullmatch(p))}
+        published = {n: e for n, e in published.items() if number_body(n) in bodies}
     owned = {
         n: layout.number_paths(number_body(n), e.get("bundle_sha256") is not None)
         for n, e in published.items()
     }
-    if paths is not None:
-        wanted = set(paths)
-        published = {n: e for n, e in published.items() if not wanted.isdisjoint(owned[n])}
     problems = check_files(source, published)
     if paths is None:  # (the whole site: a record's file for a number the manifest does not list)
         listed = {number_body(n) for n in published}
